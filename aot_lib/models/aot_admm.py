@@ -4,7 +4,7 @@ Each layer is one unrolled scaled-form ADMM iteration (Eq. ``layer_updates``) on
 compression + sparsity objective (Eq. ``split``):
 
 .. math::
-    Z^{\ell+1} &= a_\ell Z^\ell + b_\ell\,\mathrm{MSSA}(Z^\ell\mid U^\ell_{[K]}) + c_\ell (V^\ell - W^\ell) \\
+    Z^{\ell+1} &= a_\ell Z^\ell + b_\ell\,\mathrm{MSSA}(\mathrm{LN}(Z^\ell)\mid U^\ell_{[K]}) + c_\ell (V^\ell - W^\ell) \\
     V^{\ell+1} &= \mathrm{ReLU}(Z^{\ell+1} + W^\ell - \tau) \\
     W^{\ell+1} &= W^\ell + Z^{\ell+1} - V^{\ell+1}
 
@@ -13,8 +13,9 @@ eta*rho)`` (Eq. ``zupdate``) and ``tau = lambda / rho``.  Following Appendix B,
 ``Z^{l+1}`` and the updated dual ``W^{l+1}`` are rescaled feature-wise by RMS.
 
 Parameters per layer: ``2 d^2 + 3 d + 3``: MSSA (``U`` and its output map, ``2 d^2``), the
-two RMS rescalings with a learnable per-feature gain (``2 d``), a learnable per-feature
-threshold ``tau`` initialised to ``lambda / rho`` (``d``) and the three branch logits.  With the
+pre-MSSA LayerNorm that CRATE and AoT also use (``2 d``), a learnable per-feature threshold
+``tau`` initialised to ``lambda / rho`` (``d``) and the three branch logits. The RMS
+rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).  With the
 CRATE-style stem and head this reproduces every AoT-ADMM cell of Tables 1-3
 (3.64 / 8.11 / 14.36 M; 14.84 M at 128 px, patch 16).
 """
@@ -83,10 +84,14 @@ class ADMMLayer(nn.Module):
         init = torch.tensor(admm_coefficients(eta, gamma, rho))
         # softmax(log p) = p because p sums to one.
         self.coef_logits = nn.Parameter(init.log())
+        self.norm = nn.LayerNorm(dim)
         self.mssa = MSSA(dim, num_heads)
         self.tau = nn.Parameter(torch.full((dim,), lambd / rho))
-        self.z_norm = nn.RMSNorm(dim, eps=rms_eps)
-        self.w_norm = nn.RMSNorm(dim, eps=rms_eps)
+        self.rms_eps = rms_eps
+
+    def rms(self, x: torch.Tensor) -> torch.Tensor:
+        """Feature-wise RMS rescaling (Appendix B): every token to unit root-mean-square."""
+        return F.rms_norm(x, (x.shape[-1],), eps=self.rms_eps)
 
     def coefficients(self) -> torch.Tensor:
         """``(a_l, b_l, c_l)``: positive and summing to one by construction."""
@@ -94,11 +99,11 @@ class ADMMLayer(nn.Module):
 
     def step(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> ADMMState:
         a, b, c = self.coefficients().to(z.dtype)
-        attn = self.mssa(z)
-        z_next = self.z_norm(a * z + b * attn + c * (v - w))
+        attn = self.mssa(self.norm(z))
+        z_next = self.rms(a * z + b * attn + c * (v - w))
         v_next = F.relu(z_next + w - self.tau)
         w_raw = w + z_next - v_next
-        return ADMMState(z=z_next, v=v_next, w=self.w_norm(w_raw), w_raw=w_raw, mssa=attn,
+        return ADMMState(z=z_next, v=v_next, w=self.rms(w_raw), w_raw=w_raw, mssa=attn,
                          coefficients=torch.stack([a, b, c]))
 
     def forward(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor):
@@ -151,25 +156,19 @@ class AoTADMM(EncoderBase):
         return states
 
 
-def _aot_admm(embed_dim: int, num_heads: int, **kw) -> AoTADMM:
-    kw.setdefault("embed_dim", embed_dim)
-    kw.setdefault("num_heads", num_heads)
-    return AoTADMM(**kw)
-
-
 @register_model
 def aot_admm_tiny(**kw) -> AoTADMM:
     """AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting)."""
-    return _aot_admm(384, 6, **kw)
+    return AoTADMM(**{"embed_dim": 384, "num_heads": 6, **kw})
 
 
 @register_model
 def aot_admm_small(**kw) -> AoTADMM:
     """AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M)."""
-    return _aot_admm(576, 12, **kw)
+    return AoTADMM(**{"embed_dim": 576, "num_heads": 12, **kw})
 
 
 @register_model
 def aot_admm_base(**kw) -> AoTADMM:
     """AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16)."""
-    return _aot_admm(768, 12, **kw)
+    return AoTADMM(**{"embed_dim": 768, "num_heads": 12, **kw})

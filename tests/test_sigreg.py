@@ -1,0 +1,127 @@
+"""epps_pulley / SIGReg against float64 references and their statistical behaviour."""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from aot_lib import SIGReg, epps_pulley
+from aot_lib.sigreg import quadrature, sample_directions
+
+
+def direct_integral(u: np.ndarray, t_max: float, n_grid: int = 200_001) -> float:
+    """N * int_{-t_max}^{t_max} |phi_hat(t) - exp(-t^2/2)|^2 exp(-t^2/2) dt on a fine grid, float64."""
+    t = np.linspace(-t_max, t_max, n_grid)
+    phi_hat = np.exp(1j * np.outer(t, u)).mean(1)
+    integrand = np.abs(phi_hat - np.exp(-t**2 / 2)) ** 2 * np.exp(-t**2 / 2)
+    return len(u) * np.trapezoid(integrand, t)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.7])
+def test_epps_pulley_converges_to_the_float64_integral(shift):
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(64) * 1.3 + shift
+    ref = direct_integral(u, 3.0)
+    x = torch.from_numpy(u).reshape(64, 1)
+    fine = epps_pulley(x, t_max=3.0, n_points=2001).item()
+    assert fine == pytest.approx(ref, rel=1e-6)
+    # the default 17-node rule: its quadrature error on such samples stays below 1 %
+    coarse = epps_pulley(x, t_max=3.0, n_points=17).item()
+    assert coarse == pytest.approx(ref, rel=1e-2)
+
+
+def test_quadrature_integrates_the_gaussian_weight():
+    # int_{-3}^{3} e^{-t^2/2} dt = sqrt(2 pi) erf(3/sqrt 2)
+    _, w = quadrature(3.0, 2001, dtype=torch.float64)
+    assert w.sum().item() == pytest.approx(math.sqrt(2 * math.pi) * math.erf(3 / math.sqrt(2)), rel=1e-6)
+    with pytest.raises(ValueError, match="n_points >= 2"):
+        quadrature(3.0, 1)
+
+
+def test_null_expectation():
+    """Under N(0,1): E[N |phi_hat - phi|^2] = 1 - e^{-t^2}, so E[T] = int (1 - e^{-t^2}) w(t) dt."""
+    t, w = quadrature(3.0, 17, dtype=torch.float64)
+    expected = ((1 - torch.exp(-t**2)) * w).sum().item()
+    stats = epps_pulley(torch.randn(256, 8000, dtype=torch.float64))
+    assert stats.shape == (8000,)
+    assert stats.mean().item() == pytest.approx(expected, rel=0.05)
+
+
+def test_batched_leading_dims():
+    x = torch.randn(3, 50, 4, dtype=torch.float64)
+    out = epps_pulley(x)
+    assert out.shape == (3, 4)
+    torch.testing.assert_close(out[1], epps_pulley(x[1]))
+
+
+def test_gradcheck():
+    x = torch.randn(12, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a: epps_pulley(a, n_points=9), (x,))
+
+
+def test_sigreg_small_for_gaussian_large_otherwise():
+    sig = SIGReg(num_slices=256)
+    gauss = sig(torch.randn(512, 32)).item()
+    collapsed = sig(torch.randn(512, 1) * torch.ones(1, 32)).item()  # rank one
+    shifted = sig(torch.randn(512, 32) + 1.0).item()
+    scaled = sig(3 * torch.randn(512, 32)).item()
+    assert gauss < 2.0  # the null mean is about 1.05 (test_null_expectation)
+    for bad in (collapsed, shifted, scaled):
+        assert bad > 20 * gauss
+
+
+def test_sigreg_directions_are_seeded_by_step():
+    sig = SIGReg(num_slices=8, seed=3)
+    z = torch.randn(64, 5)
+    a = sig(z)
+    assert sig.step.item() == 1
+    b = sig(z)
+    assert sig.step.item() == 2 and a != b  # fresh directions every training step
+    sig.eval()
+    c = sig(z)
+    assert sig.step.item() == 2  # eval does not advance the step
+    fresh = SIGReg(num_slices=8, seed=3)
+    fresh.load_state_dict(sig.state_dict())  # the step is saved with the module
+    assert torch.equal(fresh.eval()(z), c)
+    d = sample_directions(5, 8, seed=5)
+    torch.testing.assert_close(c, epps_pulley(z @ d).mean())
+    torch.testing.assert_close(d.norm(dim=0), torch.ones(8))
+
+
+def test_sigreg_explicit_directions_and_bad_shape():
+    sig = SIGReg()
+    z = torch.randn(32, 6)
+    eye = torch.eye(6)
+    torch.testing.assert_close(sig(z, directions=eye), epps_pulley(z).mean())
+    assert sig.step.item() == 0
+    with pytest.raises(ValueError, match=r"directions must have shape \(6, K\)"):
+        sig(z, directions=torch.eye(5))
+
+
+def _ddp_worker(rank, world, port, x, out):
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    local = x.chunk(world)[rank].clone().requires_grad_(True)
+    stat = epps_pulley(local)
+    stat.sum().backward()
+    out[rank] = torch.cat([stat.detach(), local.grad.flatten()])
+    dist.destroy_process_group()
+
+
+def test_ddp_statistic_is_the_global_batch_statistic():
+    world, x = 2, torch.randn(40, 3, dtype=torch.float64)
+    out = mp.Manager().dict()
+    port = 29500 + os.getpid() % 1000
+    mp.spawn(_ddp_worker, args=(world, port, x, out), nprocs=world, join=True)
+    full = x.clone().requires_grad_(True)
+    ref = epps_pulley(full)
+    ref.sum().backward()
+    for rank in range(world):
+        torch.testing.assert_close(out[rank][:3], ref.detach())
+        # each rank's gradient is its slice of the global gradient (the all-reduce is autograd-aware;
+        # DDP then averages parameter gradients, so the global loss must be summed over ranks once)
+        torch.testing.assert_close(out[rank][3:] / world, full.grad.chunk(world)[rank].flatten())
