@@ -13,7 +13,8 @@ from ..layers import ClassifierHead, check_heads_divide, check_patch_divides
 
 
 class EncoderBase(nn.Module):
-    """Subclasses set ``self.stem`` and ``self.blocks`` and implement ``forward_tokens``."""
+    """Subclasses set ``self.stem`` and ``self.blocks``; blocks map tokens to tokens unless the
+    subclass overrides ``forward_tokens`` (AoT-ADMM carries three states through depth)."""
 
     def __init__(self, *, img_size: int, patch_size: int, in_chans: int, num_classes: int,
                  embed_dim: int, depth: int, num_heads: int):
@@ -36,7 +37,10 @@ class EncoderBase(nn.Module):
 
     def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
         """Images -> final token states ``(B, 1 + num_patches, d)``."""
-        raise NotImplementedError
+        z = self.stem(x)
+        for block in self.blocks:
+            z = block(z)
+        return z
 
     def forward_features(self, x: torch.Tensor) -> torch.Tensor:
         """Pooled feature ``(B, d)``: the cls token of the last state (``Pool(V^L)`` for AoT-ADMM)."""

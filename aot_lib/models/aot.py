@@ -36,12 +36,6 @@ class AoT(EncoderBase):
         self.blocks = nn.ModuleList(AoTLayer(embed_dim, num_heads) for _ in range(depth))
         self._init_linear()
 
-    def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
-        z = self.stem(x)
-        for layer in self.blocks:
-            z = layer(z)
-        return z
-
 
 @register_model
 def aot_tiny(**kw) -> AoT:

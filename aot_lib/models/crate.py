@@ -51,12 +51,6 @@ class CRATE(EncoderBase):
         )
         self._init_linear()
 
-    def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
-        z = self.stem(x)
-        for layer in self.blocks:
-            z = layer(z)
-        return z
-
 
 @register_model
 def crate_tiny(**kw) -> CRATE:

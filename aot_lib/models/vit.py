@@ -67,12 +67,6 @@ class ViT(EncoderBase):
         self.blocks = nn.ModuleList(ViTBlock(embed_dim, num_heads, mlp_ratio, relu_mlp) for _ in range(depth))
         self._init_linear()
 
-    def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
-        z = self.stem(x)
-        for blk in self.blocks:
-            z = blk(z)
-        return z
-
 
 @register_model
 def vit_tiny(**kw) -> ViT:
