@@ -75,23 +75,27 @@ class ADMMLayer(nn.Module):
             they set the initial branch coefficients of Eq. ``zupdate``.
         lambd: sparsity weight; the initial threshold is ``tau = lambd / rho``.
         rms_eps: epsilon of the RMS rescaling.
+        pre_norm, rms_rescale: the two stabilisers of the trained network (pre-MSSA LayerNorm,
+            RMS rescaling of ``Z`` and ``W``). With both off the layer is the plain ADMM iteration
+            of Eq. ``layer_updates``, which the book checks iterate by iterate.
     """
 
     def __init__(self, dim: int, num_heads: int, eta: float = 0.25, gamma: float = 1.0,
-                 rho: float = 1.0, lambd: float = 0.1, rms_eps: float = 1e-6):
+                 rho: float = 1.0, lambd: float = 0.1, rms_eps: float = 1e-6,
+                 pre_norm: bool = True, rms_rescale: bool = True):
         super().__init__()
         self.eta, self.gamma, self.rho, self.lambd = eta, gamma, rho, lambd
         init = torch.tensor(admm_coefficients(eta, gamma, rho))
         # softmax(log p) = p because p sums to one.
         self.coef_logits = nn.Parameter(init.log())
-        self.norm = nn.LayerNorm(dim)
+        self.norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
         self.mssa = MSSA(dim, num_heads)
         self.tau = nn.Parameter(torch.full((dim,), lambd / rho))
-        self.rms_eps = rms_eps
+        self.rms_eps, self.rms_rescale = rms_eps, rms_rescale
 
     def rms(self, x: torch.Tensor) -> torch.Tensor:
         """Feature-wise RMS rescaling (Appendix B): every token to unit root-mean-square."""
-        return F.rms_norm(x, (x.shape[-1],), eps=self.rms_eps)
+        return F.rms_norm(x, (x.shape[-1],), eps=self.rms_eps) if self.rms_rescale else x
 
     def coefficients(self) -> torch.Tensor:
         """``(a_l, b_l, c_l)``: positive and summing to one by construction."""

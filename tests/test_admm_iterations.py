@@ -1,0 +1,81 @@
+"""The stand-alone ADMM iterations and their equality with the unrolled layer."""
+import pytest
+import torch
+
+from aot_lib.admm import (admm_iterations, admm_layer_from_subspaces, compression_gradient,
+                          mixture_of_subspaces, mssa_columns, subspace_alignment)
+from aot_lib import subspace_coding_rate
+
+
+@pytest.fixture
+def data():
+    return mixture_of_subspaces(d=12, p=3, K=4, n_per=10, noise=0.3, generator=torch.Generator().manual_seed(0))
+
+
+def test_synthetic_subspaces(data):
+    Z, U, labels = data
+    assert Z.shape == (12, 40) and U.shape == (4, 12, 3)
+    gram = torch.einsum("kdp,ldq->klpq", U, U)
+    torch.testing.assert_close(gram[0, 0], torch.eye(3, dtype=torch.float64))
+    torch.testing.assert_close(gram[0, 1], torch.zeros(3, 3, dtype=torch.float64))
+    clean, _, _ = mixture_of_subspaces(d=12, p=3, K=4, n_per=10, noise=0.0, generator=torch.Generator().manual_seed(0))
+    assert subspace_alignment(clean, U, labels).item() == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="do not fit"):
+        mixture_of_subspaces(d=4, p=3, K=2)
+    with pytest.raises(ValueError, match="'random' or 'coordinate'"):
+        mixture_of_subspaces(basis="sparse")
+
+
+def test_exact_gradient_matches_finite_differences(data):
+    Z, U, _ = data
+    g = compression_gradient(Z, U, 0.5)
+    direction = torch.randn_like(Z)
+    h = 1e-6
+    fd = (subspace_coding_rate(Z + h * direction, U, 0.5) - subspace_coding_rate(Z - h * direction, U, 0.5)) / (2 * h)
+    assert (g * direction).sum().item() == pytest.approx(fd.item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("gradient", ["mssa", "exact"])
+def test_iteration_invariants(data, gradient):
+    Z, U, labels = data
+    h = admm_iterations(Z, U, iters=8, gradient=gradient, labels=labels, lambd=0.2, rho=1.0)
+    assert len(h.objective) == len(h.iterates) == 9
+    for (z0, v0, w0), (z1, v1, w1) in zip(h.iterates[:-1], h.iterates[1:]):
+        assert (v1 >= 0).all()
+        torch.testing.assert_close(w1, w0 + z1 - v1)
+        torch.testing.assert_close(v1, torch.relu(z1 + w0 - 0.2))
+
+
+def test_both_gradients_compress():
+    """With lambda = 0 both Z-steps lower R^c; the exact gradient also pulls tokens onto their
+    subspaces, while iterated MSSA with a fixed U over-smooths them (the book's ADMM chapter)."""
+    Z, U, labels = mixture_of_subspaces(basis="coordinate", nonnegative=True, generator=torch.Generator().manual_seed(0))
+    exact = admm_iterations(Z, U, iters=20, gradient="exact", labels=labels, lambd=0.1)
+    mssa = admm_iterations(Z, U, iters=20, gradient="mssa", labels=labels, lambd=0.0)
+    assert mssa.objective[-1] < 0.5 * mssa.objective[0]
+    assert exact.objective[-1] < 0.5 * exact.objective[0]
+    assert exact.alignment[-1] > exact.alignment[0] + 0.1
+    assert mssa.alignment[-1] < exact.alignment[-1]
+
+
+def test_layer_computes_the_same_iterates(data):
+    Z, U, _ = data
+    kw = dict(eta=0.3, gamma=1.2, rho=0.8, lambd=0.15)
+    h = admm_iterations(Z, U, iters=6, gradient="mssa", **kw)
+    layer = admm_layer_from_subspaces(U, **kw)
+    torch.testing.assert_close(layer.mssa(Z.T.unsqueeze(0))[0].T, mssa_columns(Z, U))
+    z = v = Z.T.unsqueeze(0)
+    w = torch.zeros_like(z)
+    for Zt, Vt, Wt in h.iterates[1:]:
+        z, v, w = layer(z, v, w)
+        torch.testing.assert_close(z[0].T, Zt, rtol=0, atol=1e-12)
+        torch.testing.assert_close(v[0].T, Vt, rtol=0, atol=1e-12)
+        torch.testing.assert_close(w[0].T, Wt, rtol=0, atol=1e-12)
+
+
+def test_bad_arguments(data):
+    Z, U, _ = data
+    with pytest.raises(ValueError, match="'mssa' or 'exact'"):
+        admm_iterations(Z, U, gradient="newton")
+    with pytest.raises(ValueError, match="need K\\*p = d"):
+        admm_layer_from_subspaces(U[:2])
