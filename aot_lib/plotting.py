@@ -1,0 +1,95 @@
+"""Figures the book draws (matplotlib is imported lazily: it is an optional ``[book]`` dependency)."""
+from __future__ import annotations
+
+from typing import Mapping
+
+__all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS"]
+
+_PANELS = [
+    ("objective", "$R^c(Z|U)+\\lambda\\|V\\|_1$", "log"),
+    ("primal", "primal residual $\\|Z-V\\|_F$", "log"),
+    ("dual", "dual residual $\\rho\\|V^{t+1}-V^t\\|_F$", "log"),
+    ("sparsity", "fraction of zeros in $V$", "linear"),
+    ("alignment", "energy on own subspace", "linear"),
+]
+
+
+def plot_admm_history(histories: Mapping[str, object], axes=None, title: str | None = None):
+    """One panel per diagnostic of :class:`aot_lib.admm.ADMMHistory`, one line per run."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, len(_PANELS), figsize=(3.1 * len(_PANELS), 2.8))
+    for ax, (key, label, scale) in zip(axes, _PANELS):
+        for name, h in histories.items():
+            ys = getattr(h, key)
+            ax.plot(range(len(ys)), ys, label=name)
+        ax.set_yscale(scale)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("iteration = layer", fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].legend(fontsize=7)
+    if title:
+        axes[0].figure.suptitle(title, fontsize=10)
+    axes[0].figure.tight_layout()
+    return axes
+
+
+# Each diagram: a list of boxes (label, colour) from input to output, and the skip connections
+# as (from box index, to box index, label). Index -1 is the input.
+LAYER_DIAGRAMS = {
+    "AoT-ADMM": {
+        "boxes": [("LayerNorm", "#dddddd"), ("MSSA($\\cdot\\,|\\,U^\\ell$)", "#9ecae1"),
+                  ("$a_\\ell Z + b_\\ell A + c_\\ell(V-W)$", "#fdd0a2"), ("RMS rescale $\\to Z^{\\ell+1}$", "#dddddd"),
+                  ("ReLU$(Z^{\\ell+1}+W^\\ell-\\tau)\\to V^{\\ell+1}$", "#a1d99b"),
+                  ("$W^\\ell+Z^{\\ell+1}-V^{\\ell+1}$, RMS $\\to W^{\\ell+1}$", "#dadaeb")],
+        "skips": [(-1, 2, "$Z^\\ell$, $V^\\ell$, $W^\\ell$"), (-1, 4, "$W^\\ell$")],
+        "note": "state $(Z, V, W)$; params $2d^2+3d+3$",
+    },
+    "CRATE": {
+        "boxes": [("LayerNorm", "#dddddd"), ("MSSA($\\cdot\\,|\\,U^\\ell$)", "#9ecae1"), ("$+$ residual", "#fdd0a2"),
+                  ("LayerNorm", "#dddddd"), ("ISTA: ReLU$(x+\\eta D^\\top(x-Dx)-\\eta\\lambda)$", "#fcbba1")],
+        "skips": [(-1, 2, "$Z^\\ell$")],
+        "note": "state $Z$; params $3d^2+4d$",
+    },
+    "AoT": {
+        "boxes": [("LayerNorm", "#dddddd"), ("MSSA($\\cdot\\,|\\,U^\\ell$)", "#9ecae1"), ("$+$ residual", "#fdd0a2")],
+        "skips": [(-1, 2, "$Z^\\ell$")],
+        "note": "state $Z$; params $2d^2+2d$",
+    },
+}
+
+
+def draw_layer(name: str, ax=None):
+    """Draw one layer of ``name`` (a key of :data:`LAYER_DIAGRAMS`) as a vertical flow chart."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    spec = LAYER_DIAGRAMS[name]
+    boxes = spec["boxes"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.6, 5))
+    n = len(boxes)
+    ys = [n - i for i in range(n)]  # top to bottom
+    y_in, y_out = n + 1, 0
+    ax.text(0, y_in, "input $Z^\\ell$" + (", $V^\\ell$, $W^\\ell$" if name == "AoT-ADMM" else ""), ha="center", va="center", fontsize=8)
+    prev = y_in
+    for (label, colour), y in zip(boxes, ys):
+        ax.add_patch(FancyBboxPatch((-1.45, y - 0.3), 2.9, 0.6, boxstyle="round,pad=0.02", fc=colour, ec="k", lw=0.8))
+        ax.text(0, y, label, ha="center", va="center", fontsize=7)
+        ax.annotate("", xy=(0, y + 0.32), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
+        prev = y
+    ax.annotate("", xy=(0, y_out + 0.2), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
+    ax.text(0, y_out, "output", ha="center", va="center", fontsize=8)
+    for k, (src, dst, label) in enumerate(spec["skips"]):
+        y0 = y_in if src == -1 else ys[src]
+        y1 = ys[dst]
+        x = 1.6 + 0.35 * k
+        ax.annotate("", xy=(1.45, y1), xytext=(0.4, y0 - 0.1),
+                    arrowprops=dict(arrowstyle="->", lw=0.7, color="#555555", connectionstyle=f"bar,fraction={0.08 + 0.05 * k}"))
+        ax.text(x + 0.1, (y0 + y1) / 2, label, fontsize=6.5, color="#555555", rotation=90, va="center")
+    ax.set_title(f"{name}\n{spec['note']}", fontsize=9)
+    ax.set_xlim(-1.6, 2.6)
+    ax.set_ylim(-0.6, n + 1.6)
+    ax.axis("off")
+    return ax
