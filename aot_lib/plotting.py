@@ -80,16 +80,18 @@ def draw_layer(name: str, ax=None):
         ax.annotate("", xy=(0, y + 0.32), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
         prev = y
     ax.annotate("", xy=(0, y_out + 0.2), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
-    ax.text(0, y_out, "output", ha="center", va="center", fontsize=8)
+    ax.text(0, y_out, "output " + ("$Z^{\\ell+1}$, $V^{\\ell+1}$, $W^{\\ell+1}$" if name == "AoT-ADMM" else "$Z^{\\ell+1}$"),
+            ha="center", va="center", fontsize=8)
     for k, (src, dst, label) in enumerate(spec["skips"]):
+        # route each skip around the right side: right, down, then left into the target box
         y0 = y_in if src == -1 else ys[src]
         y1 = ys[dst]
-        x = 1.6 + 0.35 * k
-        ax.annotate("", xy=(1.45, y1), xytext=(0.4, y0 - 0.1),
-                    arrowprops=dict(arrowstyle="->", lw=0.7, color="#555555", connectionstyle=f"bar,fraction={0.08 + 0.05 * k}"))
-        ax.text(x + 0.1, (y0 + y1) / 2, label, fontsize=6.5, color="#555555", rotation=90, va="center")
+        x = 1.75 + 0.4 * k
+        ax.plot([0.9, x, x], [y0, y0, y1], color="#555555", lw=0.8)
+        ax.annotate("", xy=(1.47, y1), xytext=(x, y1), arrowprops=dict(arrowstyle="->", lw=0.8, color="#555555"))
+        ax.text(x + 0.06, (y0 + y1) / 2, label, fontsize=7, color="#555555", rotation=90, va="center")
     ax.set_title(f"{name}\n{spec['note']}", fontsize=9)
-    ax.set_xlim(-1.6, 2.6)
+    ax.set_xlim(-1.6, 2.7)
     ax.set_ylim(-0.6, n + 1.6)
     ax.axis("off")
     return ax

@@ -80,8 +80,9 @@ assert sphere(z3**4) == sp.Rational(3, 15) and sphere(x3**2 * z3**2) == sp.Ratio
 print("circle and sphere integrals agree with 3/(d(d+2)) and 1/(d(d+2))")
 
 # %% [markdown]
-# ## 2. $\mathbb E_a[(a^\top Aa)^2]=2\lVert A\rVert_F^2/(d(d+2))$ for symmetric traceless $A$ (Eq. `sup_spherical_identity`)
+# ## 2. The quadratic-form identity (Eq. `sup_spherical_identity`)
 #
+# For symmetric traceless $A$: $\mathbb E_a[(a^\top Aa)^2]=2\lVert A\rVert_F^2/(d(d+2))$.
 # Contract the moment tensor with a generic symmetric traceless $A$ ($d=3$, five free entries),
 # and check $d=2$ once more by a direct integral.
 
@@ -133,7 +134,7 @@ assert sp.simplify(gap - t_**2 / 4 * eps_**2 * frob3) == 0
 print("R(I) - R(I + A) = theta^2/4 ||A||_F^2 + O(||A||^3)   [checked for generic symmetric 3x3 A]")
 
 # %% [markdown]
-# ## 4. $C_w$ in closed form (Eq. `sup_sigreg2`)
+# ## 4. The constant C_w in closed form (Eq. `sup_sigreg2`)
 #
 # $C_w=\tfrac14\int t^4e^{-t^2}w(t)\,dt$. For a Gaussian weight $w(t)=e^{-t^2/(2\sigma^2)}$ SymPy
 # integrates it; LeJEPA uses $\sigma=1$. For Gaussian embeddings the whole discrepancy of one
@@ -191,7 +192,7 @@ assert abs(quad_err) < 1e-3
 print(f"bias of T_N/N at the optimum: {theory.finite_sample_bias(1.0, 1).item():.4f} / N")
 
 # %% [markdown]
-# ## 6. Monte Carlo: both objectives scale as $\lVert\Sigma-I\rVert_F^2$, and their ratio tends to the constant
+# ## 6. Monte Carlo: both objectives scale as the squared distance to I, and their ratio tends to the constant
 #
 # Gaussian embeddings $z\sim\mathcal N(0,\Sigma)$ with $\Sigma=I+sB$ on the trace-$d$ set ($B$ random,
 # symmetric, traceless, $\lVert B\rVert_F=1$). For each $s$ we compute
@@ -295,7 +296,7 @@ assert abs(big["finite"] / big["population"] - 1) < 0.1, "finite-sample SIGReg s
 # drowns in its $O(1/N)$ noise — which is why the asymptotic statements are checked on the
 # population quantity.
 #
-# ## 7. The Proposition: $k_1$ and $k_2$
+# ## 7. The Proposition: the bounds k1 and k2
 #
 # The ratio $\rho(\Sigma)=\mathcal L^{(2)}(\Sigma)/(R(I)-R(\Sigma))$ is positive and bounded on
 # $\mathcal S$; $k_1=\min\rho$, $k_2=\max\rho$. We sample $\Sigma$ from Wishart matrices of every rank
@@ -351,7 +352,7 @@ for s_ in torch.logspace(-3, 0, 7, dtype=torch.float64):
 assert cosines[0] > 1 - 1e-6 and min(cosines) > 0
 
 # %% [markdown]
-# ## 9. What SIGReg sees and $R(Z)$ cannot: $\mathcal L_{>2}$
+# ## 9. What SIGReg sees and the coding rate cannot: the higher cumulants
 #
 # Take laws with the *same* covariance $I_d$: Gaussian, uniform on $[-\sqrt3,\sqrt3]^d$, and
 # Rademacher $\pm1$. The coding rate depends on the covariance only, so it cannot tell them apart;

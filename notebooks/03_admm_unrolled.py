@@ -85,17 +85,34 @@ assert exact.objective[-1] < 0.5 * exact.objective[0] and approx.objective[-1] <
 assert exact.alignment[-1] > exact.alignment[0]
 
 # %% [markdown]
-# Both versions drive the objective down and the primal residual to zero: $Z$ and $V$ reach
-# consensus, and $V$ becomes sparse. They differ in **where** the tokens go. The exact gradient
-# of $R^c$ acts inside each subspace only, so the thresholding removes the off-subspace noise and
-# the tokens settle onto their own subspaces. The MSSA step instead replaces each token's
-# projection by a softmax-weighted *average* of all tokens' projections: iterated with a fixed
-# $U$ and no learned parameters it smooths the tokens toward one another — the rank collapse of
-# pure attention stacks {cite:p}`dong2021attention`. In the trained network each layer has its
-# own learned $U^\ell$, the branch weights are learned, and the states are RMS-rescaled (Appendix
-# B), which is what keeps the unrolled attention from collapsing.
+# Both versions drive the objective down and make $V$ sparse; the primal residual
+# $\lVert Z-V\rVert_F$ stays small (a fraction of $\lVert Z\rVert_F$) while the dual residual decays. They
+# differ in **where** the tokens go. The exact gradient of $R^c$ acts inside each subspace only,
+# so the thresholding removes the off-subspace noise and the tokens settle onto their own
+# subspaces. The MSSA step instead replaces each token's projection by a softmax-weighted
+# *average* of all tokens' projections: iterated with a fixed $U$ and no learned parameters it
+# smooths the tokens toward one another — the rank collapse of pure attention stacks
+# {cite:p}`dong2021attention` — and the threshold then removes what is left.
 #
-# Where the tokens end up, projected on two coordinates of the first subspace and one of the second:
+# ### Run long enough, both collapse — and that is the point
+#
+# Compression plus sparsity alone is minimised by $Z=V=0$: nothing in Eq. `compression_sparsity`
+# keeps the representation expanded. Running the iterations well past the network's depth shows it:
+
+# %%
+for grad in ("exact", "mssa"):
+    long = admm_iterations(Z0, U, iters=80, gradient=grad, labels=labels, **defaults)
+    norms = [float(long.iterates[t][0].norm()) for t in (0, 12, 40, 80)]
+    print(f"{grad:6s} ||Z^t||_F at t = 0, 12, 40, 80: " + ", ".join(f"{n:.3f}" for n in norms))
+    assert norms[-1] < 0.01 * norms[0]
+
+# %% [markdown]
+# This is why the expansion term has to come from somewhere else. In AoT-ADMM it comes from
+# SIGReg in the training loss (Theorem 1), and the network unrolls only $L=12$ iterations, each
+# with its own learned $U^\ell$, learned branch weights and RMS-rescaled states (Appendix B) —
+# the rescaling alone already rules out the collapse to zero.
+#
+# Where the tokens are after the iterations plotted above, on one coordinate of the first subspace ($e_1$) and one of the second ($e_4$):
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), sharex=True, sharey=True)
@@ -196,8 +213,10 @@ assert worst < 1e-12
 #
 # * One AoT-ADMM layer *is* one linearised ADMM iteration: with $U$ fixed to the true subspaces the
 #   network's states equal the iterates to $10^{-12}$.
-# * ADMM's bookkeeping shows up as it should: the primal residual $\lVert Z-V\rVert$ goes to zero, the
-#   dual residual settles, and $\lambda/\rho$ sets how sparse $V$ becomes.
+# * ADMM's bookkeeping shows up as it should: $Z$ and $V$ stay close (small primal residual), the
+#   dual residual decays, and $\lambda/\rho$ sets how sparse $V$ becomes.
+# * Compression and sparsity without expansion are minimised by collapse ($Z=0$): the expansion
+#   term that the paper moves into the loss is not optional.
 # * The MSSA step is an approximation with a character of its own: it compresses (the coding
 #   rate falls), but as a fixed, untrained operator it averages tokens together. The learned
 #   per-layer subspaces, learned branch weights and RMS rescaling of the trained network are not
