@@ -1,0 +1,232 @@
+"""Multi-crop views for LeJEPA, computed for a whole batch at once on the model's device.
+
+:class:`BatchedMultiCrop` takes a uint8 batch ``(B, 3, H, W)`` and returns ``n_global`` views at
+``global_size`` and ``n_local`` views at ``local_size``, each a normalised float batch. Every
+random choice (crop box, flip, jitter factors, grayscale, solarize, blur) is drawn per image and
+per view from one ``torch.Generator``, so a run is reproducible and resumable; the image work is
+a few batched tensor ops per view (``affine_grid`` + ``grid_sample`` for random-resized-crop and
+flip, broadcasting for colour, a grouped convolution for blur).
+
+:func:`per_image_multicrop` is the same recipe with torchvision's per-image ``transforms.v2``:
+the reference the batched version is benchmarked against (``benchmarks/bench_multicrop.py``).
+
+Probabilities (``jitter_p`` ...) may be a number, or a list ``[first global, other globals,
+locals]`` for DINO's asymmetric recipe (e.g. ``blur_p: [1.0, 0.1, 0.5]``, ``solarize_p: [0, 0.2, 0]``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "CIFAR_MEAN", "CIFAR_STD"]
+
+CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
+CIFAR_STD = (0.2470, 0.2435, 0.2616)
+_LUMA = (0.299, 0.587, 0.114)
+
+
+@dataclass
+class MultiCropConfig:
+    n_global: int = 2
+    n_local: int = 6
+    global_size: int = 32
+    local_size: int = 16
+    global_scale: tuple = (0.3, 1.0)
+    local_scale: tuple = (0.05, 0.3)
+    ratio: tuple = (3 / 4, 4 / 3)
+    flip_p: float = 0.5
+    jitter_p: float | list = 0.8
+    brightness: float = 0.4
+    contrast: float = 0.4
+    saturation: float = 0.2
+    hue: float = 0.1
+    grayscale_p: float | list = 0.2
+    solarize_p: float | list = 0.2
+    blur_p: float | list = 0.0
+    blur_sigma: tuple = (0.1, 2.0)
+    mean: tuple = CIFAR_MEAN
+    std: tuple = CIFAR_STD
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, views: dict, mean=CIFAR_MEAN, std=CIFAR_STD) -> "MultiCropConfig":
+        known = {k: v for k, v in views.items() if k in cls.__dataclass_fields__}
+        for k in ("global_scale", "local_scale"):
+            if k in known:
+                known[k] = tuple(known[k])
+        return cls(**known, mean=tuple(mean), std=tuple(std))
+
+    def prob(self, name: str, view: int) -> float:
+        p = getattr(self, name)
+        if isinstance(p, (list, tuple)):
+            if len(p) != 3:
+                raise ValueError(f"{name} must be a number or [first global, other globals, locals], got {p}")
+            return float(p[0] if view == 0 else p[1] if view < self.n_global else p[2])
+        return float(p)
+
+
+def normalize(x: torch.Tensor, mean, std) -> torch.Tensor:
+    m = torch.tensor(mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+    s = torch.tensor(std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
+    return (x - m) / s
+
+
+class _Draws:
+    """Per-image random numbers for ``n_draw`` images of which this process keeps ``keep``.
+
+    Under DDP every rank draws the parameters of the whole global batch from the same generator
+    and keeps its own slice, so the views do not depend on how the batch is split over ranks.
+    """
+
+    def __init__(self, g: torch.Generator, n_draw: int, keep: slice):
+        self.g, self.n, self.keep = g, n_draw, keep
+
+    def rand(self) -> torch.Tensor:
+        return torch.rand(self.n, generator=self.g)[self.keep]
+
+    def uniform(self, lo: float, hi: float) -> torch.Tensor:
+        return self.rand() * (hi - lo) + lo
+
+    def bernoulli(self, p: float) -> torch.Tensor:
+        return self.rand() < p
+
+
+def _gray(x: torch.Tensor) -> torch.Tensor:
+    w = torch.tensor(_LUMA, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)
+    return (x * w).sum(1, keepdim=True)
+
+
+class BatchedMultiCrop(torch.nn.Module):
+    """DINO/LeJEPA multi-crop on a whole uint8 batch; ``forward(images, generator) -> list of views``."""
+
+    def __init__(self, cfg: MultiCropConfig | None = None, **kwargs):
+        super().__init__()
+        self.cfg = cfg or MultiCropConfig(**kwargs)
+
+    @property
+    def num_views(self) -> int:
+        return self.cfg.n_global + self.cfg.n_local
+
+    def _crop_flip(self, x: torch.Tensor, size: int, scale, r: _Draws) -> torch.Tensor:
+        b = x.shape[0]
+        area = r.uniform(*scale)
+        ratio = torch.exp(r.uniform(math.log(self.cfg.ratio[0]), math.log(self.cfg.ratio[1])))
+        w = torch.sqrt(area * ratio).clamp(max=1.0)  # crop width / image width
+        h = torch.sqrt(area / ratio).clamp(max=1.0)
+        cx = (r.rand() * 2 - 1) * (1 - w)  # centre in [-1, 1] coordinates
+        cy = (r.rand() * 2 - 1) * (1 - h)
+        flip = torch.where(r.bernoulli(self.cfg.flip_p), -1.0, 1.0)
+        theta = torch.zeros(b, 2, 3)
+        theta[:, 0, 0], theta[:, 0, 2] = w * flip, cx
+        theta[:, 1, 1], theta[:, 1, 2] = h, cy
+        theta = theta.to(device=x.device, dtype=x.dtype)
+        grid = F.affine_grid(theta, [b, 3, size, size], align_corners=False)
+        return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+
+    def _colour(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
+        c, b = self.cfg, x.shape[0]
+        dev, dt = x.device, x.dtype
+
+        def factors(strength):
+            f = r.uniform(max(0.0, 1 - strength), 1 + strength)
+            return torch.where(on, f, torch.ones(b)).to(dev, dt).view(b, 1, 1, 1)
+
+        on = r.bernoulli(c.prob("jitter_p", view))
+        x = (x * factors(c.brightness)).clamp(0, 1)
+        f = factors(c.contrast)
+        x = ((x - _gray(x).mean((2, 3), keepdim=True)) * f + _gray(x).mean((2, 3), keepdim=True)).clamp(0, 1)
+        f = factors(c.saturation)
+        gray = _gray(x)
+        x = ((x - gray) * f + gray).clamp(0, 1)
+        angle = torch.where(on, r.uniform(-c.hue, c.hue), torch.zeros(b)) * 2 * math.pi
+        x = self._rotate_hue(x, angle.to(dev, dt)).clamp(0, 1)
+        to_gray = r.bernoulli(c.prob("grayscale_p", view)).to(dev).view(b, 1, 1, 1)
+        x = torch.where(to_gray, _gray(x).expand_as(x), x)
+        solar = r.bernoulli(c.prob("solarize_p", view)).to(dev).view(b, 1, 1, 1)
+        x = torch.where(solar & (x >= 0.5), 1 - x, x)
+        return x
+
+    @staticmethod
+    def _rotate_hue(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+        """Rotate the chroma plane of YIQ by ``angle`` (per image): a batched hue shift."""
+        to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
+                              device=x.device, dtype=x.dtype)
+        from_yiq = torch.linalg.inv(to_yiq)
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        rot = torch.zeros(x.shape[0], 3, 3, device=x.device, dtype=x.dtype)
+        rot[:, 0, 0] = 1
+        rot[:, 1, 1], rot[:, 1, 2], rot[:, 2, 1], rot[:, 2, 2] = cos, -sin, sin, cos
+        m = from_yiq @ rot @ to_yiq  # (B, 3, 3)
+        return torch.einsum("bij,bjhw->bihw", m, x)
+
+    def _blur(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
+        p = self.cfg.prob("blur_p", view)
+        b = x.shape[0]
+        on = r.bernoulli(p)
+        sigma = r.uniform(*self.cfg.blur_sigma)
+        if p <= 0 or not on.any():
+            return x
+        size = x.shape[-1]
+        k = max(3, int(2 * round(0.1 * size) + 1))  # about a tenth of the view, odd (as in BYOL/DINO)
+        t = torch.arange(k, dtype=torch.float32) - k // 2
+        kern = torch.exp(-(t[None] ** 2) / (2 * sigma[:, None] ** 2))
+        kern = kern / kern.sum(1, keepdim=True)
+        kern = torch.where(on[:, None], kern, (t == 0).float()[None].expand(b, k))  # identity when off
+        kern = kern.to(x.device, x.dtype).repeat_interleave(3, 0)  # (B*3, k)
+        y = x.reshape(1, b * 3, size, size)
+        y = F.pad(y, (k // 2, k // 2, k // 2, k // 2), mode="reflect")
+        y = F.conv2d(y, kern.view(b * 3, 1, k, 1), groups=b * 3)
+        y = F.conv2d(y, kern.view(b * 3, 1, 1, k), groups=b * 3)
+        return y.reshape(b, 3, size, size)
+
+    def forward(self, images: torch.Tensor, generator: torch.Generator | None = None,
+                global_batch: int | None = None, offset: int = 0) -> list[torch.Tensor]:
+        """Views of ``images``; with ``global_batch``, the random parameters are drawn for that many
+        images and rows ``offset : offset + B`` are used (this rank's share of a DDP batch)."""
+        if images.dtype != torch.uint8 or images.ndim != 4 or images.shape[1] != 3:
+            raise ValueError(f"expected a uint8 batch (B, 3, H, W), got {images.dtype} {tuple(images.shape)}")
+        g = generator if generator is not None else torch.Generator().manual_seed(int(torch.randint(2**62, ())))
+        b = images.shape[0]
+        r = _Draws(g, global_batch or b, slice(offset, offset + b))
+        x = images.float() / 255.0
+        c = self.cfg
+        views = []
+        for v in range(self.num_views):
+            is_global = v < c.n_global
+            size, scale = (c.global_size, c.global_scale) if is_global else (c.local_size, c.local_scale)
+            y = self._crop_flip(x, size, scale, r)
+            y = self._colour(y, v, r)
+            y = self._blur(y, v, r)
+            views.append(normalize(y, c.mean, c.std))
+        return views
+
+
+def per_image_multicrop(cfg: MultiCropConfig):
+    """The same recipe with torchvision ``transforms.v2``, one image at a time (the reference)."""
+    from torchvision.transforms import v2
+
+    def pipeline(v: int):
+        is_global = v < cfg.n_global
+        size, scale = (cfg.global_size, cfg.global_scale) if is_global else (cfg.local_size, cfg.local_scale)
+        steps = [
+            v2.RandomResizedCrop(size, scale=tuple(scale), ratio=tuple(cfg.ratio), antialias=True),
+            v2.RandomHorizontalFlip(cfg.flip_p),
+            v2.RandomApply([v2.ColorJitter(cfg.brightness, cfg.contrast, cfg.saturation, cfg.hue)], p=cfg.prob("jitter_p", v)),
+            v2.RandomGrayscale(cfg.prob("grayscale_p", v)),
+            v2.RandomSolarize(128, p=cfg.prob("solarize_p", v)),
+        ]
+        if cfg.prob("blur_p", v) > 0:
+            k = max(3, int(2 * round(0.1 * size) + 1))
+            steps.append(v2.RandomApply([v2.GaussianBlur(k, sigma=tuple(cfg.blur_sigma))], p=cfg.prob("blur_p", v)))
+        steps += [v2.ToDtype(torch.float32, scale=True), v2.Normalize(cfg.mean, cfg.std)]
+        return v2.Compose(steps)
+
+    pipes = [pipeline(v) for v in range(cfg.n_global + cfg.n_local)]
+
+    def apply(images: torch.Tensor) -> list[torch.Tensor]:
+        return [torch.stack([p(img) for img in images]) for p in pipes]
+
+    return apply

@@ -1,0 +1,40 @@
+"""Device, precision and distributed strategy: the one place where these are chosen.
+
+``fabric.accelerator: auto`` picks CUDA when present, else the CPU; ``fabric.precision: auto``
+picks ``bf16-mixed`` on a GPU that supports it and ``32-true`` otherwise. ``fabric.strategy`` and
+``fabric.devices`` go to Lightning Fabric unchanged (``ddp``, ``fsdp``, ``ddp_spawn`` ...), so a
+run moves from one CPU to many GPUs by changing the config, not the code.
+"""
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "hardware_summary"]
+
+
+def resolve_fabric_kwargs(fab: dict) -> dict:
+    accelerator = fab.get("accelerator", "auto")
+    if accelerator == "auto":
+        accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+    precision = fab.get("precision", "auto")
+    if precision == "auto":
+        precision = "bf16-mixed" if accelerator == "cuda" and torch.cuda.is_bf16_supported() else "32-true"
+    return dict(accelerator=accelerator, devices=fab.get("devices", 1), num_nodes=fab.get("num_nodes", 1),
+                strategy=fab.get("strategy", "auto"), precision=precision)
+
+
+def make_fabric(fab: dict, loggers=None):
+    from lightning_fabric import Fabric
+
+    return Fabric(**resolve_fabric_kwargs(fab), loggers=loggers)
+
+
+def hardware_summary() -> dict:
+    info = {"machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
+            "python": platform.python_version(), "torch_threads": torch.get_num_threads()}
+    if torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return info
