@@ -57,7 +57,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "fabric": {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto", "precision": "auto"},
     "probe": {"epochs": 100, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 1024, "knn_k": 20, "knn_t": 0.07},
-    "finetune": {"checkpoint": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
+    "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
                  "warmup_epochs": 5, "label_smoothing": 0.1},
     "distill": {"teacher": None, "teacher_model": "vit_tiny", "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
                 "batch_size": 256, "warmup_epochs": 5},

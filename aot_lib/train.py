@@ -507,7 +507,7 @@ def finetune(cfg: dict) -> dict:
     if fc["checkpoint"]:
         ckpt = load_checkpoint(fc["checkpoint"])
         pcfg = ckpt["config"]
-        size = cfg["data"]["image_size"] or pcfg["views"]["global_size"]
+        size = fc["image_size"] or pcfg["views"]["global_size"]
         model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
         enc = {k[len("encoder."):]: v for k, v in ckpt["model"].items() if k.startswith("encoder.")}
         missing, unexpected = model.load_state_dict(enc, strict=False)
