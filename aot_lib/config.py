@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
         "ckpt_every": 500,  # steps
         "log_every": 10,  # steps
         "resume": True,  # continue from <run dir>/last.ckpt when it exists
+        "stop_after": None,  # stop (with a checkpoint) after this many steps in this launch: time-sliced jobs
         "progress": True,
     },
     "model": {"name": "aot_admm_tiny", "overrides": {}},

@@ -20,13 +20,13 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
         distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
         if not (self.training and distributed):
             return super().forward(x)
-        from torch.distributed.nn.functional import all_reduce
+        from .sigreg import all_reduce_sum
 
         n_local = torch.tensor([float(x.shape[0])], device=x.device)
         dist.all_reduce(n_local)
         n = n_local.item()
         xf = x.float()
-        sums = all_reduce(torch.stack([xf.sum(0), xf.square().sum(0)]))
+        sums = all_reduce_sum(torch.stack([xf.sum(0), xf.square().sum(0)]))
         mean = sums[0] / n
         var = (sums[1] / n - mean.square()).clamp_min(0)
         with torch.no_grad():

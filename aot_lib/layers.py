@@ -202,11 +202,12 @@ class ISTA(nn.Module):
 
 
 class ClassifierHead(nn.Module):
-    """LayerNorm -> Linear on the pooled feature (``num_classes=0`` gives the identity)."""
+    """LayerNorm -> Linear on the pooled feature. ``num_classes=0`` gives the identity, with no
+    parameters: pretraining then has none that the loss does not reach (DDP requires it)."""
 
     def __init__(self, dim: int, num_classes: int):
         super().__init__()
-        self.norm = nn.LayerNorm(dim)
+        self.norm = nn.LayerNorm(dim) if num_classes > 0 else nn.Identity()
         self.fc = nn.Linear(dim, num_classes) if num_classes > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:

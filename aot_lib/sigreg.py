@@ -34,6 +34,17 @@ def _world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
+def all_reduce_sum(x: torch.Tensor) -> torch.Tensor:
+    """Sum over ranks, differentiable (the backward sums the gradients over ranks too)."""
+    import warnings
+
+    from torch.distributed.nn.functional import all_reduce
+
+    with warnings.catch_warnings():  # deprecated in favour of an API whose autograd is not settled yet
+        warnings.simplefilter("ignore", FutureWarning)
+        return all_reduce(x)
+
+
 def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torch.Tensor:
     """Epps-Pulley normality statistic of every column of ``x`` (shape ``(..., N, K)``) -> ``(..., K)``.
 
@@ -50,10 +61,8 @@ def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torc
     cos_mean, sin_mean = torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)  # (..., K, T)
     n, world = x.shape[-2], _world_size()
     if world > 1:
-        from torch.distributed.nn.functional import all_reduce
-
-        cos_mean = all_reduce(cos_mean) / world
-        sin_mean = all_reduce(sin_mean) / world
+        cos_mean = all_reduce_sum(cos_mean) / world
+        sin_mean = all_reduce_sum(sin_mean) / world
     err = (cos_mean - torch.exp(-0.5 * t**2)) ** 2 + sin_mean**2
     return (err @ weights) * (n * world)
 

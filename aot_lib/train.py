@@ -315,9 +315,19 @@ def _pretrain_worker(fabric, cfg: dict, d: Path, record: dict) -> dict:
             bar.set_postfix(loss=f"{last['loss']:.4f}", pred=f"{last['pred']:.4f}", sigreg=f"{last['sigreg']:.3f}",
                             lr=f"{last['lr']:.2e}", img_s=f"{last['images_per_s']:.0f}")
         bar.update()
-        if (step + 1) % rc["ckpt_every"] == 0 or step + 1 == total:
+        stop = rc["stop_after"] is not None and step + 1 - start >= rc["stop_after"]
+        if (step + 1) % rc["ckpt_every"] == 0 or step + 1 == total or stop:
             state["metrics"] = last
             save_checkpoint(fabric, ckpt_path, state)
+        if stop and step + 1 < total:
+            bar.close()
+            fabric.print(f"stopped after {rc['stop_after']} steps at step {step + 1}; run again to resume")
+            for logger in fabric.loggers:
+                logger.finalize("success")
+            if fabric.is_global_zero:
+                merge_csv_logs(d)
+                _finish_run(d, record, t0, f"paused at step {step + 1}")
+            return {"step": step + 1, "paused": True, **last}
     bar.close()
     for logger in fabric.loggers:
         logger.finalize("success")
@@ -511,7 +521,7 @@ def finetune(cfg: dict) -> dict:
         model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
         enc = {k[len("encoder."):]: v for k, v in ckpt["model"].items() if k.startswith("encoder.")}
         missing, unexpected = model.load_state_dict(enc, strict=False)
-        if unexpected or any(not k.startswith("head.fc") for k in missing):
+        if unexpected or any(not k.startswith("head.") for k in missing):
             raise CheckpointError(f"checkpoint {fc['checkpoint']} does not fit model {pcfg['model']['name']}: "
                                   f"missing {missing[:5]}, unexpected {unexpected[:5]}")
         model.img_size = size  # inputs at the fine-tuning resolution; the position embedding is interpolated

@@ -1,0 +1,179 @@
+"""The trainer end to end on a tiny ImageFolder made here: runs, resumes, fails cleanly, distributes."""
+import json
+
+import pytest
+import torch
+
+from aot_lib import train
+from aot_lib.cli import main as cli
+from aot_lib.config import ConfigError, load_config
+from helpers import make_imagefolder, tiny_config
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    data = make_imagefolder(tmp_path / "data")
+    return data, tmp_path / "runs"
+
+
+def _losses(run, key="loss"):
+    import csv
+
+    with open(run / "metrics.csv") as f:
+        return {int(r["step"]): float(r[key]) for r in csv.DictReader(f)}
+
+
+def test_pretrain_checkpoint_probe_smoke(setup):
+    data, out = setup
+    cfg = tiny_config(data, out)
+    metrics = train.pretrain(cfg)
+    run = out / "tiny"
+    for f in ("config.yaml", "run.json", "metrics.csv", "metrics.json", "last.ckpt"):
+        assert (run / f).exists(), f
+    assert metrics["step"] == 4 and torch.isfinite(torch.tensor(metrics["loss"]))
+    record = json.loads((run / "run.json").read_text())
+    assert record["status"] == "finished" and record["seed"] == 0 and "commit" in record and record["wall_time_s"] > 0
+    assert sorted(_losses(run)) == [1, 2, 3, 4]
+    ckpt = train.load_checkpoint(run / "last.ckpt")
+    assert ckpt["step"] == 4 and ckpt["model"]["loss.sigreg.step"].item() == 4
+    result = train.probe(cfg)
+    assert 0 <= result["linear_top1"] <= 100 and 0 <= result["knn_top1"] <= 100
+    assert result["test_images"] == 16 and (run / "probe.json").exists()
+    assert list(run.glob("features-step4.pt"))  # features extracted once, cached
+
+
+def test_resume_equals_uninterrupted(setup):
+    data, out = setup
+    full = tiny_config(data, out, "run.name=full", "optim.max_steps=6", "run.ckpt_every=100")
+    train.pretrain(full)
+    part = tiny_config(data, out, "run.name=part", "optim.max_steps=6", "run.ckpt_every=100", "run.stop_after=3")
+    assert train.pretrain(part)["paused"]
+    assert train.load_checkpoint(out / "part" / "last.ckpt")["step"] == 3
+    train.pretrain(part)  # resumes at step 3, runs to 6
+    a, b = _losses(out / "full"), _losses(out / "part")
+    assert sorted(b) == list(range(1, 7))
+    for step in a:
+        assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
+    pa = train.load_checkpoint(out / "full" / "last.ckpt")["model"]
+    pb = train.load_checkpoint(out / "part" / "last.ckpt")["model"]
+    for k in pa:
+        torch.testing.assert_close(pa[k], pb[k], rtol=1e-5, atol=1e-6)
+
+
+def test_nan_loss_stops_and_keeps_the_checkpoint(setup, monkeypatch):
+    data, out = setup
+    cfg = tiny_config(data, out, "optim.max_steps=6", "run.ckpt_every=2")
+    from aot_lib.lejepa import LeJEPALoss
+
+    calls = {"n": 0}
+    real = LeJEPALoss.forward
+
+    def poisoned(self, y):
+        calls["n"] += 1
+        out_ = real(self, y)
+        if calls["n"] >= 3:  # step 3 goes bad, after the checkpoint of step 2
+            return out_._replace(loss=out_.loss * float("nan"))
+        return out_
+
+    monkeypatch.setattr(LeJEPALoss, "forward", poisoned)
+    ckpt = out / "tiny" / "last.ckpt"
+    with pytest.raises(train.NonFiniteLossError, match=r"loss became nan at step 2.*last good checkpoint .* is untouched"):
+        train.pretrain(cfg)
+    saved = train.load_checkpoint(ckpt)
+    assert saved["step"] == 2
+    assert all(torch.isfinite(v).all() for v in saved["model"].values() if v.is_floating_point())
+    assert json.loads((out / "tiny" / "run.json").read_text())["status"] == "failed: non-finite loss"
+
+
+def test_corrupt_checkpoint_is_a_clear_error_and_is_kept(setup):
+    data, out = setup
+    cfg = tiny_config(data, out)
+    (out / "tiny").mkdir(parents=True)
+    bad = out / "tiny" / "last.ckpt"
+    bad.write_bytes(b"\x00not a checkpoint")
+    with pytest.raises(train.CheckpointError, match="corrupt or not a torch checkpoint.*delete it to start over"):
+        train.pretrain(cfg)
+    assert bad.read_bytes() == b"\x00not a checkpoint"
+    with pytest.raises(train.CheckpointError, match="corrupt"):
+        train.probe(cfg)
+    with pytest.raises(train.CheckpointError, match="does not exist"):
+        train.probe(cfg, checkpoint=out / "nowhere.ckpt")
+
+
+def test_unknown_config_key(tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"unknown config key 'optim.lrr'\. Did you mean 'optim.lr'\?"):
+        load_config(None, ["optim.lrr=1"])
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("optim: {batchsize: 3}\n")
+    with pytest.raises(ConfigError, match="unknown config key 'optim.batchsize'. Did you mean 'optim.batch_size'"):
+        load_config(cfg)
+    assert cli(["pretrain", "-c", str(cfg)]) == 2
+    assert "unknown config key" in capsys.readouterr().err
+
+
+def test_config_inheritance_and_numbers(tmp_path):
+    (tmp_path / "base.yaml").write_text("optim: {lr: 5e-4, epochs: 3}\n")
+    (tmp_path / "child.yaml").write_text("inherit: base.yaml\noptim: {epochs: 7}\n")
+    cfg = load_config(tmp_path / "child.yaml", ["model.overrides.depth=2"])
+    assert cfg["optim"]["lr"] == 5e-4 and isinstance(cfg["optim"]["lr"], float)
+    assert cfg["optim"]["epochs"] == 7 and cfg["model"]["overrides"] == {"depth": 2}
+
+
+def test_shipped_configs_load():
+    from pathlib import Path
+
+    files = sorted(Path(__file__).resolve().parent.parent.glob("configs/**/*.yaml"))
+    assert len(files) > 30
+    for f in files:
+        cfg = load_config(f)
+        assert cfg["model"]["name"]
+
+
+def test_finetune_and_distill(setup):
+    data, out = setup
+    pre = tiny_config(data, out, "run.name=pre", "optim.max_steps=2")
+    train.pretrain(pre)
+    ft = train.finetune(tiny_config(data, out, "run.name=ft", f"finetune.checkpoint={out / 'pre' / 'last.ckpt'}"))
+    assert 0 <= ft["top1"] <= 100 and (out / "ft" / "finetune.json").exists()
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    teacher = train.finetune(tiny_config(data, out, "run.name=teacher", "model.name=vit_tiny", vit))
+    assert 0 <= teacher["top1"] <= 100
+    student = train.distill(tiny_config(data, out, "run.name=student", "model.name=vit_tiny_relu", vit,
+                                        f"distill.teacher={out / 'teacher' / 'last.ckpt'}"))
+    assert 0 <= student["top1"] <= 100
+    with pytest.raises(train.CheckpointError, match="distill.teacher is not set"):
+        train.distill(tiny_config(data, out, "run.name=s2", "model.name=vit_tiny_relu", vit))
+
+
+def test_cli_pretrain_and_probe(setup, capsys):
+    data, out = setup
+    args = [f"data.root={data}", "data.name=imagefolder", "data.image_size=16", f"run.out_dir={out}", "run.name=cli",
+            "run.progress=false", "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}",
+            "views.global_size=16", "views.local_size=8", "views.n_local=2", "projector.hidden_dim=32",
+            "projector.out_dim=8", "loss.num_slices=16", "optim.batch_size=8", "optim.max_steps=2", "probe.epochs=2"]
+    assert cli(["pretrain", *args]) == 0
+    assert cli(["probe", *args]) == 0
+    assert '"linear_top1"' in capsys.readouterr().out
+
+
+def test_ddp_two_processes_match_one(setup):
+    """gloo on CPU: SIGReg over the global batch, global BatchNorm, same augmentations."""
+    data, out = setup
+    common = ["optim.max_steps=3", "run.ckpt_every=100", "optim.batch_size=8"]
+    train.pretrain(tiny_config(data, out, "run.name=single", *common))
+    train.pretrain(tiny_config(data, out, "run.name=ddp", *common, "fabric.strategy=ddp_spawn", "fabric.devices=2",
+                               "fabric.accelerator=cpu"))
+    a, b = _losses(out / "single"), _losses(out / "ddp")
+    assert sorted(a) == sorted(b) == [1, 2, 3]
+    ga, gb = _losses(out / "single", "grad_norm"), _losses(out / "ddp", "grad_norm")
+    for step in a:
+        assert b[step] == pytest.approx(a[step], rel=1e-4), step
+        assert gb[step] == pytest.approx(ga[step], rel=1e-3), step
+    # Parameters agree up to Adam's amplification of rounding noise: a bias in front of a BatchNorm
+    # has an exactly-zero true gradient, and Adam turns its 1e-9 noise into steps of size lr.
+    pa = train.load_checkpoint(out / "single" / "last.ckpt")["model"]
+    pb = train.load_checkpoint(out / "ddp" / "last.ckpt")["model"]
+    lr = 5e-4
+    for k in pa:
+        torch.testing.assert_close(pa[k], pb[k], rtol=0, atol=3 * lr * 1.5)
