@@ -127,40 +127,51 @@ class BatchedMultiCrop(torch.nn.Module):
         return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
 
     def _colour(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
+        """Colour jitter (brightness, contrast, saturation, hue in that order), grayscale, solarize.
+
+        The four jitter steps are linear (contrast is affine) in the pixel, so they are composed into
+        one per-image 3x3 matrix and offset and applied with a single batched matmul; unlike
+        torchvision's per-step clamping, values are clamped to [0, 1] once at the end.
+        """
         c, b = self.cfg, x.shape[0]
         dev, dt = x.device, x.dtype
+        on = r.bernoulli(c.prob("jitter_p", view))
 
         def factors(strength):
             f = r.uniform(max(0.0, 1 - strength), 1 + strength)
-            return torch.where(on, f, torch.ones(b)).to(dev, dt).view(b, 1, 1, 1)
+            return torch.where(on, f, torch.ones(b))
 
-        on = r.bernoulli(c.prob("jitter_p", view))
-        x = (x * factors(c.brightness)).clamp(0, 1)
-        f = factors(c.contrast)
-        x = ((x - _gray(x).mean((2, 3), keepdim=True)) * f + _gray(x).mean((2, 3), keepdim=True)).clamp(0, 1)
-        f = factors(c.saturation)
-        gray = _gray(x)
-        x = ((x - gray) * f + gray).clamp(0, 1)
+        bright, contrast, sat = factors(c.brightness), factors(c.contrast), factors(c.saturation)
         angle = torch.where(on, r.uniform(-c.hue, c.hue), torch.zeros(b)) * 2 * math.pi
-        x = self._rotate_hue(x, angle.to(dev, dt)).clamp(0, 1)
-        to_gray = r.bernoulli(c.prob("grayscale_p", view)).to(dev).view(b, 1, 1, 1)
-        x = torch.where(to_gray, _gray(x).expand_as(x), x)
-        solar = r.bernoulli(c.prob("solarize_p", view)).to(dev).view(b, 1, 1, 1)
-        x = torch.where(solar & (x >= 0.5), 1 - x, x)
-        return x
+        luma = torch.tensor(_LUMA)
+        eye = torch.eye(3)
+        ones_luma = torch.ones(3, 1) @ luma.view(1, 3)  # x -> gray(x) in every channel
+        saturation = sat.view(b, 1, 1) * eye + (1 - sat).view(b, 1, 1) * ones_luma
+        matrix = self._hue_matrix(angle) @ saturation * (contrast * bright).view(b, 1, 1)
+        # contrast blends with the mean gray of the brightness-adjusted image: an offset
+        mean_gray = (x.mean((2, 3)) @ luma.to(dev, dt)).cpu() * bright
+        offset = self._hue_matrix(angle) @ saturation @ torch.ones(b, 3, 1) * ((1 - contrast) * mean_gray).view(b, 1, 1)
+        hw = x.shape[-2:]
+        y = torch.baddbmm(offset.to(dev, dt), matrix.to(dev, dt), x.reshape(b, 3, -1)).reshape(b, 3, *hw).clamp_(0, 1)
+        # grayscale and solarize touch only the images drawn for them (indexing beats a full-batch where)
+        to_gray = torch.nonzero(r.bernoulli(c.prob("grayscale_p", view))).flatten().to(dev)
+        if len(to_gray):
+            y[to_gray] = _gray(y[to_gray]).expand(-1, 3, -1, -1)
+        solar = torch.nonzero(r.bernoulli(c.prob("solarize_p", view))).flatten().to(dev)
+        if len(solar):
+            part = y[solar]
+            y[solar] = torch.where(part >= 0.5, 1 - part, part)
+        return y
 
     @staticmethod
-    def _rotate_hue(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
-        """Rotate the chroma plane of YIQ by ``angle`` (per image): a batched hue shift."""
-        to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]],
-                              device=x.device, dtype=x.dtype)
-        from_yiq = torch.linalg.inv(to_yiq)
+    def _hue_matrix(angle: torch.Tensor) -> torch.Tensor:
+        """Per-image 3x3 RGB matrices rotating the chroma plane of YIQ by ``angle``: a hue shift."""
+        to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
         cos, sin = torch.cos(angle), torch.sin(angle)
-        rot = torch.zeros(x.shape[0], 3, 3, device=x.device, dtype=x.dtype)
+        rot = torch.zeros(angle.shape[0], 3, 3)
         rot[:, 0, 0] = 1
         rot[:, 1, 1], rot[:, 1, 2], rot[:, 2, 1], rot[:, 2, 2] = cos, -sin, sin, cos
-        m = from_yiq @ rot @ to_yiq  # (B, 3, 3)
-        return torch.einsum("bij,bjhw->bihw", m, x)
+        return torch.linalg.inv(to_yiq) @ rot @ to_yiq
 
     def _blur(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
         p = self.cfg.prob("blur_p", view)

@@ -75,7 +75,7 @@ def _loggers(directory: Path):
     from lightning_fabric.loggers import CSVLogger
 
     # one version folder per launch (a resumed run adds one); merge_csv_logs joins them at the end
-    loggers = [CSVLogger(str(directory), name="logs", flush_logs_every_n_steps=10)]
+    loggers = [CSVLogger(str(directory), name="logs", flush_logs_every_n_steps=1)]
     try:
         import tensorboard  # noqa: F401
         from lightning_fabric.loggers import TensorBoardLogger

@@ -1,0 +1,45 @@
+"""Shared by the benchmark scripts: timing, the machine record and atomic JSON output."""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aot_lib.runtime import hardware_summary  # noqa: E402
+from aot_lib.train import git_commit  # noqa: E402
+
+
+def timeit(fn, repeats: int = 5, warmup: int = 2) -> dict:
+    """Median and spread of ``repeats`` calls after ``warmup`` calls, in seconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": repeats}
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def write(name: str, payload: dict) -> Path:
+    out = Path(os.environ.get("AOT_BENCH_DIR", ROOT / "results" / "benchmarks")) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"benchmark": name, "commit": git_commit(), "hardware": hardware_summary(),
+               "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **payload}
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    os.replace(tmp, out)
+    print(json.dumps(payload, indent=2))
+    return out
