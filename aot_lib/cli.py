@@ -5,6 +5,7 @@
     aot finetune --config ... finetune.checkpoint=runs/NAME/last.ckpt
     aot distill  --config ... distill.teacher=runs/TEACHER/last.ckpt
     aot models                       # registered models with parameter counts
+    aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
 
 Any config key can be overridden as ``section.key=value`` (an unknown key is an error).
@@ -33,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")
     sub.add_parser("models", help="list registered models")
+    rec = sub.add_parser("record", help="copy a run folder's results (no checkpoint) into results/")
+    rec.add_argument("run_dir")
+    rec.add_argument("dest")
     return p
 
 
@@ -44,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in aot_lib.list_models():
             m = aot_lib.create_model(name)
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
+        return 0
+    if args.command == "record":
+        from .train import record_run
+
+        for p in record_run(args.run_dir, args.dest):
+            print(p)
         return 0
     try:
         overrides = list(args.overrides)

@@ -33,7 +33,7 @@ from .lejepa import LeJEPALoss, alpha_from_lejepa_lambda
 from .registry import create_model
 from .runtime import hardware_summary, make_fabric, resolve_fabric_kwargs
 
-__all__ = ["pretrain", "probe", "finetune", "distill", "NonFiniteLossError", "CheckpointError",
+__all__ = ["pretrain", "probe", "finetune", "distill", "record_run", "NonFiniteLossError", "CheckpointError",
            "extract_features", "linear_probe", "knn_probe", "load_checkpoint", "build_encoder"]
 
 
@@ -553,3 +553,23 @@ def distill(cfg: dict) -> dict:
     for p in teacher.parameters():
         p.requires_grad_(False)
     return _supervised(cfg, "distill", student, teacher)
+
+
+RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "finetune.json", "distill.json")
+
+
+def record_run(src: str | os.PathLike, dest: str | os.PathLike) -> list[Path]:
+    """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
+    what the book reads. Returns the copied paths."""
+    import shutil
+
+    src, dest = Path(src), Path(dest)
+    if not (src / "run.json").exists():
+        raise FileNotFoundError(f"{src} is not a run folder (no run.json)")
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in RECORD_FILES:
+        if (src / name).exists():
+            shutil.copy2(src / name, dest / name)
+            copied.append(dest / name)
+    return copied

@@ -41,6 +41,8 @@ def test_pretrain_checkpoint_probe_smoke(setup):
     assert 0 <= result["linear_top1"] <= 100 and 0 <= result["knn_top1"] <= 100
     assert result["test_images"] == 16 and (run / "probe.json").exists()
     assert list(run.glob("features-step4.pt"))  # features extracted once, cached
+    kept = train.record_run(run, out / "record")
+    assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json"}
 
 
 def test_resume_equals_uninterrupted(setup):
