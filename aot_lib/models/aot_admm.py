@@ -104,9 +104,10 @@ class ADMMLayer(nn.Module):
     def step(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> ADMMState:
         a, b, c = self.coefficients().to(z.dtype)
         attn = self.mssa(self.norm(z))
-        z_next = self.rms(a * z + b * attn + c * (v - w))
-        v_next = F.relu(z_next + w - self.tau)
-        w_raw = w + z_next - v_next
+        z_next = self.rms((a * z).add_(b * attn).add_(c * (v - w)))  # in place: fewer passes over memory
+        u = z_next + w
+        v_next = F.relu(u - self.tau)
+        w_raw = u - v_next  # = W^l + Z^{l+1} - V^{l+1}
         return ADMMState(z=z_next, v=v_next, w=self.rms(w_raw), w_raw=w_raw, mssa=attn,
                          coefficients=torch.stack([a, b, c]))
 
