@@ -119,15 +119,17 @@ except DataError as e:
     have_runs = False
 
 # %% [markdown]
-# ## AoT-ADMM: 20 epochs on CIFAR-10
+# ## AoT-ADMM on CIFAR-10 at CPU scale
 #
-# Width 192, depth 6, 6 heads (Tiny is 384/12/6), the paper's views, optimiser, batch and
-# learning rate; 20 epochs instead of 800. The record:
+# `configs/cpu/aot_admm_cifar10.yaml`: width 192, depth 6, 6 heads (Tiny is 384/12/6), the paper's
+# views, optimiser, batch and learning rate, and a few epochs instead of 800. The record:
 
 # %%
 if have_runs:
     r = main_run
     print(r["source"])
+    print("epochs:", load_config(ROOT / "configs" / "cpu" / "aot_admm_cifar10.yaml")["optim"]["epochs"],
+          "| steps:", r["metrics"]["step"])
     print({k: r["run"].get(k) for k in ("commit", "seed", "wall_time_s", "status", "total_steps", "train_images")})
     print("hardware:", r["run"]["hardware"])
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
@@ -183,6 +185,6 @@ for f in sorted((RESULTS / "benchmarks").glob("*.json")):
 #
 # * The whole pipeline of Algorithm 1 runs on a laptop-class CPU; the recorded runs above say how
 #   long it took and what it reached.
-# * The CPU-scale accuracies are not the paper's and are not meant to be: they are 20 (or 3) epochs
+# * The CPU-scale accuracies are not the paper's and are not meant to be: they are a few epochs
 #   of a half-width, half-depth model. They show the method learns, and they give a baseline for
 #   anyone extending it on small hardware.
