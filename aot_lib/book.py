@@ -6,12 +6,9 @@ builds in minutes; the default ``full`` profile is what a reader on a laptop run
 from __future__ import annotations
 
 import os
-import platform
-import subprocess
-from pathlib import Path
 from typing import TypeVar
 
-import torch
+from .runtime import git_commit, hardware_summary
 
 __all__ = ["PROFILE", "pick", "run_record"]
 
@@ -27,23 +24,8 @@ def pick(fast: T, full: T) -> T:
     return fast if PROFILE == "fast" else full
 
 
-def _git_commit() -> str:
-    try:
-        root = Path(__file__).resolve().parent.parent
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def run_record(seed: int | None = None) -> dict:
     """Where and how a notebook's numbers were computed (printed at the top of each chapter)."""
-    return {
-        "profile": PROFILE,
-        "commit": _git_commit(),
-        "seed": seed,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores"
-        + (f", {torch.cuda.get_device_name()}" if torch.cuda.is_available() else ", no GPU"),
-    }
+    commit = git_commit()
+    short = commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+    return {"profile": PROFILE, "commit": short, "seed": seed, **hardware_summary()}

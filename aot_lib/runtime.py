@@ -12,7 +12,7 @@ import platform
 
 import torch
 
-__all__ = ["resolve_fabric_kwargs", "make_fabric", "hardware_summary"]
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "hardware_summary", "git_commit"]
 
 
 def resolve_fabric_kwargs(fab: dict) -> dict:
@@ -38,3 +38,18 @@ def hardware_summary() -> dict:
     if torch.cuda.is_available():
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return info
+
+
+def git_commit() -> str:
+    """The repository's HEAD, with ``+dirty`` when tracked files have uncommitted changes."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty else "")

@@ -31,7 +31,7 @@ from .data import ImageData, atomic_save, load_split
 from .heads import LeJEPAProjector
 from .lejepa import LeJEPALoss, alpha_from_lejepa_lambda
 from .registry import create_model
-from .runtime import hardware_summary, make_fabric, resolve_fabric_kwargs
+from .runtime import git_commit, hardware_summary, make_fabric, resolve_fabric_kwargs
 
 __all__ = ["pretrain", "probe", "finetune", "distill", "record_run", "NonFiniteLossError", "CheckpointError",
            "extract_features", "linear_probe", "knn_probe", "load_checkpoint", "build_encoder"]
@@ -46,19 +46,6 @@ class CheckpointError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- helpers
-
-def git_commit() -> str:
-    import subprocess
-
-    try:
-        root = Path(__file__).resolve().parent.parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return (out.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
-    except (OSError, Exception):  # noqa: BLE001
-        return "unknown"
-
 
 def _write_json(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from aot_lib.runtime import hardware_summary  # noqa: E402
-from aot_lib.train import git_commit  # noqa: E402
+from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 
 
 def timeit(fn, repeats: int = 5, warmup: int = 2) -> dict:
