@@ -3,8 +3,8 @@
 Every split is decoded once into a ``(N, 3, H, W)`` uint8 tensor and cached on disk, so training
 augments whole batches on the device (:mod:`aot_lib.augment`) and never waits on image decoding.
 
-Where the data is looked for (``root``): the argument, else ``$AOT_DATA``, else
-``~/.cache/aot_lib/data``. For ``cifar10`` / ``cifar100`` the root may hold torchvision's
+Where the data is looked for (``root``): the argument (a relative one may also be found under
+``$AOT_DATA``), else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. For ``cifar10`` / ``cifar100`` the root may hold torchvision's
 ``cifar-10-batches-py`` / ``cifar-100-python``, an ImageFolder zip whose name starts with the
 dataset name (``cifar10-jpeg.zip``, ``cifar100-png.zip``: the offline copies), or a folder
 ``cifar10/{train,test}``; ``download=True`` fetches through torchvision. ``imagefolder`` takes a
@@ -53,7 +53,15 @@ class ImageData:
 
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
-    return Path(root or os.environ.get("AOT_DATA") or Path.home() / ".cache" / "aot_lib" / "data").expanduser()
+    """``root``, else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not
+    exist from here is looked up under ``$AOT_DATA`` (so a config can say ``imagenette160-subset.zip``)."""
+    env = os.environ.get("AOT_DATA")
+    if root is not None:
+        p = Path(root).expanduser()
+        if not p.is_absolute() and not p.exists() and env and (Path(env).expanduser() / p).exists():
+            return Path(env).expanduser() / p
+        return p
+    return Path(env or Path.home() / ".cache" / "aot_lib" / "data").expanduser()
 
 
 def cache_dir() -> Path:

@@ -31,6 +31,13 @@ def test_imagefolder_folder_and_zip_agree(tmp_path):
     assert torch.equal(load_split("imagefolder", "test", root=z, image_size=16).images, native.images)
 
 
+def test_relative_root_is_found_under_aot_data(tmp_path, monkeypatch):
+    zip_tree(make_imagefolder(tmp_path / "tree", n_train=2, n_test=1), tmp_path / "sub.zip")
+    monkeypatch.setenv("AOT_DATA", str(tmp_path))
+    monkeypatch.chdir(tmp_path / "tree")
+    assert len(load_split("imagefolder", "train", root="sub.zip", image_size=16)) == 4
+
+
 def test_balanced_subset(tmp_path):
     data = load_split("imagefolder", "train", root=make_imagefolder(tmp_path / "t", n_train=5, n_test=1), image_size=16)
     sub = data.subset(4)
