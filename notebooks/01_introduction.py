@@ -74,3 +74,15 @@ for name, Z in [("mixture of subspaces", Z_sub), ("isotropic", Z_iso)]:
 #    computed by `aot_lib`'s layer.
 # 3. **Architecture**: AoT-ADMM next to CRATE and AoT; parameter and FLOP tables computed
 #    live against the paper's.
+# 4. **Training at CPU scale**: multi-crop views, LeJEPA pretraining on CIFAR-10 and the linear
+#    probe, from recorded runs (`aot pretrain`, `aot probe`), and the speed benchmarks.
+#
+# And the package, module by module:
+#
+# | module | what |
+# |---|---|
+# | `aot_lib.models`, `aot_lib.layers`, `aot_lib.registry` | AoT-ADMM, CRATE, AoT, ViT; `create_model(name, **overrides)` |
+# | `aot_lib.sigreg`, `aot_lib.lejepa`, `aot_lib.heads` | Epps–Pulley, SIGReg, the LeJEPA loss, the projector |
+# | `aot_lib.coding_rate`, `aot_lib.theory`, `aot_lib.admm` | $R$, $R^c$; Appendix A's closed forms; the ADMM iterations |
+# | `aot_lib.data`, `aot_lib.augment`, `aot_lib.train`, `aot_lib.cli` | data, batched multi-crop, the Fabric trainer, the `aot` command |
+# | `aot_lib.flops`, `aot_lib.paper` | parameter/FLOP counting; the paper's own numbers |
