@@ -148,12 +148,21 @@ def _grad_norm(module: nn.Module) -> float:
 
 def save_checkpoint(fabric, path: Path, state: dict) -> None:
     """Atomic: Fabric writes a temporary file, rank 0 renames it over the old checkpoint."""
+    import shutil
+
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     fabric.save(tmp, state)
     fabric.barrier()
     if fabric.is_global_zero:
-        os.replace(tmp, path)
+        if tmp.is_dir():  # FSDP writes a sharded folder: swap folders, then drop the old one
+            old = path.with_name(f".{path.name}.old")
+            if path.exists():
+                os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
     fabric.barrier()
 
 
@@ -253,7 +262,8 @@ def _pretrain_worker(fabric, cfg: dict, d: Path, record: dict) -> dict:
     ckpt_path = d / "last.ckpt"
     start = 0
     if rc["resume"] and ckpt_path.exists():
-        load_checkpoint(ckpt_path)  # clear error if corrupt, before Fabric touches it
+        if ckpt_path.is_file():
+            load_checkpoint(ckpt_path)  # clear error if corrupt, before Fabric touches it
         rest = fabric.load(ckpt_path, {"model": model, "optimizer": opt})
         sched.load_state_dict(rest["scheduler"])
         aug_gen.set_state(rest["aug_rng"])
