@@ -458,7 +458,7 @@ def _supervised(cfg: dict, section: str, student: nn.Module, teacher: nn.Module 
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, desc=f"{section} {cfg['run']['name']}", disable=not (fabric.is_global_zero and cfg["run"]["progress"]))
-    world, rank, local = fabric.world_size, fabric.global_rank, gb // fabric.world_size
+    rank, local = fabric.global_rank, gb // fabric.world_size
     smoothing = sc.get("label_smoothing", 0.0)
     for step in range(total):
         epoch, i = divmod(step, spe)

@@ -164,6 +164,7 @@ plt.show()
 
 # %%
 import ipywidgets as widgets  # noqa: E402
+from IPython.display import display  # noqa: E402
 
 
 def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):
@@ -183,7 +184,7 @@ panel = widgets.interactive(
     rho=widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1),
     lambd=widgets.FloatSlider(value=0.1, min=0.0, max=0.5, step=0.05),
 )
-panel  # interactive in JupyterLab; the static grid above stands in for it in the rendered book
+display(panel)  # interactive in JupyterLab; the static grid above stands in for it in the rendered book
 
 # %% [markdown]
 # ## The unrolled network computes the same iterates

@@ -40,7 +40,7 @@ def test_iteration_invariants(data, gradient):
     Z, U, labels = data
     h = admm_iterations(Z, U, iters=8, gradient=gradient, labels=labels, lambd=0.2, rho=1.0)
     assert len(h.objective) == len(h.iterates) == 9
-    for (z0, v0, w0), (z1, v1, w1) in zip(h.iterates[:-1], h.iterates[1:]):
+    for (_, _, w0), (z1, v1, w1) in zip(h.iterates[:-1], h.iterates[1:]):
         assert (v1 >= 0).all()
         torch.testing.assert_close(w1, w0 + z1 - v1)
         torch.testing.assert_close(v1, torch.relu(z1 + w0 - 0.2))
