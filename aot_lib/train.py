@@ -15,6 +15,7 @@ function of (seed, epoch), so a resumed run continues the loss trajectory of an 
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -139,6 +140,17 @@ def warmup_cosine(total_steps: int, warmup_steps: int, min_ratio: float = 0.0):
         t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
         return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
     return fn
+
+
+@functools.lru_cache(maxsize=2)
+def _epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
+    """The data order of one epoch: a function of (seed, epoch) only, so a resumed run sees the same batches."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+
+
+def _batch_indices(seed: int, epoch: int, i: int, n: int, global_batch: int, rank: int, local: int) -> torch.Tensor:
+    """This rank's share of global batch ``i`` of ``epoch``."""
+    return _epoch_order(seed, epoch, n)[i * global_batch:(i + 1) * global_batch][rank * local:(rank + 1) * local]
 
 
 def _grad_norm(module: nn.Module) -> float:
@@ -281,8 +293,7 @@ def _pretrain_worker(fabric, cfg: dict, d: Path, record: dict) -> dict:
     tick, seen = time.time(), 0
     for step in range(start, total):
         epoch, i = divmod(step, steps_per_epoch)
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(rc["seed"] * 1_000_003 + epoch))
-        idx = perm[i * gb:(i + 1) * gb][rank * local:(rank + 1) * local]
+        idx = _batch_indices(rc["seed"], epoch, i, n, gb, rank, local)
         images = train.images[idx].to(fabric.device, non_blocking=True)
         views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
         out = model(views)
@@ -462,8 +473,7 @@ def _supervised(cfg: dict, section: str, student: nn.Module, teacher: nn.Module 
     smoothing = sc.get("label_smoothing", 0.0)
     for step in range(total):
         epoch, i = divmod(step, spe)
-        perm = torch.randperm(len(train), generator=torch.Generator().manual_seed(cfg["run"]["seed"] * 1_000_003 + epoch))
-        idx = perm[i * gb:(i + 1) * gb][rank * local:(rank + 1) * local]
+        idx = _batch_indices(cfg["run"]["seed"], epoch, i, len(train), gb, rank, local)
         x = aug(train.images[idx].to(fabric.device), gen, global_batch=gb, offset=rank * local)[0]
         y = train.labels[idx].to(fabric.device)
         student.train()
