@@ -16,7 +16,7 @@ locals]`` for DINO's asymmetric recipe (e.g. ``blur_p: [1.0, 0.1, 0.5]``, ``sola
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -49,7 +49,6 @@ class MultiCropConfig:
     blur_sigma: tuple = (0.1, 2.0)
     mean: tuple = CIFAR_MEAN
     std: tuple = CIFAR_STD
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, views: dict, mean=CIFAR_MEAN, std=CIFAR_STD) -> "MultiCropConfig":
@@ -147,10 +146,11 @@ class BatchedMultiCrop(torch.nn.Module):
         eye = torch.eye(3)
         ones_luma = torch.ones(3, 1) @ luma.view(1, 3)  # x -> gray(x) in every channel
         saturation = sat.view(b, 1, 1) * eye + (1 - sat).view(b, 1, 1) * ones_luma
-        matrix = self._hue_matrix(angle) @ saturation * (contrast * bright).view(b, 1, 1)
+        hue_sat = self._hue_matrix(angle) @ saturation
+        matrix = hue_sat * (contrast * bright).view(b, 1, 1)
         # contrast blends with the mean gray of the brightness-adjusted image: an offset
         mean_gray = (x.mean((2, 3)) @ luma.to(dev, dt)).cpu() * bright
-        offset = self._hue_matrix(angle) @ saturation @ torch.ones(b, 3, 1) * ((1 - contrast) * mean_gray).view(b, 1, 1)
+        offset = hue_sat @ torch.ones(b, 3, 1) * ((1 - contrast) * mean_gray).view(b, 1, 1)
         hw = x.shape[-2:]
         y = torch.baddbmm(offset.to(dev, dt), matrix.to(dev, dt), x.reshape(b, 3, -1)).reshape(b, 3, *hw).clamp_(0, 1)
         # grayscale and solarize touch only the images drawn for them (indexing beats a full-batch where)

@@ -218,7 +218,7 @@ class LeJEPAModel(nn.Module):
 
     def forward(self, views: list[torch.Tensor]):
         # views of one resolution go through the encoder together
-        feats, by_size = [], {}
+        by_size: dict[tuple, list[int]] = {}
         for i, v in enumerate(views):
             by_size.setdefault(tuple(v.shape[-2:]), []).append(i)
         out: list = [None] * len(views)
