@@ -1,4 +1,28 @@
-r"""The LeJEPA objective, Eq. ``total``: ``L = L_pred + alpha * L_SIGReg``."""
+r"""The LeJEPA objective, Eq. ``total``: ``L = L_pred + alpha * L_SIGReg``.
+
+``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.sigreg.SIGReg`
+(Eq. ``sup_ep``, times the sample size). Which embeddings form one SIGReg sample is a convention
+on which the two reference implementations differ (``sigreg_sample`` of :class:`LeJEPALoss`):
+
+* ``"per_view"`` — LeJEPA's minimal example (``rbalestr-lab/lejepa``, ``MINIMAL.md``) passes the
+  ``(V, N, D)`` projections to its ``SIGReg``, which averages the characteristic function over
+  the ``N`` axis (``mean(-3)`` of ``(V, N, slices, t)``), multiplies by ``N`` and averages the
+  ``(V, slices)`` statistics: one SIGReg per view, averaged over views. The ``lejepa`` package's
+  ``SlicingUnivariateTest`` over ``EppsPulley`` (``lejepa/multivariate/slicing.py``,
+  ``lejepa/univariate/epps_pulley.py``) does the same for ``(*, N, D)`` input.
+* ``"pooled"`` — ``stable-pretraining`` (``galilai-group/stable-pretraining``,
+  ``stable_pretraining/methods/lejepa.py``, ``LeJEPA._compute_loss``) reshapes the ``(V, N, K)``
+  projections to ``(V*N, K)`` and computes one statistic on that sample (factor ``V*N``).
+
+When every view has the same law the pooled statistic is about ``V`` times the per-view one (exactly
+``V`` times for identical views), so ``alpha`` means different things under the two conventions.
+
+The weighting also differs. ``stable-pretraining`` returns ``inv_loss + lamb * sigreg_loss`` with
+``lamb = 0.02`` by default: Eq. ``total`` with ``alpha = lamb``. LeJEPA's minimal example uses
+``sigreg_loss * lamb + inv_loss * (1 - lamb)`` (its suggested command line sets ``lamb=0.02``),
+which is ``(1 - lamb)`` times Eq. ``total`` with ``alpha = lamb / (1 - lamb)``: see
+:func:`alpha_from_lejepa_lambda`.
+"""
 from __future__ import annotations
 
 from typing import NamedTuple, Sequence
@@ -6,56 +30,74 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import nn
 
-from .sigreg import SIGReg
+from .sigreg import SIGReg, full_precision
 
-__all__ = ["LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda"]
+__all__ = ["LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES"]
+
+SIGREG_SAMPLES = ("per_view", "pooled")
 
 
 def alpha_from_lejepa_lambda(lambd: float) -> float:
-    """LeJEPA writes ``(1-lambda) pred + lambda SIGReg``; dividing by ``1-lambda`` gives
-    Eq. ``total`` with ``alpha = lambda / (1 - lambda)`` (same minimiser, same gradient direction)."""
+    """LeJEPA's minimal example writes ``(1-lambda) pred + lambda SIGReg``; dividing by ``1-lambda``
+    gives Eq. ``total`` with ``alpha = lambda / (1 - lambda)`` (same minimiser, gradient scaled by
+    ``1/(1-lambda)``). ``stable-pretraining``'s ``lamb`` is already ``alpha``: do not convert it."""
     if not 0 <= lambd < 1:
         raise ValueError(f"LeJEPA's lambda must lie in [0, 1), got {lambd}")
     return lambd / (1 - lambd)
 
 
 class LeJEPAOutput(NamedTuple):
+    """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32)."""
+
     loss: torch.Tensor
-    pred: torch.Tensor
-    sigreg: torch.Tensor
+    pred_loss: torch.Tensor
+    sigreg_loss: torch.Tensor
 
 
 class LeJEPALoss(nn.Module):
-    """Prediction + SIGReg over the views of a batch (Algorithm 1, lines 14-15).
+    """Prediction + SIGReg over the views of a batch (Eq. ``total``; the two "Compute" lines of Algorithm 1).
 
     Args:
-        alpha: SIGReg weight. The default ``0.05/0.95`` equals LeJEPA's ``lambda = 0.05``.
+        alpha: SIGReg weight. The default ``0.05/0.95`` equals the ``(1-lambda) pred + lambda SIGReg``
+            form with ``lambda = 0.05``.
         num_global: how many of the views are global; the first ``num_global`` are.
-        num_slices, t_max, n_points: passed to :class:`SIGReg`.
+        num_slices, t_max, n_points, seed: passed to :class:`SIGReg`.
+        sigreg_sample: ``"per_view"`` (default: SIGReg of each view's ``N`` embeddings, averaged over
+            views, as LeJEPA's minimal example and the ``lejepa`` package) or ``"pooled"`` (one SIGReg
+            of all ``V*N`` embeddings, as ``stable-pretraining``); see the module docstring.
 
-    ``forward(embeddings)`` takes the projected embeddings of all views, shape
-    ``(V, N, D)`` or a list of ``V`` tensors ``(N, D)`` with the global views first.
-    Every view is pulled to the mean of the global views (the target is not detached,
-    as in LeJEPA): ``L_pred = mean_{v,n,j} (mu_{n,j} - y_{v,n,j})^2``; SIGReg is computed per view
-    and averaged.
+    ``forward(embeddings, directions=None)`` takes the projected embeddings of all views, shape
+    ``(V, N, D)`` or a list of ``V`` tensors ``(N, D)`` with the global views first; ``directions``
+    ``(D, K)`` fixes SIGReg's slices. Every view is pulled to the mean of the global views (the
+    target is not detached, as in LeJEPA): ``L_pred = mean_{v,n,j} (mu_{n,j} - y_{v,n,j})^2``.
+    Both terms are computed in float32 (float64 for float64 input) with autocast switched off.
     """
 
     def __init__(self, alpha: float = 0.05 / 0.95, num_global: int = 2, num_slices: int = 1024,
-                 t_max: float = 3.0, n_points: int = 17, seed: int = 0):
+                 t_max: float = 3.0, n_points: int = 17, seed: int = 0, sigreg_sample: str = "per_view"):
         super().__init__()
         if alpha < 0:
             raise ValueError(f"alpha must be non-negative, got {alpha}")
-        self.alpha, self.num_global = alpha, num_global
+        if sigreg_sample not in SIGREG_SAMPLES:
+            raise ValueError(f"sigreg_sample must be one of {SIGREG_SAMPLES}, got {sigreg_sample!r}")
+        self.alpha, self.num_global, self.sigreg_sample = alpha, num_global, sigreg_sample
         self.sigreg = SIGReg(num_slices=num_slices, t_max=t_max, n_points=n_points, seed=seed)
 
-    def forward(self, embeddings: torch.Tensor | Sequence[torch.Tensor]) -> LeJEPAOutput:
+    def forward(self, embeddings: torch.Tensor | Sequence[torch.Tensor],
+                directions: torch.Tensor | None = None) -> LeJEPAOutput:
         y = torch.stack(list(embeddings)) if not torch.is_tensor(embeddings) else embeddings
         if y.ndim != 3 or y.shape[0] < self.num_global:
             raise ValueError(
                 f"expected embeddings of shape (views, batch, dim) with at least {self.num_global} "
                 f"global views first, got {tuple(y.shape)}"
             )
-        target = y[: self.num_global].mean(0)
-        pred = (target.unsqueeze(0) - y).square().mean()
-        sig = self.sigreg(y)
-        return LeJEPAOutput(pred + self.alpha * sig, pred, sig)
+        with full_precision(y.device):
+            y = y.to(torch.promote_types(y.dtype, torch.float32))
+            target = y[: self.num_global].mean(0)
+            pred_loss = (target.unsqueeze(0) - y).square().mean()
+            sample = y if self.sigreg_sample == "per_view" else y.reshape(-1, y.shape[-1])
+            sigreg_loss = self.sigreg(sample, directions)
+            return LeJEPAOutput(pred_loss + self.alpha * sigreg_loss, pred_loss, sigreg_loss)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha:.6g}, num_global={self.num_global}, sigreg_sample={self.sigreg_sample!r}"

@@ -1,21 +1,44 @@
-r"""SIGReg: Sketched Isotropic Gaussian Regularization (LeJEPA; Eq. ``sigreg`` and ``sup_ep``).
+r"""SIGReg: Sketched Isotropic Gaussian Regularization (LeJEPA).
 
-For one projected sample ``u_1..u_N`` the Epps-Pulley statistic is
+The paper's Epps-Pulley statistic is Eq. ``sup_ep`` (Appendix A): for a law of ``z`` and unit
+directions ``a ~ Unif(S^{d-1})``, with ``u_a = a^T z`` and ``phi_a`` its characteristic function,
+
+.. math:: \mathrm{SIGReg} = \mathbb E_a \int_{\mathbb R} \bigl|\varphi_a(t) - e^{-t^2/2}\bigr|^2\, w(t)\,dt.
+
+This module computes its finite-sample version with LeJEPA's weight ``w(t) = e^{-t^2/2}``: for one
+projected sample ``u_1..u_N``
 
 .. math:: T = N \int_{\mathbb R} \bigl|\hat\varphi(t) - e^{-t^2/2}\bigr|^2\, w(t)\,dt,
-          \qquad \hat\varphi(t) = \tfrac1N \sum_n e^{\mathrm i t u_n},\quad w(t) = e^{-t^2/2},
+          \qquad \hat\varphi(t) = \tfrac1N \sum_n e^{\mathrm i t u_n},
 
-and SIGReg averages it over random unit directions ``a`` (Eq. ``sup_ep``, with the factor ``N``
-of LeJEPA's reference implementation, which makes the statistic O(1) under the null).
-The integrand is even in ``t``, so the integral is twice the trapezoid rule on ``[0, t_max]``.
+with the factor ``N`` of LeJEPA's reference implementation (it makes the statistic O(1) under the
+null), averaged over random unit directions. The integrand is even in ``t``, so the integral is
+twice the trapezoid rule on ``[0, t_max]``.
+
+Eq. ``sigreg`` of the main text is *not* this statistic but its second-order expansion around the
+isotropic Gaussian, ``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; its covariance part and ``C_w``
+(Eq. ``sup_sigreg2``) are in :mod:`aot_lib.theory`.
+
+Precision: the statistic and its gradient are computed in (at least) float32 even under
+``torch.autocast`` (bf16 or fp16 mixed precision), which would otherwise run the two matrix
+products (embeddings onto slices, errors onto quadrature weights) in half precision.
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["epps_pulley", "SIGReg", "sample_directions", "quadrature"]
+__all__ = ["epps_pulley", "SIGReg", "sample_directions", "quadrature", "full_precision"]
+
+
+def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
+    """A context in which ``torch.autocast`` is off on ``device`` (a no-op where autocast does not exist)."""
+    if torch.amp.is_autocast_available(device.type):
+        return torch.autocast(device_type=device.type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def quadrature(t_max: float = 3.0, n_points: int = 17, *, device=None, dtype=torch.float32):
@@ -48,23 +71,26 @@ def all_reduce_sum(x: torch.Tensor) -> torch.Tensor:
 def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torch.Tensor:
     """Epps-Pulley normality statistic of every column of ``x`` (shape ``(..., N, K)``) -> ``(..., K)``.
 
+    ``N`` times the trapezoid-rule value of the integral in Eq. ``sup_ep`` for one direction.
     Under DDP the empirical characteristic function is averaged over ranks with an
     autograd-aware all-reduce, so the statistic is the one of the global batch (``N`` global).
-    Computed in at least float32, also under bf16 autocast.
+    Computed in float32, or float64 for float64 input, also under autocast: the input is cast up
+    and autocast is switched off for the computation; the gradient flows back in ``x``'s dtype.
     """
     if x.ndim < 2:
         raise ValueError(f"epps_pulley expects shape (..., N, K), got {tuple(x.shape)}")
     dtype = torch.promote_types(x.dtype, torch.float32)
-    x = x.to(dtype)
-    t, weights = quadrature(t_max, n_points, device=x.device, dtype=dtype)
-    xt = x.unsqueeze(-1) * t  # (..., N, K, T)
-    cos_mean, sin_mean = torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)  # (..., K, T)
-    n, world = x.shape[-2], _world_size()
-    if world > 1:
-        cos_mean = all_reduce_sum(cos_mean) / world
-        sin_mean = all_reduce_sum(sin_mean) / world
-    err = (cos_mean - torch.exp(-0.5 * t**2)) ** 2 + sin_mean**2
-    return (err @ weights) * (n * world)
+    with full_precision(x.device):
+        x = x.to(dtype)
+        t, weights = quadrature(t_max, n_points, device=x.device, dtype=dtype)
+        xt = x.unsqueeze(-1) * t  # (..., N, K, T)
+        cos_mean, sin_mean = torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)  # (..., K, T)
+        n, world = x.shape[-2], _world_size()
+        if world > 1:
+            cos_mean = all_reduce_sum(cos_mean) / world
+            sin_mean = all_reduce_sum(sin_mean) / world
+        err = (cos_mean - torch.exp(-0.5 * t**2)) ** 2 + sin_mean**2
+        return (err @ weights) * (n * world)
 
 
 def sample_directions(dim: int, num_slices: int, seed: int, *, device=None, dtype=torch.float32) -> torch.Tensor:
@@ -79,13 +105,16 @@ def sample_directions(dim: int, num_slices: int, seed: int, *, device=None, dtyp
 
 
 class SIGReg(nn.Module):
-    """Sliced Epps-Pulley test against N(0, I): mean over ``num_slices`` random directions.
+    """Sliced Epps-Pulley test against N(0, I) (Eq. ``sup_ep``): mean over ``num_slices`` random directions.
 
     ``forward(z)`` with ``z`` of shape ``(..., N, D)`` (e.g. ``(views, batch, D)``) returns the
-    mean of ``epps_pulley(z @ A)`` over slices and leading dims. ``A`` is drawn fresh at every
-    training step from ``seed + step``; the step counter is a buffer, so it is saved in
-    checkpoints and a resumed run draws the same directions. Pass ``directions`` (D, K)
-    to fix them (tests, the book).
+    mean of ``epps_pulley(z @ A)`` over slices and leading dims, so every leading index (view) is
+    its own sample of ``N`` points. ``A`` is drawn fresh at every training step from
+    ``seed + step``; the step counter is a buffer, so it is saved in checkpoints and a resumed run
+    draws the same directions. Pass ``directions`` (D, K) to fix them (tests, the book).
+
+    The projection and the statistic are computed in float32 (float64 if ``z`` or ``directions``
+    is float64) with autocast switched off, so the value is float32 under bf16 mixed precision.
     """
 
     def __init__(self, num_slices: int = 1024, t_max: float = 3.0, n_points: int = 17, seed: int = 0):
@@ -95,14 +124,18 @@ class SIGReg(nn.Module):
 
     def forward(self, z: torch.Tensor, directions: torch.Tensor | None = None) -> torch.Tensor:
         if directions is None:
+            dtype = torch.promote_types(z.dtype, torch.float32)
             directions = sample_directions(z.shape[-1], self.num_slices, self.seed + int(self.step),
-                                           device=z.device, dtype=torch.promote_types(z.dtype, torch.float32))
+                                           device=z.device, dtype=dtype)
             if self.training:
                 self.step += 1
-        elif directions.shape[0] != z.shape[-1]:
+        elif directions.ndim != 2 or directions.shape[0] != z.shape[-1]:
             raise ValueError(f"directions must have shape ({z.shape[-1]}, K), got {tuple(directions.shape)}")
-        proj = z.to(directions.dtype) @ directions
-        return epps_pulley(proj, self.t_max, self.n_points).mean()
+        else:
+            dtype = torch.promote_types(torch.promote_types(z.dtype, directions.dtype), torch.float32)
+        with full_precision(z.device):
+            proj = z.to(dtype) @ directions.to(device=z.device, dtype=dtype)
+            return epps_pulley(proj, self.t_max, self.n_points).mean()
 
     def extra_repr(self) -> str:
         return f"num_slices={self.num_slices}, t_max={self.t_max}, n_points={self.n_points}"

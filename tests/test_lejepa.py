@@ -1,8 +1,10 @@
+"""LeJEPALoss: Eq. total, the two SIGReg sample conventions against a float64 reference, autocast."""
+import numpy as np
 import pytest
 import torch
 
 from aot_lib import LeJEPALoss
-from aot_lib.lejepa import alpha_from_lejepa_lambda
+from aot_lib.lejepa import LeJEPAOutput, alpha_from_lejepa_lambda
 
 
 def test_default_alpha_is_lejepa_lambda_005():
@@ -11,15 +13,16 @@ def test_default_alpha_is_lejepa_lambda_005():
     # (1 - lambda) * L_total = (1 - lambda) * pred + lambda * sigreg
     y = torch.randn(8, 64, 16)
     out = loss(y)
-    lejepa_form = 0.95 * out.pred + 0.05 * out.sigreg
+    assert LeJEPAOutput._fields == ("loss", "pred_loss", "sigreg_loss")
+    lejepa_form = 0.95 * out.pred_loss + 0.05 * out.sigreg_loss
     torch.testing.assert_close(0.95 * out.loss, lejepa_form)
 
 
 def test_prediction_loss_is_zero_when_views_agree():
     base = torch.randn(64, 16)
     out = LeJEPALoss()(base.expand(8, -1, -1))
-    assert out.pred.item() == 0.0
-    assert out.sigreg.item() > 0
+    assert out.pred_loss.item() == 0.0
+    assert out.sigreg_loss.item() > 0
 
 
 def test_prediction_loss_definition_and_list_input():
@@ -28,8 +31,8 @@ def test_prediction_loss_definition_and_list_input():
     out = LeJEPALoss(num_global=2)(views)
     center = (views[0] + views[1]) / 2
     ref = sum(((center - v) ** 2).mean() for v in views) / 5
-    torch.testing.assert_close(out.pred, ref)
-    torch.testing.assert_close(out.loss, out.pred + out.sigreg / 19)
+    torch.testing.assert_close(out.pred_loss, ref)
+    torch.testing.assert_close(out.loss, out.pred_loss + out.sigreg_loss / 19)
 
 
 def test_gradients_reach_every_view():
@@ -43,3 +46,102 @@ def test_bad_input():
         LeJEPALoss()(torch.randn(1, 8, 4))
     with pytest.raises(ValueError, match=r"lambda must lie in \[0, 1\)"):
         alpha_from_lejepa_lambda(1.0)
+    with pytest.raises(ValueError, match=r"sigreg_sample must be one of \('per_view', 'pooled'\), got 'per_batch'"):
+        LeJEPALoss(sigreg_sample="per_batch")
+
+
+# --- the two SIGReg sample conventions -------------------------------------------------------
+
+def epps_pulley_reference(u: np.ndarray, t_max: float, n_grid: int) -> float:
+    """``N * int_{-t_max}^{t_max} |phi_hat(t) - e^{-t^2/2}|^2 e^{-t^2/2} dt``, trapezoid rule on the
+    whole interval with ``n_grid`` nodes, float64, complex arithmetic (no symmetry folding)."""
+    t = np.linspace(-t_max, t_max, n_grid)
+    phi_hat = np.exp(1j * np.outer(t, u)).mean(1)
+    integrand = np.abs(phi_hat - np.exp(-(t**2) / 2)) ** 2 * np.exp(-(t**2) / 2)
+    return len(u) * np.trapezoid(integrand, t)
+
+
+def sigreg_reference(y: np.ndarray, a: np.ndarray, sample: str, t_max: float, n_grid: int) -> float:
+    """Mean over directions (and over views for ``per_view``) of the reference statistic."""
+    samples = list(y) if sample == "per_view" else [y.reshape(-1, y.shape[-1])]
+    return float(np.mean([epps_pulley_reference(s @ a[:, k], t_max, n_grid) for s in samples for k in range(a.shape[1])]))
+
+
+@pytest.fixture
+def fixed():
+    rng = np.random.default_rng(0)
+    V, N, D, K = 3, 16, 5, 4
+    # skewed and off-centre (so far from the null), with a somewhat different scale per view
+    y = rng.standard_normal((V, N, D)) * np.array([0.8, 1.0, 1.25])[:, None, None] + 0.5 * rng.standard_exponential((V, N, D))
+    a = rng.standard_normal((D, K))
+    a /= np.linalg.norm(a, axis=0)
+    return y, a
+
+
+@pytest.mark.parametrize("sample", ["per_view", "pooled"])
+def test_sigreg_sample_conventions_against_float64_reference(fixed, sample):
+    y, a = fixed
+    yt, at = torch.from_numpy(y), torch.from_numpy(a)
+    # default 17 nodes on [0, 3], doubled: the same rule as 33 nodes on [-3, 3] (even integrand);
+    # everything in float64, so only rounding separates the two (1e-10 leaves room for the sums)
+    out = LeJEPALoss(alpha=0.5, sigreg_sample=sample)(yt, directions=at)
+    ref = sigreg_reference(y, a, sample, 3.0, 33)
+    assert out.sigreg_loss.dtype == torch.float64
+    assert out.sigreg_loss.item() == pytest.approx(ref, rel=1e-10)
+    torch.testing.assert_close(out.loss, out.pred_loss + 0.5 * out.sigreg_loss)
+    # and the integral itself: a fine rule against an independent, finer one; both are O(h^2)
+    # from the integral, and 1e-5 is far above that error (about 1e-8 here) yet far below the gap
+    # between the two conventions
+    fine = LeJEPALoss(sigreg_sample=sample, n_points=1201)(yt, directions=at).sigreg_loss.item()
+    assert fine == pytest.approx(sigreg_reference(y, a, sample, 3.0, 12_001), rel=1e-5)
+
+
+def test_conventions_differ_and_pooled_is_v_times_per_view_for_identical_views(fixed):
+    y, a = fixed
+    yt, at = torch.from_numpy(y), torch.from_numpy(a)
+    per_view = LeJEPALoss(sigreg_sample="per_view")(yt, directions=at).sigreg_loss
+    pooled = LeJEPALoss(sigreg_sample="pooled")(yt, directions=at).sigreg_loss
+    assert pooled > 1.5 * per_view  # here about 2x: the pooled sample is V times larger
+    # identical views: the pooled empirical characteristic function is the per-view one, and the
+    # pooled statistic carries the factor V*N instead of N (equal up to float64 rounding)
+    same = yt[:1].expand(3, -1, -1)
+    per_view = LeJEPALoss(sigreg_sample="per_view")(same, directions=at).sigreg_loss
+    pooled = LeJEPALoss(sigreg_sample="pooled")(same, directions=at).sigreg_loss
+    torch.testing.assert_close(pooled, 3 * per_view, rtol=1e-12, atol=0)
+
+
+# --- precision under autocast ----------------------------------------------------------------
+
+def _run(loss, y, autocast):
+    y = y.detach().clone().requires_grad_(True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        assert (y @ y.mT).dtype == (torch.bfloat16 if autocast else y.dtype)  # autocast really is on
+        out = loss(y, directions=torch.nn.functional.normalize(torch.randn(16, 64, generator=torch.Generator().manual_seed(1)), dim=0))
+    out.loss.backward()
+    return out, y.grad
+
+
+@pytest.mark.parametrize("sample", ["per_view", "pooled"])
+def test_float32_under_bf16_autocast(sample):
+    loss = LeJEPALoss(sigreg_sample=sample)
+    y = torch.randn(4, 64, 16, generator=torch.Generator().manual_seed(0))
+    ref, ref_grad = _run(loss, y, autocast=False)
+    out, grad = _run(loss, y, autocast=True)
+    # Autocast is switched off inside the loss, so the same float32 kernels run on the same inputs:
+    # agreement to float32 rounding (rtol 1e-6, a few ulps; on CPU it is in fact bitwise). The bf16
+    # products autocast would otherwise use carry 8 significant bits, errors ~1e-3 relative.
+    for a, b in zip(out, ref):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-6, atol=1e-6 * ref_grad.abs().max().item())
+
+    # bf16 embeddings (a projector run under autocast): the loss is the float32 loss of their
+    # float32 values, and the gradient is the float32 gradient rounded once to bf16
+    y16 = y.to(torch.bfloat16)
+    ref, ref_grad = _run(loss, y16.float(), autocast=False)
+    out, grad = _run(loss, y16, autocast=True)
+    assert grad.dtype == torch.bfloat16
+    for a, b in zip(out, ref):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)  # same float32 computation, as above
+    torch.testing.assert_close(grad, ref_grad.to(torch.bfloat16), rtol=0, atol=0)  # one rounding of equal values
