@@ -8,7 +8,8 @@
     aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
 
-Any config key can be overridden as ``section.key=value`` (an unknown key is an error).
+Any config key can be overridden as ``section.key=value`` (an unknown key is an error). Every error is
+one line on stderr (exit 2 for a bad config, 1 otherwise, 130 on Ctrl-C); ``--debug`` shows the traceback.
 """
 from __future__ import annotations
 
@@ -16,13 +17,12 @@ import argparse
 import json
 import sys
 
-from .config import ConfigError, dump_config, load_config
-
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aot", description="AoT-ADMM: pretrain, probe, fine-tune, distill.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in [("pretrain", "LeJEPA pretraining"), ("probe", "linear and k-NN probes of a pretrained encoder"),
                         ("finetune", "full fine-tuning (or supervised training from scratch)"),
@@ -30,18 +30,19 @@ def _parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=help_)
         s.add_argument("--config", "-c", help="YAML config (see configs/)")
         s.add_argument("--data-root", help="where the data lives (default: $AOT_DATA)")
+        s.add_argument("--debug", action="store_true", help="show the full traceback of an error")
         s.add_argument("overrides", nargs="*", help="section.key=value")
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")
     sub.add_parser("models", help="list registered models")
-    rec = sub.add_parser("record", help="copy a run folder's results (no checkpoint) into results/")
+    rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
     rec.add_argument("dest")
+    rec.add_argument("--allow-dirty", action="store_true", help="record a run made from uncommitted code")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _run(args) -> int:
     if args.command == "models":
         import aot_lib
 
@@ -50,33 +51,49 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
         return 0
     if args.command == "record":
-        from .train import record_run
+        from .runs import record_run
 
-        for p in record_run(args.run_dir, args.dest):
+        for p in record_run(args.run_dir, args.dest, allow_dirty=args.allow_dirty):
             print(p)
         return 0
-    try:
-        overrides = list(args.overrides)
-        if args.data_root:
-            overrides.append(f"data.root={args.data_root}")
-        cfg = load_config(args.config, overrides)
-    except ConfigError as e:
-        print(f"aot: {e}", file=sys.stderr)
-        return 2
+    from .config import dump_config, load_config
+
+    overrides = list(args.overrides)
+    if args.data_root:
+        overrides.append(f"data.root={args.data_root}")
+    cfg = load_config(args.config, overrides)
     if args.command == "show-config":
         print(dump_config(cfg), end="")
         return 0
     from . import train
-    from .data import DataError
 
     fn = {"pretrain": train.pretrain, "finetune": train.finetune, "distill": train.distill}.get(args.command)
-    try:
-        result = train.probe(cfg, args.checkpoint) if args.command == "probe" else fn(cfg)
-    except (DataError, train.CheckpointError, train.NonFiniteLossError, ValueError) as e:
-        print(f"aot {args.command}: {e}", file=sys.stderr)
-        return 1
+    result = train.probe(cfg, args.checkpoint) if args.command == "probe" else fn(cfg)
     print(json.dumps({k: v for k, v in result.items() if k != "hardware"}, indent=2, default=str))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"aot {args.command}: interrupted (a checkpoint was saved where possible; run the same command to resume)",
+              file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
+        if args.debug:
+            raise
+        from .config import ConfigError
+
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        known = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError",
+                 "FileNotFoundError", "FileExistsError", "ValueError")
+        kind = type(e).__name__
+        prefix = "" if kind in known else f"internal error ({kind}): "
+        hint = "" if kind in known else " (rerun with --debug for the traceback, and report it)"
+        print(f"aot {args.command}: {prefix}{msg}{hint}", file=sys.stderr)
+        return 2 if isinstance(e, ConfigError) else 1
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DEFAULTS", "load_config", "apply_overrides", "ConfigError", "flatten", "dump_config"]
+__all__ = ["DEFAULTS", "SCHEMA", "load_config", "apply_overrides", "validate_config", "ConfigError", "flatten",
+           "dump_config"]
 
 
 class ConfigError(ValueError):
-    pass
+    """A config value that cannot be right; the message names the key and the fix."""
 
 
 # The paper's CIFAR pretraining setting (Sec. Experimental Setup) unless noted.
@@ -32,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
         "ckpt_every": 500,  # steps
         "log_every": 10,  # steps
         "resume": True,  # continue from <run dir>/last.ckpt when it exists
+        "overwrite": False,  # with resume=false: replace an existing run folder's results (never implied)
         "stop_after": None,  # stop (with a checkpoint) after this many steps in this launch: time-sliced jobs
         "progress": True,
     },
@@ -51,18 +53,200 @@ DEFAULTS: dict[str, Any] = {
         "grayscale_p": 0.2, "solarize_p": 0.2, "blur_p": 0.0,
     },
     "projector": {"hidden_dim": 2048, "out_dim": 128, "num_layers": 3},
-    "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17},
+    "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17, "sigreg_sample": "per_view"},
     "optim": {
         "batch_size": 256, "epochs": 800, "max_steps": None, "lr": 5e-4, "weight_decay": 5e-2,
         "warmup_epochs": 10, "min_lr_ratio": 0.0, "grad_clip": None,
+        "max_skipped_steps": 10,  # consecutive steps with a non-finite gradient that are skipped before stopping
     },
     "fabric": {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto", "precision": "auto"},
     "probe": {"epochs": 100, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 1024, "knn_k": 20, "knn_t": 0.07},
     "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
                  "warmup_epochs": 5, "label_smoothing": 0.1},
-    "distill": {"teacher": None, "teacher_model": "vit_tiny", "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
+    "distill": {"teacher": None, "teacher_model": "vit_tiny",
+                "student_init": None,  # checkpoint the student starts from (its head excluded); null: from scratch
+                "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
                 "batch_size": 256, "warmup_epochs": 5},
 }
+
+
+
+# ----------------------------------------------------------------------------- types and ranges
+
+class _Spec:
+    """What one config value may be: a type, a range or a set of choices, and whether null is allowed."""
+
+    def __init__(self, kind: str, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False,
+                 choices: tuple = (), nullable: bool = False, example: str = ""):
+        self.kind, self.lo, self.hi, self.lo_open, self.hi_open = kind, lo, hi, lo_open, hi_open
+        self.choices, self.nullable, self.example = choices, nullable, example
+
+    def describe(self) -> str:
+        if self.choices:
+            what = "one of " + ", ".join(map(str, self.choices))
+        else:
+            what = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string", "text": "a string",
+                    "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
+                    "range": "a pair [low, high] with 0 < low <= high <= 1"}[self.kind]
+            bounds = []
+            if self.lo is not None:
+                bounds.append(f"{'>' if self.lo_open else '>='} {self.lo}")
+            if self.hi is not None:
+                bounds.append(f"{'<' if self.hi_open else '<='} {self.hi}")
+            if bounds:
+                what += " " + " and ".join(bounds)
+        return what + (" (or null)" if self.nullable else "")
+
+    def check(self, key: str, v: Any) -> Any:
+        if v is None:
+            if self.nullable:
+                return v
+            raise self._error(key, v)
+        if self.choices:
+            if v not in self.choices:
+                close = difflib.get_close_matches(str(v), [str(c) for c in self.choices], n=1)
+                raise self._error(key, v, f" Did you mean {close[0]!r}?" if close else "")
+            return v
+        if self.kind == "bool":
+            if not isinstance(v, bool):
+                raise self._error(key, v)
+            return v
+        if self.kind in ("str", "text"):  # "text" may be empty
+            if not isinstance(v, str) or (self.kind == "str" and not v):
+                raise self._error(key, v)
+            return v
+        if self.kind == "prob":
+            items = v if isinstance(v, list) else [v]
+            if isinstance(v, list) and len(v) != 3:
+                raise self._error(key, v)
+            for x in items:
+                if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
+                    raise self._error(key, v)
+            return v
+        if self.kind == "range":
+            ok = (isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                                       for x in v) and 0 < v[0] <= v[1] <= 1)
+            if not ok:
+                raise self._error(key, v)
+            return [float(x) for x in v]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self._error(key, v)
+        if self.kind == "int":
+            if isinstance(v, float) and not v.is_integer():
+                raise self._error(key, v)
+            v = int(v)
+        else:
+            v = float(v)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise self._error(key, v)
+        if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
+            raise self._error(key, v)
+        if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
+            raise self._error(key, v)
+        return v
+
+    def _error(self, key: str, v: Any, hint: str = "") -> "ConfigError":
+        example = f" (e.g. {key}={self.example})" if self.example else ""
+        return ConfigError(f"{key} must be {self.describe()}, got {v!r}.{hint} Fix it in the config file or "
+                           f"override it{example}.")
+
+
+def _int(lo=None, hi=None, **kw):
+    return _Spec("int", lo, hi, **kw)
+
+
+def _num(lo=None, hi=None, **kw):
+    return _Spec("float", lo, hi, **kw)
+
+
+_BOOL, _STR = _Spec("bool"), _Spec("str")
+_PROB = _Spec("prob")
+
+# Every leaf of DEFAULTS has a spec; tests check that the two agree key by key.
+SCHEMA: dict[str, _Spec] = {
+    "description": _Spec("text", nullable=True),
+    "run.name": _Spec("str", example="my_run"), "run.out_dir": _Spec("str", example="runs"),
+    "run.seed": _int(0, example="0"), "run.ckpt_every": _int(1, example="500"), "run.log_every": _int(1, example="10"),
+    "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
+    "run.progress": _BOOL,
+    "model.name": _STR,  # checked against the registry, with the overrides, in validate_config
+    "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder")),
+    "data.root": _Spec("str", nullable=True), "data.download": _BOOL,
+    "data.image_size": _int(1, nullable=True), "data.train_subset": _int(1, nullable=True),
+    "data.test_subset": _int(1, nullable=True),
+    "views.n_global": _int(1), "views.n_local": _int(0), "views.global_size": _int(1), "views.local_size": _int(1),
+    "views.global_scale": _Spec("range"), "views.local_scale": _Spec("range"),
+    "views.flip_p": _PROB, "views.jitter_p": _PROB, "views.grayscale_p": _PROB, "views.solarize_p": _PROB,
+    "views.blur_p": _PROB, "views.brightness": _num(0), "views.contrast": _num(0), "views.saturation": _num(0),
+    "views.hue": _num(0, 0.5),
+    "projector.hidden_dim": _int(1), "projector.out_dim": _int(1), "projector.num_layers": _int(1),
+    "loss.lejepa_lambda": _num(0, 1, hi_open=True, example="0.05"), "loss.num_slices": _int(1, example="1024"),
+    "loss.t_max": _num(0, lo_open=True), "loss.n_points": _int(2),
+    "loss.sigreg_sample": _Spec("str", choices=("per_view", "pooled")),
+    "optim.batch_size": _int(1, example="256"), "optim.epochs": _int(1, example="800"),
+    "optim.max_steps": _int(1, nullable=True, example="1000"), "optim.lr": _num(0, lo_open=True, example="5e-4"),
+    "optim.weight_decay": _num(0), "optim.warmup_epochs": _num(0), "optim.min_lr_ratio": _num(0, 1),
+    "optim.grad_clip": _num(0, lo_open=True, nullable=True), "optim.max_skipped_steps": _int(0),
+    "fabric.accelerator": _Spec("str", choices=("auto", "cpu", "cuda", "gpu", "mps")),
+    "fabric.devices": _int(1), "fabric.num_nodes": _int(1), "fabric.strategy": _STR,
+    "fabric.precision": _Spec("str", choices=("auto", "32-true", "32", "bf16-mixed", "bf16-true", "16-mixed", "64-true")),
+    "probe.epochs": _int(1), "probe.lr": _num(0, lo_open=True), "probe.weight_decay": _num(0),
+    "probe.batch_size": _int(1), "probe.knn_k": _int(1), "probe.knn_t": _num(0, lo_open=True),
+    "finetune.checkpoint": _Spec("str", nullable=True), "finetune.image_size": _int(1, nullable=True),
+    "finetune.epochs": _int(1), "finetune.lr": _num(0, lo_open=True), "finetune.weight_decay": _num(0),
+    "finetune.batch_size": _int(1), "finetune.warmup_epochs": _num(0), "finetune.label_smoothing": _num(0, 1, hi_open=True),
+    "distill.teacher": _Spec("str", nullable=True), "distill.student_init": _Spec("str", nullable=True),
+    "distill.teacher_model": _STR, "distill.epochs": _int(1),
+    "distill.lr": _num(0, lo_open=True), "distill.weight_decay": _num(0), "distill.batch_size": _int(1),
+    "distill.warmup_epochs": _num(0),
+}
+
+
+def validate_config(cfg: dict, check_model: bool = True) -> dict:
+    """Check every value against :data:`SCHEMA` (types, ranges, choices) and the model name and
+    overrides against the registry; raise one :class:`ConfigError` that names the key and the fix.
+    Numbers are normalised in place (``3.0`` -> ``3`` for integer keys)."""
+    flat = flatten(cfg)
+    for key, value in flat.items():
+        if key == "model.overrides":
+            continue
+        spec = SCHEMA.get(key)
+        if spec is None:
+            raise _unknown(key)
+        section, _, leaf = key.rpartition(".")
+        node = cfg
+        for part in section.split(".") if section else []:
+            node = node[part]
+        node[leaf] = spec.check(key, value)
+    if not isinstance(cfg["model"]["overrides"], dict):
+        raise ConfigError(f"model.overrides must be a mapping of create_model arguments, got {cfg['model']['overrides']!r}")
+    v = cfg["views"]
+    for size_key in ("global_size", "local_size"):
+        patch = cfg["model"]["overrides"].get("patch_size")
+        if patch and v[size_key] % patch:
+            raise ConfigError(f"views.{size_key}={v[size_key]} is not divisible by the model's patch_size={patch}; "
+                              f"choose a multiple of {patch}")
+    if check_model:
+        _check_model(cfg["model"]["name"], cfg["model"]["overrides"], v["global_size"])
+    return cfg
+
+
+def _check_model(name: str, overrides: dict, img_size: int) -> None:
+    """Build the model once on the meta device: an unknown name or a bad override fails here, in one line,
+    before any run folder is touched."""
+    import torch
+
+    from .registry import create_model
+
+    kw = {"img_size": img_size, **overrides}
+    try:
+        with torch.device("meta"):
+            create_model(name, **kw)
+    except TypeError as e:  # an argument the model does not take
+        raise ConfigError(f"model.overrides for {name}: {e}. Remove it, or see `aot models` / the model's docstring "
+                          "for its arguments") from None
+    except ValueError as e:
+        raise ConfigError(f"model {name} with overrides {overrides}: {e}") from None
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -165,7 +349,7 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     apply_overrides(cfg, list(overrides or []))
     if cfg["run"]["name"] is None:
         cfg["run"]["name"] = f"{cfg['model']['name']}_{cfg['data']['name']}"
-    return cfg
+    return validate_config(cfg)
 
 
 def dump_config(cfg: dict) -> str:

@@ -1,0 +1,164 @@
+"""The training loop every command shares: steps, checkpoints, resume, logging, and what to do when
+something goes wrong.
+
+A command (pretraining, fine-tuning, distillation) supplies a ``step_fn(step) -> dict``: it draws the
+step's batch, runs the model and returns the loss to minimise under ``"loss"`` and anything else to log
+(as tensors or numbers). :func:`fit` does the rest, the same way for every command:
+
+* resumes from the run folder's ``last.ckpt`` (model, optimiser, schedule, step, random generator);
+* stops with :class:`NonFiniteLossError` when the loss is NaN/inf (nothing is saved; the last good
+  checkpoint stays), and skips a step whose gradient is not finite (the weights are not touched), up
+  to ``optim.max_skipped_steps`` in a row;
+* logs the gradient norm before clipping, the learning rate, images/s and the step's dict;
+* saves every ``run.ckpt_every`` steps, at the end, after ``run.stop_after`` steps of this launch, and
+  on Ctrl-C (then raises ``KeyboardInterrupt``); never a checkpoint with non-finite weights.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+from .optim import grad_norm
+from .runs import CHECKPOINT_FORMAT, CheckpointError, RunFolder, load_checkpoint, merge_csv_logs, save_checkpoint
+
+__all__ = ["fit", "NonFiniteLossError", "make_loggers"]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss (or the gradient, step after step) became NaN or infinite."""
+
+
+def make_loggers(directory):
+    """Fabric's CSV logger (one version folder per launch; merged into ``metrics.csv``), and TensorBoard's
+    when ``tensorboard`` is installed."""
+    from lightning_fabric.loggers import CSVLogger
+
+    loggers = [CSVLogger(str(directory), name="logs", flush_logs_every_n_steps=1)]
+    try:
+        import tensorboard  # noqa: F401
+        from lightning_fabric.loggers import TensorBoardLogger
+
+        loggers.append(TensorBoardLogger(str(directory), name="tensorboard"))
+    except ImportError:
+        pass
+    return loggers
+
+
+def _scalar(v) -> float:
+    return float(v.detach().float().item()) if torch.is_tensor(v) else float(v)
+
+
+def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[int], dict], *, total_steps: int,
+        rng: torch.Generator, images_per_step: int, kind: str, desc: str = "") -> dict:
+    """Run ``step_fn`` from the checkpointed step (or 0) to ``total_steps``; returns the last logged metrics
+    with ``step`` and, when this launch stopped early (``run.stop_after``), ``paused=True``."""
+    cfg = run.cfg
+    rc, oc = cfg["run"], cfg["optim"]
+    if total_steps < 1:
+        raise ValueError(f"{kind}: the schedule has {total_steps} steps; raise the epochs or lower the batch size")
+    start, skipped_total = 0, 0
+    if rc["resume"] and run.ckpt.exists():
+        if run.ckpt.is_file():
+            saved = load_checkpoint(run.ckpt)  # one clear error if corrupt, before Fabric touches it
+            if saved.get("kind", "pretrain") != kind:
+                raise CheckpointError(f"{run.ckpt} is a {saved.get('kind')} checkpoint, not {kind}; "
+                                      "use another run.name")
+        try:
+            rest = fabric.load(run.ckpt, {"model": model, "optimizer": optimizer}, weights_only=True)
+        except RuntimeError as e:
+            raise CheckpointError(f"{run.ckpt} does not fit this model ({str(e).splitlines()[0]}); "
+                                  "resume with the config it was made with, or start a new run") from None
+        scheduler.load_state_dict(rest["scheduler"])
+        rng.set_state(rest["rng"])
+        start, skipped_total = int(rest["step"]), int(rest.get("skipped_steps", 0))
+        if start >= total_steps:
+            fabric.print(f"{run.path} already finished at step {start}; nothing to do")
+            return {"step": start, "already_finished": True, **rest.get("metrics", {})}
+        fabric.print(f"resumed from {run.ckpt} at step {start}")
+    run.update(total_steps=total_steps, resumed_from=start)
+
+    def checkpoint(step: int, rng_state: torch.Tensor, metrics: dict) -> None:
+        state = {"format": CHECKPOINT_FORMAT, "kind": kind, "model": model, "optimizer": optimizer,
+                 "scheduler": scheduler.state_dict(), "step": step, "total_steps": total_steps, "rng": rng_state,
+                 "config": cfg, "metrics": metrics, "skipped_steps": skipped_total}
+        save_checkpoint(fabric, run.ckpt, state)
+        run.update(step=step, last_metrics=metrics, skipped_steps=skipped_total)
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total_steps, initial=start, desc=desc or f"{kind} {rc['name']}", dynamic_ncols=True,
+               disable=not (fabric.is_global_zero and rc["progress"]))
+    model.train()
+    last: dict = {}
+    tick, seen, consecutive = time.time(), 0, 0
+    done = start  # steps completed and applied
+    updating = False
+    rng_state = rng.get_state()
+    try:
+        for step in range(start, total_steps):
+            out = step_fn(step)
+            loss = out["loss"]
+            loss_value = fabric.all_reduce(loss.detach().float(), reduce_op="mean")
+            if not torch.isfinite(loss_value):
+                where = (f"the last good checkpoint {run.ckpt} is untouched" if run.ckpt.exists()
+                         else "no checkpoint had been written yet")
+                raise NonFiniteLossError(
+                    f"the {kind} loss became {loss_value.item()} at step {step}; {where}. Lower optim.lr, set "
+                    "optim.grad_clip, or use fabric.precision=32-true, then run again")
+            fabric.backward(loss)
+            gnorm = grad_norm(model)
+            finite = fabric.all_reduce(torch.isfinite(gnorm).float(), reduce_op="min").item() == 1.0
+            updating = True
+            if finite:
+                if oc["grad_clip"]:
+                    fabric.clip_gradients(model, optimizer, max_norm=oc["grad_clip"])
+                optimizer.step()
+                consecutive = 0
+            else:  # skip: the weights stay finite; the step (and its batch) is consumed
+                consecutive += 1
+                skipped_total += 1
+            optimizer.zero_grad(set_to_none=True)
+            scheduler.step()
+            done = step + 1
+            rng_state = rng.get_state()  # the generator as it is after step `done`
+            updating = False
+            if consecutive > oc["max_skipped_steps"]:
+                raise NonFiniteLossError(
+                    f"the {kind} gradient was not finite for {consecutive} steps in a row (up to step {step}); "
+                    "the weights were not updated by them. Lower optim.lr, set optim.grad_clip, or use "
+                    "fabric.precision=32-true, then run again")
+            seen += images_per_step
+            if done % rc["log_every"] == 0 or done == total_steps:
+                now = time.time()
+                last = {k: _scalar(v) for k, v in out.items() if k != "loss"}
+                last.update(loss=loss_value.item(), lr=optimizer.param_groups[0]["lr"], grad_norm=gnorm.item(),
+                            skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
+                tick, seen = now, 0
+                fabric.log_dict(last, step=done)
+                bar.set_postfix({k: f"{last[k]:.4g}" for k in ("loss", "lr") if k in last}, refresh=False)
+            bar.update()
+            stop = rc["stop_after"] is not None and done - start >= rc["stop_after"]
+            if done % rc["ckpt_every"] == 0 or done == total_steps or stop:
+                checkpoint(done, rng_state, last)
+            if stop and done < total_steps:
+                fabric.print(f"stopped after {rc['stop_after']} steps at step {done}; run again to resume")
+                run.update(status=f"paused at step {done}")
+                return {"step": done, "paused": True, **last}
+    except KeyboardInterrupt:
+        if not updating and done > start:  # weights and generator are consistent with step `done`
+            checkpoint(done, rng_state, last)
+            run.update(status=f"interrupted at step {done}")
+            fabric.print(f"\ninterrupted: checkpoint saved at step {done}; run the same command again to resume")
+        else:
+            run.update(status=f"interrupted at step {done}")
+            fabric.print(f"\ninterrupted at step {done}; the last checkpoint is kept; run again to resume")
+        raise
+    finally:
+        bar.close()
+        for logger in fabric.loggers:
+            logger.finalize("success")
+        if fabric.is_global_zero:
+            merge_csv_logs(run.path)
+    return {"step": total_steps, **last}

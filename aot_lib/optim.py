@@ -1,0 +1,66 @@
+"""Optimisation pieces shared by every command: parameter groups, the learning-rate schedule, the data order.
+
+* :func:`param_groups` — AdamW weight decay on weight matrices only (the paper's recipe follows DINO/LeJEPA:
+  no decay on biases, norms, thresholds ``tau``, branch logits, the cls token and the position embedding);
+* :func:`warmup_cosine` — linear warm-up, then cosine decay (Sec. Experimental Setup);
+* :func:`batch_indices` — the data order, a pure function of ``(seed, epoch)``, so a resumed run and a
+  run spread over several processes see the same global batches.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["param_groups", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm", "NO_DECAY_NAMES"]
+
+# Parameters that are not weight matrices by role although some are 2-D or 3-D tensors.
+NO_DECAY_NAMES = ("cls_token", "pos_embed", "coef_logits", "tau")
+
+
+def param_groups(module: nn.Module, weight_decay: float) -> list[dict]:
+    """Two AdamW groups: weight matrices (and convolution kernels) with ``weight_decay``; biases, norm
+    scales, ``tau``, branch logits, the cls token and the position embedding without."""
+    decay, no_decay = [], []
+    for name, p in module.named_parameters():
+        if not p.requires_grad:
+            continue
+        leaf = name.rsplit(".", 1)[-1]
+        (no_decay if p.ndim < 2 or leaf in NO_DECAY_NAMES else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def warmup_cosine(total_steps: int, warmup_steps: int, min_ratio: float = 0.0):
+    """Learning-rate multiplier of step ``s`` (0-based): ``(s+1)/warmup`` during warm-up, then a cosine from 1
+    at the first step after warm-up to ``min_ratio`` at the last step (``total_steps - 1``)."""
+    if total_steps < 1:
+        raise ValueError(f"total_steps must be >= 1, got {total_steps}")
+    warmup_steps = max(0, min(warmup_steps, total_steps))
+
+    def fn(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        span = max(1, total_steps - 1 - warmup_steps)
+        t = min(1.0, (step - warmup_steps) / span)
+        return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+    return fn
+
+
+@functools.lru_cache(maxsize=2)
+def epoch_order(seed: int, epoch: int, n: int) -> torch.Tensor:
+    """The data order of one epoch: a function of (seed, epoch, n) only."""
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+
+
+def batch_indices(seed: int, epoch: int, i: int, n: int, global_batch: int, rank: int = 0, world: int = 1) -> torch.Tensor:
+    """Rank ``rank``'s share of global batch ``i`` of ``epoch`` (a global batch split in ``world`` equal parts)."""
+    local = global_batch // world
+    return epoch_order(seed, epoch, n)[i * global_batch:(i + 1) * global_batch][rank * local:(rank + 1) * local]
+
+
+def grad_norm(module: nn.Module) -> torch.Tensor:
+    """Global L2 norm of the gradients (a tensor; NaN/inf when a gradient is not finite)."""
+    norms = [p.grad.detach().float().norm() for p in module.parameters() if p.grad is not None]
+    return torch.stack(norms).norm() if norms else torch.zeros(())

@@ -1,0 +1,151 @@
+"""LeJEPA pretraining (Algorithm 1): multi-crop views -> encoder -> projector -> prediction + SIGReg.
+
+``pretrain(cfg)`` builds the data, the views, the model and the optimiser from a resolved config, and
+hands one step function to the shared loop (:func:`aot_lib.loop.fit`), which resumes, logs and
+checkpoints. The data order is a function of (seed, epoch) and the view generator is checkpointed, so a
+resumed run continues the loss trajectory of an uninterrupted one.
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from .augment import BatchedMultiCrop, MultiCropConfig
+from .config import validate_config
+from .data import load_split
+from .heads import LeJEPAProjector
+from .lejepa import LeJEPALoss, alpha_from_lejepa_lambda
+from .loop import fit, make_loggers
+from .optim import batch_indices, param_groups, warmup_cosine
+from .registry import create_model
+from .runs import RunFolder
+from .runtime import make_fabric
+
+__all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "normalization_for", "schedule_steps"]
+
+
+class LeJEPAModel(torch.nn.Module):
+    """Encoder + projection head + LeJEPA loss (Algorithm 1, lines 2-15) as one module."""
+
+    def __init__(self, encoder, projector, loss: LeJEPALoss):
+        super().__init__()
+        self.encoder, self.projector, self.loss = encoder, projector, loss
+
+    def forward(self, views: list[torch.Tensor]):
+        # views of one resolution go through the encoder together
+        by_size: dict[tuple, list[int]] = {}
+        for i, v in enumerate(views):
+            by_size.setdefault(tuple(v.shape[-2:]), []).append(i)
+        out: list = [None] * len(views)
+        for idx in by_size.values():
+            f = self.encoder.forward_features(torch.cat([views[i] for i in idx]))
+            for i, chunk in zip(idx, f.chunk(len(idx))):
+                out[i] = chunk
+        feats = torch.cat(out)
+        y = self.projector(feats).float().view(len(views), views[0].shape[0], -1)
+        return self.loss(y)
+
+
+def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
+    """The configured encoder (``model.name`` with ``model.overrides``) at the global view size."""
+    kw = dict(cfg["model"]["overrides"])
+    kw.setdefault("img_size", img_size or cfg["views"]["global_size"])
+    return create_model(cfg["model"]["name"], num_classes=num_classes, **kw)
+
+
+def build_lejepa_model(cfg: dict) -> LeJEPAModel:
+    """Encoder + projector + LeJEPA loss, as configured (Algorithm 1, lines 2-15)."""
+    encoder = build_encoder(cfg)
+    projector = LeJEPAProjector(encoder.num_features, **cfg["projector"])
+    lc = cfg["loss"]
+    loss_kw = dict(alpha=alpha_from_lejepa_lambda(lc["lejepa_lambda"]), num_global=cfg["views"]["n_global"],
+                   num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"])
+    if lc["sigreg_sample"] != "per_view":
+        loss_kw["sigreg_sample"] = lc["sigreg_sample"]
+    return LeJEPAModel(encoder, projector, LeJEPALoss(**loss_kw))
+
+
+def normalization_for(cfg: dict) -> tuple[tuple, tuple]:
+    """Mean and std the encoder's inputs are normalised with: the statistics of the data it is trained on."""
+    try:
+        from .data import normalization_stats
+    except ImportError:  # TEMP until data.py has it
+        from .augment import CIFAR_MEAN, CIFAR_STD
+        if cfg["data"]["name"] == "imagefolder":
+            return (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+        return CIFAR_MEAN, CIFAR_STD
+    return normalization_stats(cfg["data"]["name"])
+
+
+def load_data(cfg: dict, split: str, size: int | None = None):
+    """One split of the configured data set (with ``data.*_subset`` applied)."""
+    dc = cfg["data"]
+    data = load_split(dc["name"], split, root=dc["root"], download=dc["download"],
+                      image_size=size if size is not None else dc["image_size"])
+    return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
+
+
+def schedule_steps(n_images: int, batch_size: int, epochs: int, warmup_epochs: float, max_steps: int | None):
+    """``(steps_per_epoch, total_steps, warmup_steps)``; one clear error when not even one batch fits."""
+    steps_per_epoch = n_images // batch_size
+    if steps_per_epoch == 0:
+        raise ValueError(f"batch size {batch_size} is larger than the training set ({n_images} images); lower it")
+    total = max_steps if max_steps is not None else epochs * steps_per_epoch
+    warmup = min(total, round(warmup_epochs * steps_per_epoch)) if max_steps is None else min(total, max(1, total // 20))
+    return steps_per_epoch, total, warmup
+
+
+def pretrain(cfg: dict) -> dict:
+    """LeJEPA pretraining as configured; returns the final metrics (also in ``metrics.json``)."""
+    validate_config(cfg)
+    with RunFolder(cfg, "pretrain") as run:
+        fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
+        result = fabric.launch(_pretrain_worker, cfg, run)
+        if fabric.world_size > 1 and not isinstance(result, dict):  # spawn launcher: read rank 0's result
+            result = json.loads((run.path / ("metrics.json" if (run.path / "metrics.json").exists() else "run.json")).read_text())
+    return result
+
+
+def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
+    run.main = fabric.is_global_zero
+    rc, oc = cfg["run"], cfg["optim"]
+    fabric.seed_everything(rc["seed"])
+    train = load_data(cfg, "train")
+    run.update(data=getattr(train, "provenance", train.source), train_images=len(train))
+    mean, std = normalization_for(cfg)
+    aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
+    model = build_lejepa_model(cfg)
+    opt = torch.optim.AdamW(param_groups(model, oc["weight_decay"]), lr=oc["lr"])
+    model, opt = fabric.setup(model, opt)
+
+    world, rank, gb = fabric.world_size, fabric.global_rank, oc["batch_size"]
+    if gb % world:
+        raise ValueError(f"optim.batch_size={gb} must be divisible by the number of processes ({world})")
+    n = len(train)
+    spe, total, warmup = schedule_steps(n, gb, oc["epochs"], oc["warmup_epochs"], oc["max_steps"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, warmup, oc["min_lr_ratio"]))
+    aug_gen = torch.Generator().manual_seed(rc["seed"] + 1)
+    local = gb // world
+
+    def step_fn(step: int) -> dict:
+        epoch, i = divmod(step, spe)
+        idx = batch_indices(rc["seed"], epoch, i, n, gb, rank, world)
+        images = train.images[idx].to(fabric.device, non_blocking=True)
+        views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
+        out = model(views)
+        return {"loss": out.loss, "pred_loss": fabric.all_reduce(out[1].detach(), reduce_op="mean"),
+                "sigreg_loss": out[2].detach(), "epoch": epoch}
+
+    result = fit(fabric, run, model, opt, sched, step_fn, total_steps=total, rng=aug_gen, images_per_step=gb,
+                 kind="pretrain", desc=f"pretrain {rc['name']}")
+    if result.get("paused"):
+        return result
+    if result.get("already_finished") and (run.path / "metrics.json").exists():
+        return json.loads((run.path / "metrics.json").read_text())
+    metrics = {**result, "steps_per_epoch": spe, "train_images": n}
+    metrics.pop("already_finished", None)
+    run.write_result("metrics.json", metrics)
+    run.finish(metrics=metrics)
+    fabric.barrier()
+    return metrics

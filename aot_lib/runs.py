@@ -1,0 +1,347 @@
+"""Run folders and checkpoints: the bookkeeping every command shares.
+
+A run folder ``<run.out_dir>/<run.name>/`` holds
+
+* ``config.yaml`` — the resolved configuration the run was started with;
+* ``run.json`` — kind, git commit, seed, hardware, data provenance, status and step, wall time; written when
+  the run starts and updated at every checkpoint, so a killed run can still be inspected;
+* ``metrics.csv`` — every logged step (Fabric's CSV logger, launches of a resumed run merged);
+* ``last.ckpt`` — the checkpoint (one layout for every command, see :func:`checkpoint_state`);
+* ``metrics.json`` / ``probe.json`` / ``finetune.json`` / ``distill.json`` — final numbers.
+
+Every file is written to a temporary name in the same folder and renamed (:func:`atomic_write`), so a
+crash never leaves half a file; a lock (``.lock``, via ``filelock``) keeps two launches out of one folder.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .config import ConfigError, dump_config
+from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
+
+__all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
+           "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
+           "RESUMABLE_KEYS", "config_differences"]
+
+CHECKPOINT_FORMAT = 1
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that is missing, unreadable, not ours, or does not fit the model or config."""
+
+
+class RunLockedError(RuntimeError):
+    """Another launch is using the run folder."""
+
+
+# ----------------------------------------------------------------------------- atomic files
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it over ``path``.
+
+    The temporary name carries the process id, so two writers never share it; a reader sees the old
+    file or the new one, never half of one. On error the temporary file is removed and ``path`` is
+    left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike, obj: dict) -> Path:
+    text = json.dumps(obj, indent=2, default=str)
+    return atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def torch_save(obj, path: str | os.PathLike) -> Path:
+    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def run_dir(cfg: dict) -> Path:
+    return Path(cfg["run"]["out_dir"]) / cfg["run"]["name"]
+
+
+# ----------------------------------------------------------------------------- configs on resume
+
+# Keys that may differ between the launches of one run: where things are, how often to log and save,
+# how the work is spread over devices. Anything else changes what is trained.
+RESUMABLE_KEYS = ("description", "run.out_dir", "run.ckpt_every", "run.log_every", "run.resume", "run.overwrite",
+                  "run.stop_after", "run.progress", "data.root", "data.download", "fabric.", "probe.")
+
+
+def config_differences(old: dict, new: dict) -> list[tuple[str, Any, Any]]:
+    """``(key, old, new)`` for every key that differs and may not change on resume."""
+    from .config import flatten
+
+    a, b = flatten(old), flatten(new)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if any(key == k or (k.endswith(".") and key.startswith(k)) for k in RESUMABLE_KEYS):
+            continue
+        if a.get(key) != b.get(key):
+            out.append((key, a.get(key, "<absent>"), b.get(key, "<absent>")))
+    return out
+
+
+# ----------------------------------------------------------------------------- the run folder
+
+def _is_rank_zero() -> bool:
+    """Before Fabric exists: launchers (torchrun, SLURM, Fabric's own) set these for every process."""
+    return all(int(os.environ.get(k, "0")) == 0 for k in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"))
+
+
+class RunFolder:
+    """One run's folder: lock, config, ``run.json``. Use as a context manager around the whole command.
+
+    ``kind`` is the command (``pretrain``, ``finetune``, ``distill``). On entry the folder is locked
+    (a second launch of the same run fails at once with :class:`RunLockedError`), the config is checked
+    against the one the run was started with when resuming, and ``run.json`` is written with status
+    ``running``. Only rank 0 of a multi-process launch touches the folder.
+    """
+
+    def __init__(self, cfg: dict, kind: str):
+        self.cfg, self.kind = cfg, kind
+        self.path = run_dir(cfg)
+        self.ckpt = self.path / "last.ckpt"
+        self.record: dict = {}
+        self._lock = None
+        self.t0 = time.time()
+        self.main = _is_rank_zero()
+
+    def __getstate__(self) -> dict:  # sent to spawned workers: the lock stays with the launcher
+        return {**self.__dict__, "_lock": None}
+
+    # --- lifecycle
+    def __enter__(self) -> "RunFolder":
+        if not self.main:
+            return self
+        from filelock import FileLock, Timeout
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.path / ".lock"))
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            self._lock = None
+            raise RunLockedError(f"run folder {self.path} is in use by another launch; wait for it to finish, "
+                                 "or choose another run.name") from None
+        try:
+            self._prepare()
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.main and exc_type is not None and self.record.get("status") == "running":
+            status = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else f"failed: {exc_type.__name__}: {exc}"
+            self.update(status=status)
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def _prepare(self) -> None:
+        rc = self.cfg["run"]
+        cfg_file = self.path / "config.yaml"
+        existing = [p.name for p in (self.ckpt, self.path / "metrics.csv", self.path / "logs") if p.exists()]
+        if existing and not rc["resume"]:
+            if not rc["overwrite"]:
+                raise ConfigError(f"run folder {self.path} already holds a run ({', '.join(existing)}) and run.resume=false; "
+                                  "choose another run.name, resume it (run.resume=true), or replace it (run.overwrite=true)")
+            for name in ("last.ckpt", "metrics.csv", "metrics.json", "logs", "tensorboard", "run.json",
+                         "finetune.json", "distill.json", "probe.json"):
+                p = self.path / name
+                shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+            for p in self.path.glob("features-*.pt"):
+                p.unlink()
+        if rc["resume"] and self.ckpt.exists() and cfg_file.exists():
+            import yaml
+
+            old = yaml.safe_load(cfg_file.read_text())
+            diff = config_differences(old, self.cfg)
+            if diff:
+                lines = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in diff[:5])
+                raise ConfigError(f"run {self.path} was started with another config ({lines}); resume with the same "
+                                  "settings, or start a new run (another run.name, or run.resume=false run.overwrite=true)")
+        else:
+            atomic_write(cfg_file, lambda tmp: tmp.write_text(dump_config(self.cfg)))
+        previous = {}
+        if (self.path / "run.json").exists():
+            try:
+                previous = json.loads((self.path / "run.json").read_text())
+            except (OSError, ValueError):
+                previous = {}
+        self.record = {"kind": self.kind, "commit": git_commit(), "seed": self.cfg["run"]["seed"],
+                       "hardware": hardware_summary(), "fabric": resolve_fabric_kwargs(self.cfg["fabric"]),
+                       "started": previous.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                       "launches": previous.get("launches", 0) + 1,
+                       "wall_time_s_before": previous.get("wall_time_s", 0.0), "status": "running"}
+        self.update()
+
+    # --- updates
+    def update(self, **fields) -> None:
+        """Merge ``fields`` into ``run.json`` (rank 0 only), with the wall time so far."""
+        if not self.main:
+            return
+        self.record.update(fields)
+        self.record["wall_time_s"] = round(self.record.get("wall_time_s_before", 0.0) + time.time() - self.t0, 2)
+        self.record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        write_json(self.path / "run.json", self.record)
+
+    def finish(self, status: str = "finished", **fields) -> None:
+        self.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields)
+
+    def write_result(self, name: str, obj: dict) -> Path | None:
+        return write_json(self.path / name, obj) if self.main else None
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def _all_finite(module_or_state) -> str | None:
+    """The first parameter/buffer name holding a NaN or inf, or None."""
+    items = module_or_state.state_dict().items() if hasattr(module_or_state, "state_dict") else module_or_state.items()
+    for k, v in items:
+        if torch.is_tensor(v) and v.is_floating_point() and not torch.isfinite(v).all():
+            return k
+    return None
+
+
+def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
+    """Write ``state`` with Fabric (sharded under FSDP) to a temporary name, then rename it over ``path``.
+
+    Refuses a model with non-finite weights: the previous (good) checkpoint is kept.
+    """
+    path = Path(path)
+    bad = _all_finite(state["model"])
+    if bad is not None:
+        raise CheckpointError(f"refusing to save a checkpoint with non-finite values in {bad!r}; "
+                              f"the previous checkpoint {path} is kept")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid() if fabric.world_size == 1 else 'ddp'}")
+    fabric.save(tmp, state)
+    fabric.barrier()
+    if fabric.is_global_zero:
+        if tmp.is_dir():  # FSDP writes a sharded folder: swap folders, then drop the old one
+            old = path.with_name(f".{path.name}.old")
+            if path.exists():
+                os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    fabric.barrier()
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict:
+    """Read an aot_lib checkpoint on the CPU, safely (``weights_only=True``: a file that carries pickled
+    code is refused), with one clear error if it is missing, unreadable or not ours."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {path} does not exist; pretrain first (aot pretrain ...) or fix the path")
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a sharded (FSDP) folder; load it through the trainer "
+                              "(resume) or consolidate it with lightning's consolidate_checkpoint first")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - truncated, foreign or unsafe files raise many kinds of errors
+        text = str(e)
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        if "Unsupported global" in text or "can still be loaded" in text:
+            raise CheckpointError(f"checkpoint {path} holds pickled Python objects, which are not loaded (they could run "
+                                  "code); use a checkpoint written by aot_lib, or re-save its tensors only") from None
+        raise CheckpointError(f"checkpoint {path} is corrupt or not a torch checkpoint ({type(e).__name__}: {first[:80]}); "
+                              "delete it to start over, or point to another checkpoint") from None
+    if not isinstance(ckpt, dict) or "model" not in ckpt or "config" not in ckpt:
+        raise CheckpointError(f"checkpoint {path} was not written by aot_lib (no 'model'/'config' entries)")
+    if ckpt.get("format", CHECKPOINT_FORMAT) > CHECKPOINT_FORMAT:
+        raise CheckpointError(f"checkpoint {path} has format {ckpt['format']}, newer than this aot_lib understands "
+                              f"({CHECKPOINT_FORMAT}); update aot_lib")
+    return ckpt
+
+
+def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
+    """The encoder's weights from any checkpoint: ``encoder.*`` of a pretraining checkpoint, the model of a
+    fine-tuning or distillation one. The classification head (``head.*``) only when ``with_head``."""
+    state = ckpt["model"]
+    if ckpt.get("kind", "pretrain") == "pretrain":
+        state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
+    return {k: v for k, v in state.items() if with_head or not k.startswith("head.")}
+
+
+# ----------------------------------------------------------------------------- logs and records
+
+def merge_csv_logs(directory: str | os.PathLike) -> Path | None:
+    """Join ``logs/version_*/metrics.csv`` into ``metrics.csv``; for a step logged twice (a run resumed
+    from an earlier checkpoint), the later launch wins."""
+    directory = Path(directory)
+    rows: dict[int, dict] = {}
+    keys: list[str] = []
+    versions = sorted((directory / "logs").glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[1]))
+    for f in versions:
+        with open(f, newline="") as fh:
+            for row in csv.DictReader(fh):
+                keys += [k for k in row if k not in keys]
+                rows[int(float(row["step"]))] = row
+    if not rows:
+        return None
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows[k] for k in sorted(rows))
+
+    return atomic_write(directory / "metrics.csv", write)
+
+
+RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "finetune.json", "distill.json")
+
+
+def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
+    """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
+    what the book reads. Refuses a run that is still running or failed, and one whose commit had local
+    changes (``+dirty``): recorded results come from a clean commit."""
+    src, dest = Path(src), Path(dest)
+    if not (src / "run.json").is_file():
+        raise FileNotFoundError(f"{src} is not a run folder (no run.json); give the folder aot pretrain wrote, "
+                                "e.g. runs/<run.name>")
+    try:
+        record = json.loads((src / "run.json").read_text())
+    except ValueError:
+        raise CheckpointError(f"{src / 'run.json'} is corrupt; the run cannot be recorded") from None
+    if record.get("status") != "finished":
+        raise CheckpointError(f"run {src} is {record.get('status')!r}, not finished; finish it (run it again to resume) "
+                              "before recording it")
+    if str(record.get("commit", "")).endswith("+dirty") and not allow_dirty:
+        raise CheckpointError(f"run {src} was made from a commit with local changes ({record['commit']}); "
+                              "commit first and run it again, so the recorded result can be reproduced "
+                              "(or pass --allow-dirty for a result you will not publish)")
+    if dest.exists() and not dest.is_dir():
+        raise FileExistsError(f"{dest} exists and is not a folder; choose another destination")
+    dest.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name in RECORD_FILES:
+        if (src / name).exists():
+            data = (src / name).read_bytes()
+            copied.append(atomic_write(dest / name, lambda tmp, data=data: tmp.write_bytes(data)))
+    return copied
