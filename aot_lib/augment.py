@@ -12,19 +12,44 @@ the reference the batched version is benchmarked against (``benchmarks/bench_mul
 
 Probabilities (``jitter_p`` ...) may be a number, or a list ``[first global, other globals,
 locals]`` for DINO's asymmetric recipe (e.g. ``blur_p: [1.0, 0.1, 0.5]``, ``solarize_p: [0, 0.2, 0]``).
+
+How the batched ops relate to torchvision's (what the tests in ``tests/test_augment.py`` check):
+
+* **Colour jitter** (:func:`color_jitter`) is one per-image affine map: brightness, contrast and
+  saturation are exactly torchvision's ``adjust_*`` while values stay inside [0, 1] (torchvision
+  clamps after every step, the fused map once at the end), and the order is fixed (brightness,
+  contrast, saturation, hue) where ``ColorJitter`` permutes it. The **hue** shift is a rotation
+  about the gray axis of RGB by ``2 pi hue_factor``, in the direction of torchvision's
+  ``adjust_hue`` (HSV): it maps the primaries and secondaries (red -> yellow -> green ...) exactly
+  at multiples of 60 degrees and is within 1 degree of the best least-squares 3x3 matrix in between
+  (HSV's hue hexagon is not a circle, so no linear map matches it exactly). Measured mean hue error
+  against ``adjust_hue`` on uniform random images, pixels with chroma > 0.1: 1.7 degrees at
+  ``hue_factor`` 0.1 (the earlier YIQ rotation, opposite in sign and larger: 73 degrees).
+* **Grayscale** is ``0.299 R + 0.587 G + 0.114 B`` (torchvision: 0.2989 for red) in every channel;
+  **solarize** inverts values >= 0.5, i.e. uint8 values >= 128 like ``RandomSolarize(128)``.
+* **Random-resized crop** samples with ``grid_sample`` (bilinear), which cannot antialias. A crop
+  shrunk by 2x or more is sampled from an area-downsampled copy of the image (a mipmap level
+  ``2**floor(log2(shrink))``), so bilinear never shrinks by 2x or more; this approximates the
+  antialiased resize of torchvision's ``RandomResizedCrop(antialias=True)`` and of evaluation
+  (PIL bicubic when decoding, ``interpolate(antialias=True)`` for features). The CIFAR (32 -> 32 /
+  16 px) and ImageNet (160 -> 128 / 64 px) recipes shrink by at most about 1.4x, so there it is plain
+  bilinear.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-__all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "CIFAR_MEAN", "CIFAR_STD"]
+from .data import DATASET_STATS
 
-CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
-CIFAR_STD = (0.2470, 0.2435, 0.2616)
+__all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "color_jitter", "hue_matrix",
+           "CIFAR_MEAN", "CIFAR_STD"]
+
+CIFAR_MEAN, CIFAR_STD = DATASET_STATS["cifar10"]  # kept importable from here (notebooks)
 _LUMA = (0.299, 0.587, 0.114)
 
 
@@ -51,9 +76,19 @@ class MultiCropConfig:
     std: tuple = CIFAR_STD
 
     @classmethod
+    def defaults_dict(cls) -> dict:
+        """The view defaults as a config section (tuples as lists; ``mean``/``std`` left out: they follow
+        the dataset, :func:`aot_lib.data.normalization_stats`). The single source of these defaults."""
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in ("mean", "std"):
+                out[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
+        return out
+
+    @classmethod
     def from_config(cls, views: dict, mean=CIFAR_MEAN, std=CIFAR_STD) -> "MultiCropConfig":
-        known = {k: v for k, v in views.items() if k in cls.__dataclass_fields__}
-        for k in ("global_scale", "local_scale"):
+        known = {k: v for k, v in views.items() if k in cls.__dataclass_fields__ and k not in ("mean", "std")}
+        for k in ("global_scale", "local_scale", "ratio", "blur_sigma"):
             if k in known:
                 known[k] = tuple(known[k])
         return cls(**known, mean=tuple(mean), std=tuple(std))
@@ -98,6 +133,42 @@ def _gray(x: torch.Tensor) -> torch.Tensor:
     return (x * w).sum(1, keepdim=True)
 
 
+def hue_matrix(hue_factor: torch.Tensor) -> torch.Tensor:
+    """Per-image 3x3 RGB matrices shifting hue by ``hue_factor`` turns, like torchvision's ``adjust_hue``.
+
+    A rotation by ``2 pi hue_factor`` about the gray axis (1, 1, 1): positive turns red towards
+    yellow and green, as HSV's hue does; gray stays gray and the channel mean is preserved.
+    """
+    angle = 2 * math.pi * hue_factor.float()
+    cos, sin = torch.cos(angle).view(-1, 1, 1), torch.sin(angle).view(-1, 1, 1)
+    k = torch.full((3, 3), 1 / 3)  # projection onto the gray axis
+    cross = torch.tensor([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]]) / math.sqrt(3)  # axis x (.)
+    return cos * (torch.eye(3) - k) + sin * cross + k
+
+
+def color_jitter(x: torch.Tensor, brightness: torch.Tensor, contrast: torch.Tensor, saturation: torch.Tensor,
+                 hue: torch.Tensor) -> torch.Tensor:
+    """Brightness, contrast, saturation and hue (in that order) with per-image factors, as one affine map.
+
+    ``x``: float batch ``(B, 3, H, W)`` in [0, 1]; the factors are ``(B,)`` tensors with torchvision's
+    meaning (``hue`` in turns, ``[-0.5, 0.5]``). The four steps are linear (contrast is affine) in the
+    pixel, so they are composed into one per-image 3x3 matrix and offset and applied with a single
+    batched matmul; unlike torchvision's per-step clamping, values are clamped to [0, 1] once at the end.
+    """
+    b, dev, dt = x.shape[0], x.device, x.dtype
+    bright, contrast, sat = (t.detach().float().cpu().view(b) for t in (brightness, contrast, saturation))
+    luma = torch.tensor(_LUMA)
+    ones_luma = torch.ones(3, 1) @ luma.view(1, 3)  # x -> gray(x) in every channel
+    saturation_m = sat.view(b, 1, 1) * torch.eye(3) + (1 - sat).view(b, 1, 1) * ones_luma
+    hue_sat = hue_matrix(hue.detach().float().cpu().view(b)) @ saturation_m
+    matrix = hue_sat * (contrast * bright).view(b, 1, 1)
+    # contrast blends with the mean gray of the brightness-adjusted image: an offset
+    mean_gray = (x.mean((2, 3)) @ luma.to(dev, dt)).float().cpu() * bright
+    offset = hue_sat @ torch.ones(b, 3, 1) * ((1 - contrast) * mean_gray).view(b, 1, 1)
+    hw = x.shape[-2:]
+    return torch.baddbmm(offset.to(dev, dt), matrix.to(dev, dt), x.reshape(b, 3, -1)).reshape(b, 3, *hw).clamp_(0, 1)
+
+
 class BatchedMultiCrop(torch.nn.Module):
     """DINO/LeJEPA multi-crop on a whole uint8 batch; ``forward(images, generator) -> list of views``."""
 
@@ -123,17 +194,31 @@ class BatchedMultiCrop(torch.nn.Module):
         theta[:, 1, 1], theta[:, 1, 2] = h, cy
         theta = theta.to(device=x.device, dtype=x.dtype)
         grid = F.affine_grid(theta, [b, 3, size, size], align_corners=False)
-        return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+        # source pixels per output pixel; a crop shrunk by 2x or more is sampled from a 2^L area-downsampled copy
+        shrink = torch.maximum(w * x.shape[-1], h * x.shape[-2]) / size
+        level = torch.floor(torch.log2(shrink) + 1e-4).clamp(min=0).long()  # 1e-4: an exact 2x is level 1
+        if int(level.max()) == 0:
+            return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+        out = x.new_empty(b, 3, size, size)
+        src, idx = x, torch.arange(b)  # the images still in play at this level, downsampled L times
+        for lv in range(int(level.max()) + 1):
+            here = level[idx] == lv
+            if here.any():
+                sel = torch.nonzero(here).flatten()
+                rows = idx[sel].to(x.device)
+                out[rows] = F.grid_sample(src[sel.to(x.device)], grid[rows], mode="bilinear",
+                                          padding_mode="reflection", align_corners=False)
+            deeper = torch.nonzero(~here).flatten()
+            if len(deeper) == 0:
+                break
+            src, idx = src[deeper.to(x.device)], idx[deeper]
+            src = F.adaptive_avg_pool2d(src, (max(1, src.shape[-2] // 2), max(1, src.shape[-1] // 2)))
+        return out
 
     def _colour(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
-        """Colour jitter (brightness, contrast, saturation, hue in that order), grayscale, solarize.
-
-        The four jitter steps are linear (contrast is affine) in the pixel, so they are composed into
-        one per-image 3x3 matrix and offset and applied with a single batched matmul; unlike
-        torchvision's per-step clamping, values are clamped to [0, 1] once at the end.
-        """
+        """Colour jitter (:func:`color_jitter`), then grayscale, then solarize, each drawn per image."""
         c, b = self.cfg, x.shape[0]
-        dev, dt = x.device, x.dtype
+        dev = x.device
         on = r.bernoulli(c.prob("jitter_p", view))
 
         def factors(strength):
@@ -141,18 +226,8 @@ class BatchedMultiCrop(torch.nn.Module):
             return torch.where(on, f, torch.ones(b))
 
         bright, contrast, sat = factors(c.brightness), factors(c.contrast), factors(c.saturation)
-        angle = torch.where(on, r.uniform(-c.hue, c.hue), torch.zeros(b)) * 2 * math.pi
-        luma = torch.tensor(_LUMA)
-        eye = torch.eye(3)
-        ones_luma = torch.ones(3, 1) @ luma.view(1, 3)  # x -> gray(x) in every channel
-        saturation = sat.view(b, 1, 1) * eye + (1 - sat).view(b, 1, 1) * ones_luma
-        hue_sat = self._hue_matrix(angle) @ saturation
-        matrix = hue_sat * (contrast * bright).view(b, 1, 1)
-        # contrast blends with the mean gray of the brightness-adjusted image: an offset
-        mean_gray = (x.mean((2, 3)) @ luma.to(dev, dt)).cpu() * bright
-        offset = hue_sat @ torch.ones(b, 3, 1) * ((1 - contrast) * mean_gray).view(b, 1, 1)
-        hw = x.shape[-2:]
-        y = torch.baddbmm(offset.to(dev, dt), matrix.to(dev, dt), x.reshape(b, 3, -1)).reshape(b, 3, *hw).clamp_(0, 1)
+        hue = torch.where(on, r.uniform(-c.hue, c.hue), torch.zeros(b))
+        y = color_jitter(x, bright, contrast, sat, hue)
         # grayscale and solarize touch only the images drawn for them (indexing beats a full-batch where)
         to_gray = torch.nonzero(r.bernoulli(c.prob("grayscale_p", view))).flatten().to(dev)
         if len(to_gray):
@@ -162,16 +237,6 @@ class BatchedMultiCrop(torch.nn.Module):
             part = y[solar]
             y[solar] = torch.where(part >= 0.5, 1 - part, part)
         return y
-
-    @staticmethod
-    def _hue_matrix(angle: torch.Tensor) -> torch.Tensor:
-        """Per-image 3x3 RGB matrices rotating the chroma plane of YIQ by ``angle``: a hue shift."""
-        to_yiq = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
-        cos, sin = torch.cos(angle), torch.sin(angle)
-        rot = torch.zeros(angle.shape[0], 3, 3)
-        rot[:, 0, 0] = 1
-        rot[:, 1, 1], rot[:, 1, 2], rot[:, 2, 1], rot[:, 2, 2] = cos, -sin, sin, cos
-        return torch.linalg.inv(to_yiq) @ rot @ to_yiq
 
     def _blur(self, x: torch.Tensor, view: int, r: _Draws) -> torch.Tensor:
         p = self.cfg.prob("blur_p", view)

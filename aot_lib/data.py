@@ -3,33 +3,146 @@
 Every split is decoded once into a ``(N, 3, H, W)`` uint8 tensor and cached on disk, so training
 augments whole batches on the device (:mod:`aot_lib.augment`) and never waits on image decoding.
 
-Where the data is looked for (``root``): the argument (a relative one may also be found under
-``$AOT_DATA``), else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. For ``cifar10`` / ``cifar100`` the root may hold torchvision's
-``cifar-10-batches-py`` / ``cifar-100-python``, an ImageFolder zip whose name starts with the
-dataset name (``cifar10-jpeg.zip``, ``cifar100-png.zip``: the offline copies), or a folder
-``cifar10/{train,test}``; ``download=True`` fetches through torchvision. ``imagefolder`` takes a
-root (folder or zip) holding ``train/`` and ``test/`` or ``val/`` with one folder per class.
-Decoded tensors are cached under ``$AOT_CACHE`` (default ``~/.cache/aot_lib``).
+**Where the data is looked for** (``root``): the argument (a relative one may also be found under
+``$AOT_DATA``), else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. For ``cifar10`` / ``cifar100``
+the root may hold torchvision's ``cifar-10-batches-py`` / ``cifar-100-python``, an ImageFolder zip
+whose name starts with the dataset name (``cifar10-jpeg.zip``, ``cifar100-png.zip``: the offline
+copies), or a folder ``cifar10/{train,test}``; ``download=True`` fetches through torchvision.
+``imagefolder`` takes a root (folder or zip) holding ``train/`` and ``test/`` or ``val/`` with one
+folder per class. Labels are indices into the sorted list of class folders.
+
+**Cache.** Decoded tensors are cached under ``$AOT_CACHE`` (default ``~/.cache/aot_lib``) in
+``tensors/``, keyed on everything the tensor depends on: for a folder, the sorted list of
+(relative path, size, mtime_ns) of every image file of that split; for a zip, the zip's size and
+mtime plus its member list (names, sizes, CRCs from the central directory); plus the split, the
+image size and :data:`CACHE_VERSION`. Adding, removing or rewriting an image (or a class) therefore
+gives a new key, and the entry is decoded again; an entry that cannot be read or does not hold what
+its name promises is rebuilt (with a warning), never used. Older entries of the same source are
+deleted when a new one is written.
+
+**Class lists.** A class present in one split only silently shifts every label after it, so
+:func:`load_pair` (what a trainer should call for train + test) compares the two splits' class
+lists from the file listing *before* decoding anything and raises one :class:`DataError` naming
+the classes found in one split only; :func:`check_same_classes` does the same check on two
+:class:`ImageData` or two lists of names, and :func:`list_classes` lists one split cheaply.
+
+**Provenance.** Every :class:`ImageData` carries a :class:`Provenance`: the dataset name as
+requested, what was actually read (``reader``: ``"torchvision"`` for the original CIFAR pickles,
+``"zip"`` for an ImageFolder zip, ``"folder"`` for an ImageFolder folder, ``"memory"`` for an
+ImageData built by hand), the path, the split, the number of images, a short ``key`` for tables
+and a human ``label`` for reports; :func:`describe_split` gives it without decoding anything. The offline copies are recognised by what was read (the zip's
+file name *and* its structure: top folder, split folders, image format), never guessed from the
+dataset name:
+
+============================  ========================  ==============================================================
+read                          ``key``                   ``label``
+============================  ========================  ==============================================================
+torchvision CIFAR-10          ``cifar10``               CIFAR-10 (official)
+torchvision CIFAR-100         ``cifar100``              CIFAR-100 (official)
+``cifar10-jpeg.zip``          ``cifar10_jpeg``          CIFAR-10 (official splits, JPEG q75 re-encoding)
+``cifar100-png.zip``          ``cifar100_heldout``      CIFAR-100 (held-out split of the official train set: 40,000 train / 10,000 test)
+``imagenette160-subset.zip``  ``imagenette160_subset``  Imagenette-160 subset (3,000 train / 1,000 val, 10 ImageNet classes)
+any other zip / folder        its file / folder name    ImageFolder zip NAME / ImageFolder folder PATH (for a CIFAR name: "provenance unknown")
+============================  ========================  ==============================================================
+
+(The counts in the CIFAR-100 and Imagenette labels are those found in the zip.) A subset
+(:meth:`ImageData.subset`) says so: ``key`` gains ``_sub<n>`` and ``label`` ends with
+``subset: n of N images``. ``Provenance.as_dict()`` is what run files should record.
+
+**Normalisation statistics** of every dataset live in :data:`DATASET_STATS`;
+:func:`normalization_stats` maps a dataset name to ``(mean, std)`` (``imagefolder`` -> ImageNet's).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
+import pickle
+import re
+import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-__all__ = ["DataError", "ImageData", "load_split", "data_root", "cache_dir", "atomic_save"]
+__all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "list_classes", "check_same_classes",
+           "describe_split",
+           "data_root", "cache_dir", "atomic_save", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
 
 IMG_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 TORCHVISION_DIRS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
+CACHE_VERSION = 2  # bump when the cached blob's layout or the decoding changes
+
+# Per-channel mean and std of the pixel values in [0, 1] (the standard published values).
+DATASET_STATS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+}
+_STATS_ALIAS = {"imagefolder": "imagenet"}  # an ImageFolder is normalised like ImageNet
 
 
 class DataError(RuntimeError):
     """Missing, unreadable or corrupt data; the message says how to fix it."""
+
+
+def normalization_stats(name: str) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """``(mean, std)`` for a dataset name (``cifar10``, ``cifar100``, ``imagenet``; ``imagefolder`` -> ImageNet)."""
+    key = _STATS_ALIAS.get(name, name)
+    if key not in DATASET_STATS:
+        raise DataError(f"no normalisation statistics for dataset {name!r}; known: "
+                        f"{', '.join([*DATASET_STATS, *_STATS_ALIAS])}")
+    return DATASET_STATS[key]
+
+
+# ----------------------------------------------------------------------------- provenance
+
+_DISPLAY = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What an :class:`ImageData` holds and where it came from (see the module docstring)."""
+
+    dataset: str  # the name asked for: cifar10 | cifar100 | imagefolder
+    reader: str  # what was read: torchvision | zip | folder | memory
+    path: str  # the file or folder read
+    split: str  # the split asked for: train | test
+    split_dir: str  # the folder the split was read from (train / test / val; "" for torchvision)
+    n_images: int
+    key: str  # short id for tables, e.g. cifar100_heldout
+    label: str  # for reports, e.g. "CIFAR-100 (held-out split of the official train set: ...)"
+    image_size: int | None = None  # stored side length in pixels
+    subset_of: int | None = None  # size of the full split when this is a subset
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A known offline copy: recognised by its zip file name and its structure."""
+    top: str  # the zip's single top folder
+    ext: tuple[str, ...]  # image file extensions (lower case)
+    splits: tuple[str, str]  # its train and test folder names
+    key: str
+    label: str  # formatted with train=, test= (image counts) and classes=
+
+
+OFFLINE_COPIES = {
+    "cifar10-jpeg.zip": _Copy("cifar10", (".jpg", ".jpeg"), ("train", "test"), "cifar10_jpeg",
+                              "CIFAR-10 (official splits, JPEG q75 re-encoding)"),
+    "cifar100-png.zip": _Copy("cifar100", (".png",), ("train", "test"), "cifar100_heldout",
+                              "CIFAR-100 (held-out split of the official train set: {train:,} train / {test:,} test)"),
+    "imagenette160-subset.zip": _Copy("imagenette160", (".jpeg", ".jpg"), ("train", "val"), "imagenette160_subset",
+                                      "Imagenette-160 subset ({train:,} train / {test:,} val, {classes} ImageNet classes)"),
+}
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_") or "data"
 
 
 @dataclass
@@ -37,7 +150,14 @@ class ImageData:
     images: torch.Tensor  # (N, 3, H, W) uint8
     labels: torch.Tensor  # (N,) int64
     classes: list[str]
-    source: str
+    source: str  # the path read (kept for old callers; see ``provenance``)
+    provenance: Provenance | None = None  # filled in for hand-made ImageData
+
+    def __post_init__(self):
+        if self.provenance is None:
+            self.provenance = Provenance("unknown", "memory", self.source, "", "", len(self.labels), "memory",
+                                         f"in-memory images ({self.source})",
+                                         int(self.images.shape[-1]) if self.images.ndim == 4 else None)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -49,8 +169,14 @@ class ImageData:
         per = max(1, n // len(self.classes))
         keep = torch.cat([torch.nonzero(self.labels == c).flatten()[:per] for c in range(len(self.classes))])
         keep = keep.sort().values
-        return ImageData(self.images[keep], self.labels[keep], self.classes, self.source + f" (subset {len(keep)})")
+        p = self.provenance
+        full = p.subset_of or len(self)
+        prov = dataclasses.replace(p, n_images=len(keep), subset_of=full, key=f"{p.key.split('_sub')[0]}_sub{len(keep)}",
+                                   label=f"{p.label.split(' — subset')[0]} — subset: {len(keep):,} of {full:,} images")
+        return ImageData(self.images[keep], self.labels[keep], self.classes, self.source + f" (subset {len(keep)})", prov)
 
+
+# ----------------------------------------------------------------------------- paths and files
 
 def data_root(root: str | os.PathLike | None = None) -> Path:
     """``root``, else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not
@@ -85,15 +211,23 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+_VERIFIED: set[tuple] = set()  # (zip, size, mtime_ns, SHA256SUMS mtime_ns) already checked in this process
+
+
 def _verify_checksum(zpath: Path) -> None:
     """If a ``SHA256SUMS`` file lies beside the zip, the zip must match it."""
     sums = zpath.parent / "SHA256SUMS"
     if not sums.exists():
         return
+    st = zpath.stat()
+    seen = (str(zpath.resolve()), st.st_size, st.st_mtime_ns, sums.stat().st_mtime_ns)
+    if seen in _VERIFIED:
+        return
     expected = {line.split()[1].lstrip("*"): line.split()[0] for line in sums.read_text().splitlines() if line.strip()}
     if zpath.name in expected and _sha256(zpath) != expected[zpath.name]:
         raise DataError(f"{zpath} does not match its checksum in {sums}: the file is corrupt or incomplete; "
                         "copy it again (or delete it and download the data).")
+    _VERIFIED.add(seen)
 
 
 def _to_tensor(img, size: int | None) -> torch.Tensor:
@@ -102,7 +236,7 @@ def _to_tensor(img, size: int | None) -> torch.Tensor:
     img = img.convert("RGB")
     if size is not None and img.size != (size, size):
         w, h = img.size
-        s = size / min(w, h)  # shorter side to `size`, then a centre crop
+        s = size / min(w, h)  # shorter side to `size` (PIL's bicubic is antialiased), then a centre crop
         img = img.resize((max(size, round(w * s)), max(size, round(h * s))), Image.BICUBIC)
         w, h = img.size
         left, top = (w - size) // 2, (h - size) // 2
@@ -139,39 +273,107 @@ def _split_names(split: str) -> tuple[str, ...]:
     return ("train",) if split == "train" else ("test", "val")
 
 
-def _from_zip(zpath: Path, split: str, size: int | None) -> tuple[torch.Tensor, torch.Tensor, list[str], str]:
-    from PIL import Image
+# ----------------------------------------------------------------------------- listing a split (cheap)
 
+@dataclass
+class _Listing:
+    """One split of a zip or folder, listed but not decoded."""
+    kind: str  # zip | folder
+    path: Path
+    split_dir: str
+    files: dict[str, list]  # class -> zip member names / file paths (classes with at least one image)
+    fingerprint: str  # hash of everything the decoded tensor depends on (but the image size)
+    provenance: dict  # Provenance fields but n_images / image_size / split / dataset
+
+
+def _open_zip(zpath: Path) -> zipfile.ZipFile:
     _verify_checksum(zpath)
     try:
-        zf = zipfile.ZipFile(zpath)
+        return zipfile.ZipFile(zpath)
     except (zipfile.BadZipFile, OSError) as e:
         raise DataError(f"{zpath} is not a readable zip ({e}); copy it again or point data.root elsewhere") from None
-    with zf:
-        names = [n for n in zf.namelist() if n.lower().endswith(IMG_EXT)]
-        for split_name in _split_names(split):
-            files: dict[str, list] = {}
-            for n in names:
-                parts = n.split("/")
-                if len(parts) >= 3 and parts[-3] == split_name:
-                    files.setdefault(parts[-2], []).append(n)
-            if files:
-                imgs, labels, classes = _decode_tree(files, lambda n: Image.open(io.BytesIO(zf.read(n))), size,
-                                                     f"{zpath.name}:{split_name}")
-                return imgs, labels, classes, f"{zpath}:{split_name}"
+
+
+def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], infos: list) -> dict:
+    """Key and label of a zip: a known offline copy only when its name *and* structure match."""
+    copy = OFFLINE_COPIES.get(zpath.name)
+    if copy is not None:
+        images = [i.filename for i in infos if i.filename.lower().endswith(IMG_EXT)]
+        ok = (bool(images) and all(n.split("/")[0] == copy.top and len(n.split("/")) == 4 for n in images)
+              and all(n.lower().endswith(copy.ext) for n in images) and all(s in index for s in copy.splits))
+        if ok:
+            train, test = (sum(len(v) for v in index[s].values()) for s in copy.splits)
+            classes = len(set(index[copy.splits[0]]) | set(index[copy.splits[1]]))
+            return {"key": copy.key, "label": copy.label.format(train=train, test=test, classes=classes)}
+    if name in _DISPLAY:
+        return {"key": f"{name}_zip_{_slug(zpath.stem)}",
+                "label": f"{_DISPLAY[name]} (ImageFolder zip {zpath.name}; provenance unknown)"}
+    return {"key": _slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
+
+
+def _list_zip(zpath: Path, name: str, split: str) -> _Listing:
+    with _open_zip(zpath) as zf:
+        infos = zf.infolist()
+    index: dict[str, dict[str, list]] = {}  # split folder -> class -> member names
+    for i in infos:
+        parts = i.filename.split("/")
+        if len(parts) >= 3 and i.filename.lower().endswith(IMG_EXT):
+            index.setdefault(parts[-3], {}).setdefault(parts[-2], []).append(i.filename)
+    for split_name in _split_names(split):
+        if split_name in index:
+            st = zpath.stat()
+            h = hashlib.sha256(f"zip|{st.st_size}|{st.st_mtime_ns}|{split_name}".encode())
+            for i in infos:
+                h.update(f"\n{i.filename}|{i.file_size}|{i.CRC}".encode())
+            return _Listing("zip", zpath, split_name, index[split_name], h.hexdigest(),
+                            _zip_provenance(zpath, name, index, infos))
     raise DataError(f"{zpath} holds no '{'/'.join(_split_names(split))}/<class>/<image>' tree for the {split} split")
 
 
-def _from_folder(root: Path, split: str, size: int | None):
-    from PIL import Image
-
+def _list_folder(root: Path, name: str, split: str) -> _Listing:
     for split_name in _split_names(split):
         d = root / split_name
         if d.is_dir():
-            files = {c.name: [f for f in c.iterdir() if f.suffix.lower() in IMG_EXT] for c in d.iterdir() if c.is_dir()}
-            imgs, labels, classes = _decode_tree({k: v for k, v in files.items() if v}, Image.open, size, str(d))
-            return imgs, labels, classes, str(d)
+            files: dict[str, list] = {}
+            h = hashlib.sha256(f"folder|{split_name}".encode())
+            for c in sorted(p for p in d.iterdir() if p.is_dir()):
+                imgs = sorted(f for f in c.iterdir() if f.suffix.lower() in IMG_EXT and f.is_file())
+                for f in imgs:
+                    st = f.stat()
+                    h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
+                if imgs:
+                    files[c.name] = imgs
+            if name in _DISPLAY:
+                prov = {"key": f"{name}_folder", "label": f"{_DISPLAY[name]} (ImageFolder folder {root}; provenance unknown)"}
+            else:
+                prov = {"key": _slug(root.name), "label": f"ImageFolder folder {root}"}
+            return _Listing("folder", root, split_name, files, h.hexdigest(), prov)
     raise DataError(f"{root} holds no {' or '.join(_split_names(split))}/ folder for the {split} split")
+
+
+def _listing(name: str, split: str, root, download: bool):
+    """``("torchvision", root)`` or a :class:`_Listing` of one split."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    kind, path = _locate(name, data_root(root), download)
+    if kind == "torchvision":
+        return kind, path
+    return kind, (_list_zip if kind == "zip" else _list_folder)(path, name, split)
+
+
+# ----------------------------------------------------------------------------- readers
+
+def _decode_zip(lst: _Listing, size: int | None):
+    from PIL import Image
+
+    with _open_zip(lst.path) as zf:
+        return _decode_tree(lst.files, lambda n: Image.open(io.BytesIO(zf.read(n))), size, f"{lst.path.name}:{lst.split_dir}")
+
+
+def _decode_folder(lst: _Listing, size: int | None):
+    from PIL import Image
+
+    return _decode_tree(lst.files, Image.open, size, str(lst.path / lst.split_dir))
 
 
 def _from_torchvision(name: str, root: Path, split: str, download: bool):
@@ -184,6 +386,14 @@ def _from_torchvision(name: str, root: Path, split: str, download: bool):
         raise DataError(f"torchvision could not load {name} from {root}: {e}") from None
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
     return images, torch.tensor(ds.targets), list(ds.classes), f"torchvision {name} at {root}"
+
+
+def _torchvision_classes(name: str, root: Path, download: bool) -> list[str]:
+    meta = root / TORCHVISION_DIRS[name] / ("batches.meta" if name == "cifar10" else "meta")
+    if meta.exists():
+        with open(meta, "rb") as f:
+            return list(pickle.load(f, encoding="latin1")["label_names" if name == "cifar10" else "fine_label_names"])
+    return _from_torchvision(name, root, "test", download)[2]
 
 
 def _locate(name: str, root: Path, download: bool):
@@ -212,33 +422,122 @@ def _locate(name: str, root: Path, download: bool):
     raise DataError(f"unknown dataset {name!r}: use cifar10, cifar100 or imagefolder")
 
 
+# ----------------------------------------------------------------------------- the cache
+
+def _read_cache(path: Path, key: str):
+    """The cached ``(images, labels, classes)``, or None (and the file removed) when it is unusable."""
+    try:
+        blob = torch.load(path, weights_only=True)
+        images, labels, classes = blob["images"], blob["labels"], blob["classes"]
+        ok = (blob.get("version") == CACHE_VERSION and blob.get("key") == key
+              and isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.ndim == 4
+              and isinstance(labels, torch.Tensor) and labels.ndim == 1 and len(labels) == len(images)
+              and isinstance(classes, list) and all(isinstance(c, str) for c in classes)
+              and (len(labels) == 0 or 0 <= int(labels.min()) <= int(labels.max()) < len(classes)))
+        if not ok:
+            raise ValueError("it does not hold what its name promises")
+        return images, labels, classes
+    except Exception as e:  # noqa: BLE001 - an unreadable or wrong entry is rebuilt
+        warnings.warn(f"cache entry {path} is unusable ({e}); decoding the images again", stacklevel=3)
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _cache_path(lst: _Listing, split: str, image_size: int | None) -> tuple[Path, str, str]:
+    key = hashlib.sha256(f"v{CACHE_VERSION}|{lst.fingerprint}|{split}|{image_size}".encode()).hexdigest()
+    where = hashlib.sha256(str(lst.path.resolve()).encode()).hexdigest()[:8]
+    prefix = f"{lst.path.stem}-{split}-{image_size}-{where}-"
+    return cache_dir() / "tensors" / f"{prefix}{key[:16]}.pt", key, prefix
+
+
+# ----------------------------------------------------------------------------- public API
+
 def load_split(name: str, split: str, root: str | os.PathLike | None = None, download: bool = False,
                image_size: int | None = None) -> ImageData:
-    """One split (``"train"`` or ``"test"``) as an :class:`ImageData`, decoded once and cached."""
-    if split not in ("train", "test"):
-        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    root = data_root(root)
-    kind, path = _locate(name, root, download)
+    """One split (``"train"`` or ``"test"``) as an :class:`ImageData`, decoded once and cached.
+
+    Calling it again is cheap: the zip's central directory (or the folder) is listed and the
+    cached tensor read back, unless an image or class changed since (then it is decoded again).
+    """
+    kind, lst = _listing(name, split, root, download)
     if kind == "torchvision":
-        images, labels, classes, source = _from_torchvision(name, path, split, download)
+        images, labels, classes, source = _from_torchvision(name, lst, split, download)
         if image_size is not None and image_size != images.shape[-1]:
             images = torch.nn.functional.interpolate(images.float(), size=image_size, mode="bicubic",
                                                      antialias=True).round().clamp(0, 255).to(torch.uint8)
-        return ImageData(images, labels, classes, source)
+        prov = Provenance(name, "torchvision", str(lst / TORCHVISION_DIRS[name]), split, "", len(labels), name,
+                          f"{_DISPLAY[name]} (official)", int(images.shape[-1]))
+        return ImageData(images, labels, classes, source, prov)
     if name == "imagefolder" and image_size is None:
         image_size = 160
-    st = path.stat()
-    key = hashlib.sha1(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{split}|{image_size}".encode()).hexdigest()[:16]
-    cached = cache_dir() / "tensors" / f"{path.stem}-{split}-{image_size}-{key}.pt"
-    if cached.exists():
-        try:
-            blob = torch.load(cached, weights_only=True)
-            return ImageData(blob["images"], blob["labels"], blob["classes"], blob["source"])
-        except Exception:  # noqa: BLE001 - a broken cache entry is rebuilt
-            cached.unlink(missing_ok=True)
-    if kind == "zip":
-        images, labels, classes, source = _from_zip(path, split, image_size)
-    else:
-        images, labels, classes, source = _from_folder(path, split, image_size)
-    atomic_save({"images": images, "labels": labels, "classes": classes, "source": source}, cached)
-    return ImageData(images, labels, classes, source)
+    cached, key, prefix = _cache_path(lst, split, image_size)
+    got = _read_cache(cached, key) if cached.exists() else None
+    if got is None:
+        got = (_decode_zip if kind == "zip" else _decode_folder)(lst, image_size)
+        atomic_save({"version": CACHE_VERSION, "key": key, "images": got[0], "labels": got[1], "classes": got[2]}, cached)
+        for old in cached.parent.glob(f"{prefix}*.pt"):  # entries of older contents of this source
+            if old != cached:
+                old.unlink(missing_ok=True)
+    images, labels, classes = got
+    source = f"{lst.path}:{lst.split_dir}" if kind == "zip" else str(lst.path / lst.split_dir)
+    return ImageData(images, labels, classes, source, _provenance(name, split, lst, len(labels), int(images.shape[-1])))
+
+
+def _provenance(name: str, split: str, lst: _Listing, n: int, size: int | None) -> Provenance:
+    return Provenance(name, lst.kind, str(lst.path), split, lst.split_dir, n, lst.provenance["key"],
+                      lst.provenance["label"], size)
+
+
+def describe_split(name: str, split: str, root: str | os.PathLike | None = None, download: bool = False) -> Provenance:
+    """The :class:`Provenance` :func:`load_split` would give, from the file listing (nothing is decoded,
+    so ``image_size`` is None; torchvision's pickles are read)."""
+    kind, lst = _listing(name, split, root, download)
+    if kind == "torchvision":
+        return load_split(name, split, root, download).provenance
+    return _provenance(name, split, lst, sum(len(v) for v in lst.files.values()), None)
+
+
+def list_classes(name: str, split: str, root: str | os.PathLike | None = None, download: bool = False) -> list[str]:
+    """The sorted class list of one split, from the file listing (nothing is decoded)."""
+    kind, lst = _listing(name, split, root, download)
+    if kind == "torchvision":
+        return _torchvision_classes(name, lst, download)
+    return sorted(lst.files)
+
+
+def _names(x) -> list[str]:
+    return list(x.classes) if isinstance(x, ImageData) else list(x)
+
+
+def check_same_classes(train, test, what: str = "the data") -> list[str]:
+    """Raise :class:`DataError` unless ``train`` and ``test`` (ImageData or lists of class names) have the
+    same class list; returns it."""
+    a, b = _names(train), _names(test)
+    if a == b:
+        return a
+
+    def show(xs):
+        xs = sorted(xs)
+        return ", ".join(xs[:10]) + (f", ... ({len(xs)} in all)" if len(xs) > 10 else "") if xs else "none"
+
+    only_train, only_test = set(a) - set(b), set(b) - set(a)
+    if not only_train and not only_test:
+        raise DataError(f"{what}: train and test hold the same classes in a different order; labels would not "
+                        "match. Fix: list the classes in the same (sorted) order in both splits.")
+    raise DataError(
+        f"{what}: train and test have different classes. Only in train: {show(only_train)}. Only in test: "
+        f"{show(only_test)}. A label is the index of its class in the sorted class list, so a class present in one "
+        "split only shifts the label of every class after it and the test labels would be wrong. Fix: give both "
+        "splits the same class folders (add the missing ones, or remove the extra ones), then run again.")
+
+
+def load_pair(name: str, root: str | os.PathLike | None = None, download: bool = False, image_size: int | None = None,
+              train_subset: int | None = None, test_subset: int | None = None) -> tuple[ImageData, ImageData]:
+    """Train and test splits with the same class list (checked before anything is decoded), each cut
+    to its balanced subset when ``*_subset`` is given."""
+    what = f"{name} at {data_root(root)}"
+    check_same_classes(list_classes(name, "train", root, download), list_classes(name, "test", root, download), what)
+    train = load_split(name, "train", root, download, image_size)
+    test = load_split(name, "test", root, download, image_size)
+    check_same_classes(train, test, what)  # the decoded lists too (cheap)
+    return train.subset(train_subset), test.subset(test_subset)

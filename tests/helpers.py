@@ -46,3 +46,40 @@ def tiny_config(data_root: Path, out_dir: Path, *extra: str) -> dict:
         "finetune.epochs=1", "finetune.batch_size=8", "distill.epochs=1", "distill.batch_size=8",
         *extra,
     ])
+
+
+def make_offline_zip(dest: Path, top: str, fmt: str = "png", classes=("cat", "dog"), n_train: int = 3, n_test: int = 2,
+                     test_dir: str = "test") -> Path:
+    """A tiny zip shaped like the offline copies: ``<top>/{train,<test_dir>}/<class>/<image>``, named ``dest``."""
+    tree = make_imagefolder(dest.parent / f"{dest.stem}-tree", classes=classes, n_train=n_train, n_test=n_test,
+                            size=8, fmt=fmt)
+    if test_dir != "test":
+        (tree / "test").rename(tree / test_dir)
+    return zip_tree(tree, dest, top=top)
+
+
+def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
+    """One LeJEPA forward/backward at the initial parameters under ``fabric`` (1 or 2 processes): writes
+    the global loss, every gradient and the projector's BatchNorm statistics (rank 0) to ``out_file``.
+    Nothing here depends on an optimiser, so the two set-ups must agree to float32 summation order."""
+    import torch
+
+    from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.pretrain import build_lejepa_model, normalization_for
+
+    torch.manual_seed(0)
+    model = fabric.setup_module(build_lejepa_model(cfg))
+    gb, world, rank = len(images), fabric.world_size, fabric.global_rank
+    local = gb // world
+    aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
+    views = aug(images[rank * local:(rank + 1) * local], torch.Generator().manual_seed(1), global_batch=gb,
+                offset=rank * local)
+    out = model(views)
+    fabric.backward(out.loss)
+    loss = fabric.all_reduce(out.loss.detach(), reduce_op="mean")
+    inner = model.module if hasattr(model, "module") else model
+    result = {"loss": loss, "grads": {n: p.grad.detach().clone() for n, p in inner.named_parameters()},
+              "buffers": {n: b.detach().clone() for n, b in inner.named_buffers() if "running" in n}}
+    if fabric.is_global_zero:
+        torch.save(result, out_file)
+    fabric.barrier()

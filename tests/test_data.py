@@ -1,13 +1,17 @@
 """Data loading (ImageFolder trees and zips, CIFAR from the offline copies) and batched multi-crop."""
+import dataclasses
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from PIL import Image
 
 from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
-from aot_lib.data import DataError, load_split
-from helpers import make_imagefolder, zip_tree
+from aot_lib.data import (DATASET_STATS, DataError, ImageData, check_same_classes, describe_split, list_classes,
+                          load_pair, load_split, normalization_stats)
+from helpers import make_imagefolder, make_offline_zip, zip_tree
 
 
 @pytest.fixture(autouse=True)
@@ -133,3 +137,172 @@ def test_multicrop_bad_input():
         BatchedMultiCrop(MultiCropConfig())(torch.rand(2, 3, 32, 32))
     with pytest.raises(ValueError, match=r"blur_p must be a number or \[first global"):
         BatchedMultiCrop(MultiCropConfig(blur_p=[0.1, 0.2]))(_batch(2))
+
+
+# ---------------------------------------------------------------------------- the decoded-image cache
+
+def _entries(tmp_path):
+    return sorted((tmp_path / "cache" / "tensors").glob("*.pt"))
+
+
+def _bump_mtime(path: Path, seconds: int = 10):
+    st = path.stat()  # an explicit new mtime: the filesystem's clock may not tick between two writes
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + seconds * 10**9))
+
+
+def test_cache_sees_an_added_image(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", n_train=3, n_test=1)
+    assert len(load_split("imagefolder", "train", root=tree, image_size=8)) == 6
+    (tree / "train" / "cat" / "extra.png").write_bytes((tree / "train" / "cat" / "0000.png").read_bytes())
+    data = load_split("imagefolder", "train", root=tree, image_size=8)
+    assert len(data) == 7 and data.labels.tolist() == [0] * 4 + [1] * 3
+    assert len(_entries(tmp_path)) == 1  # the stale entry was replaced, not kept beside the new one
+
+
+def test_cache_sees_an_added_class(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1)
+    assert load_split("imagefolder", "train", root=tree, image_size=8).classes == ["cat", "dog"]
+    make_imagefolder(tree, classes=("ant",), n_train=2, n_test=1, seed=1)
+    data = load_split("imagefolder", "train", root=tree, image_size=8)
+    assert data.classes == ["ant", "cat", "dog"] and data.labels.tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_cache_rebuilt_when_an_image_is_rewritten_in_place(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1, size=8, fmt="bmp")  # BMP: size fixed by shape
+    f = tree / "train" / "cat" / "0001.bmp"
+    before = load_split("imagefolder", "train", root=tree, image_size=8)
+    size = f.stat().st_size
+    Image.fromarray(np.full((8, 8, 3), 7, np.uint8)).save(f)
+    _bump_mtime(f)
+    assert f.stat().st_size == size
+    after = load_split("imagefolder", "train", root=tree, image_size=8)
+    assert not torch.equal(before.images[1], after.images[1])
+    assert (after.images[1] == 7).all() and torch.equal(before.images[0], after.images[0])
+
+
+def test_cache_sees_a_changed_zip(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1)
+    z = zip_tree(tree, tmp_path / "tiny.zip")
+    assert load_split("imagefolder", "train", root=z, image_size=8).classes == ["cat", "dog"]
+    make_imagefolder(tree, classes=("emu",), n_train=2, n_test=1, seed=2)
+    zip_tree(tree, z)
+    _bump_mtime(z)
+    assert load_split("imagefolder", "train", root=z, image_size=8).classes == ["cat", "dog", "emu"]
+    assert len(_entries(tmp_path)) == 1
+
+
+def test_unusable_cache_entry_is_rebuilt(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1)
+    good = load_split("imagefolder", "train", root=tree, image_size=8)
+    (entry,) = _entries(tmp_path)
+    entry.write_bytes(b"truncated")
+    with pytest.warns(UserWarning, match="unusable"):
+        again = load_split("imagefolder", "train", root=tree, image_size=8)
+    assert torch.equal(again.images, good.images)
+    blob = torch.load(entry, weights_only=True)  # an entry whose key does not match its name
+    torch.save({**blob, "key": "0" * 64, "images": blob["images"] * 0}, entry)
+    with pytest.warns(UserWarning, match="does not hold what its name promises"):
+        again = load_split("imagefolder", "train", root=tree, image_size=8)
+    assert torch.equal(again.images, good.images)
+
+
+# ---------------------------------------------------------------------------- train / test class lists
+
+def test_load_pair_rejects_a_class_in_one_split_only(tmp_path):
+    tree = make_imagefolder(tmp_path / "tree", classes=("cat", "dog", "emu"), n_train=2, n_test=1)
+    (tree / "test" / "dog" / "0000.png").unlink()  # dog: train only
+    make_imagefolder(tmp_path / "x", classes=("fox",), n_train=0, n_test=1)
+    (tmp_path / "x" / "test" / "fox").rename(tree / "test" / "fox")  # fox: test only
+    (tree / "train" / "cat" / "0000.png").write_bytes(b"garbage")  # checked before anything is decoded
+    with pytest.raises(DataError, match=r"Only in train: dog\. Only in test: fox\..*shifts the label.*Fix: give both "
+                                        r"splits the same class folders"):
+        load_pair("imagefolder", root=tree, image_size=8)
+    with pytest.raises(DataError, match=r"Only in train: none\. Only in test: fox"):
+        check_same_classes(["cat"], ["cat", "fox"])
+
+
+def test_load_pair_same_classes_and_subsets(tmp_path):
+    z = zip_tree(make_imagefolder(tmp_path / "tree", n_train=4, n_test=3), tmp_path / "tiny.zip")
+    train, test = load_pair("imagefolder", root=z, image_size=8, train_subset=4)
+    assert train.classes == test.classes == ["cat", "dog"] == list_classes("imagefolder", "test", root=z)
+    assert len(train) == 4 and len(test) == 6
+    assert check_same_classes(train, test) == ["cat", "dog"]
+
+
+# ---------------------------------------------------------------------------- provenance
+
+def test_provenance_of_the_offline_cifar10_copy(tmp_path):
+    make_offline_zip(tmp_path / "cifar10-jpeg.zip", "cifar10", fmt="jpg")
+    data = load_split("cifar10", "test", root=tmp_path)
+    p = data.provenance
+    assert (p.dataset, p.reader, p.split, p.split_dir, p.n_images, p.image_size) == ("cifar10", "zip", "test", "test", 4, 8)
+    assert p.key == "cifar10_jpeg" and p.label == "CIFAR-10 (official splits, JPEG q75 re-encoding)"
+    assert p.path == str(tmp_path / "cifar10-jpeg.zip")
+    assert describe_split("cifar10", "test", root=tmp_path) == dataclasses.replace(p, image_size=None)
+
+
+def test_provenance_of_the_offline_cifar100_copy(tmp_path):
+    make_offline_zip(tmp_path / "cifar100-png.zip", "cifar100", fmt="png", n_train=4, n_test=1)
+    p = load_split("cifar100", "train", root=tmp_path).provenance
+    assert p.key == "cifar100_heldout" and p.n_images == 8
+    assert p.label == "CIFAR-100 (held-out split of the official train set: 8 train / 2 test)"
+    sub = load_split("cifar100", "train", root=tmp_path).subset(4).provenance
+    assert sub.key == "cifar100_heldout_sub4" and sub.n_images == 4 and sub.subset_of == 8
+    assert sub.label.endswith("8 train / 2 test) — subset: 4 of 8 images")
+    assert sub.as_dict()["label"] == sub.label
+
+
+def test_provenance_is_detected_not_guessed(tmp_path):
+    make_offline_zip(tmp_path / "cifar10-jpeg.zip", "cifar10", fmt="png")  # right name, wrong format
+    p = describe_split("cifar10", "train", root=tmp_path)
+    assert p.key == "cifar10_zip_cifar10_jpeg" and p.label == "CIFAR-10 (ImageFolder zip cifar10-jpeg.zip; provenance unknown)"
+    make_offline_zip(tmp_path / "other" / "cifar100-extra.zip", "cifar100", fmt="png")  # right structure, other name
+    assert describe_split("cifar100", "train", root=tmp_path / "other").label.endswith("provenance unknown)")
+    nette = make_offline_zip(tmp_path / "imagenette160-subset.zip", "imagenette160", fmt="jpg", test_dir="val")
+    p = describe_split("imagefolder", "test", root=nette)
+    assert (p.key, p.split_dir) == ("imagenette160_subset", "val")
+    assert p.label == "Imagenette-160 subset (6 train / 4 val, 2 ImageNet classes)"
+    tree = make_imagefolder(tmp_path / "My Tree", n_train=1, n_test=1)
+    p = describe_split("imagefolder", "train", root=tree)
+    assert (p.reader, p.key, p.label) == ("folder", "my_tree", f"ImageFolder folder {tree}")
+    p = describe_split("imagefolder", "train", root=zip_tree(tree, tmp_path / "tiny.zip"))
+    assert (p.reader, p.key, p.label) == ("zip", "tiny", "ImageFolder zip tiny.zip")
+
+
+def test_provenance_of_torchvision_originals(tmp_path, monkeypatch):
+    import aot_lib.data as data_mod
+
+    (tmp_path / "cifar-10-batches-py").mkdir()
+    fake = (torch.zeros(3, 3, 32, 32, dtype=torch.uint8), torch.tensor([0, 1, 2]), ["a", "b", "c"], "fake")
+    monkeypatch.setattr(data_mod, "_from_torchvision", lambda *a: fake)  # torchvision checks the real files' md5
+    p = load_split("cifar10", "train", root=tmp_path).provenance
+    assert (p.reader, p.key, p.label, p.n_images) == ("torchvision", "cifar10", "CIFAR-10 (official)", 3)
+
+
+def test_hand_made_imagedata_has_a_provenance():
+    d = ImageData(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 1]), ["a", "b"], "mine")
+    assert (d.provenance.reader, d.provenance.n_images, d.provenance.label) == ("memory", 2, "in-memory images (mine)")
+
+
+@pytest.mark.skipif(not (Path(os.environ.get("AOT_DATA", "")) / "cifar100-png.zip").exists(),
+                    reason="the offline copies ($AOT_DATA/cifar*-*.zip) are not here")
+def test_provenance_of_the_real_offline_copies():
+    p10 = describe_split("cifar10", "test")
+    assert (p10.key, p10.n_images, p10.label) == ("cifar10_jpeg", 10_000, "CIFAR-10 (official splits, JPEG q75 re-encoding)")
+    p100 = describe_split("cifar100", "train")
+    assert (p100.key, p100.n_images) == ("cifar100_heldout", 40_000)
+    assert p100.label == "CIFAR-100 (held-out split of the official train set: 40,000 train / 10,000 test)"
+    assert len(list_classes("cifar100", "test")) == 100
+
+
+# ---------------------------------------------------------------------------- normalisation statistics
+
+def test_normalization_stats_have_one_home():
+    from aot_lib import augment
+
+    assert normalization_stats("cifar100") == ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
+    assert normalization_stats("imagefolder") == normalization_stats("imagenet") == DATASET_STATS["imagenet"]
+    assert (augment.CIFAR_MEAN, augment.CIFAR_STD) == normalization_stats("cifar10") == DATASET_STATS["cifar10"]
+    assert MultiCropConfig().mean == augment.CIFAR_MEAN
+    with pytest.raises(DataError, match="no normalisation statistics for dataset 'svhn'"):
+        normalization_stats("svhn")
