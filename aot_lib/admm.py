@@ -2,10 +2,17 @@ r"""The ADMM iterations of the paper (Eqs. ``zsub`` – ``layer_updates``) outsi
 
 Tokens are columns, as in the paper: ``Z`` has shape ``(d, N)``, the subspace bases ``U`` shape
 ``(K, d, p)``. :func:`admm_iterations` runs scaled-form ADMM on
-``R^c(Z | U) + lambda ||V||_1  s.t.  Z = V`` (Eq. ``split``) with the ``Z``-step linearised
-(Eq. ``zupdate``) using either the exact gradient of ``R^c`` or its MSSA approximation
-(Eq. ``compression_gradient``); :func:`admm_layer_from_subspaces` builds the
-:class:`~aot_lib.models.ADMMLayer` that computes the same iterates.
+``R^c(Z | U) + lambda ||V||_1  s.t.  Z = V`` (Eq. ``split``) with the ``Z``-step linearised, using
+either of two gradients of ``R^c``:
+
+* :func:`exact_compression_gradient` — the exact ``nabla_Z R^c(Z | U)`` of Eq. ``compression_rate``
+  (automatic differentiation); one gradient step on Eq. ``zsub``;
+* :func:`mssa_compression_gradient` — the paper's approximation
+  ``nabla_Z R^c ≈ gamma [Z - MSSA(Z | U)]`` (Eq. ``compression_gradient``), which turns the
+  step into Eq. ``zupdate``.
+
+:func:`admm_layer_from_subspaces` builds the :class:`~aot_lib.models.ADMMLayer` that computes the
+same iterates as the MSSA version.
 """
 from __future__ import annotations
 
@@ -18,8 +25,8 @@ import torch.nn.functional as F
 from .coding_rate import subspace_coding_rate
 from .models.aot_admm import ADMMLayer, admm_coefficients
 
-__all__ = ["mixture_of_subspaces", "mssa_columns", "compression_gradient", "admm_iterations",
-           "ADMMHistory", "admm_layer_from_subspaces", "subspace_alignment"]
+__all__ = ["mixture_of_subspaces", "mssa_columns", "exact_compression_gradient", "mssa_compression_gradient",
+           "admm_iterations", "ADMMHistory", "admm_layer_from_subspaces", "subspace_alignment"]
 
 
 def mixture_of_subspaces(d: int = 12, p: int = 3, K: int = 4, n_per: int = 32, noise: float = 0.3,
@@ -54,7 +61,9 @@ def mixture_of_subspaces(d: int = 12, p: int = 3, K: int = 4, n_per: int = 32, n
 def mssa_columns(Z: torch.Tensor, U: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
     r"""Eq. ``mssa`` for column tokens: ``sum_k U_k U_k^T Z softmax(t * Z^T U_k U_k^T Z)``.
 
-    ``temperature`` defaults to ``p^{-1/2}``, the scaling :class:`~aot_lib.layers.MSSA` uses.
+    The softmax normalises each column (each output token is a convex combination of the projected
+    tokens). Eq. ``mssa`` itself has no scaling, ``t = 1``; ``temperature`` defaults to ``p^{-1/2}``,
+    the scaling :class:`~aot_lib.layers.MSSA` uses.
     """
     p = U.shape[-1]
     t = p**-0.5 if temperature is None else temperature
@@ -63,12 +72,28 @@ def mssa_columns(Z: torch.Tensor, U: torch.Tensor, temperature: float | None = N
     return torch.einsum("kdp,kpn->dn", U, proj @ attn)
 
 
-def compression_gradient(Z: torch.Tensor, U: torch.Tensor, eps: float) -> torch.Tensor:
-    """The exact ``nabla_Z R^c(Z | U)`` (by automatic differentiation of Eq. ``compression_rate``)."""
+def exact_compression_gradient(Z: torch.Tensor, U: torch.Tensor, eps: float) -> torch.Tensor:
+    """The exact ``nabla_Z R^c(Z | U)``, by automatic differentiation of Eq. ``compression_rate``.
+
+    Not the paper's Eq. ``compression_gradient``, which approximates this gradient by
+    :func:`mssa_compression_gradient`.
+    """
     with torch.enable_grad():
         z = Z.detach().requires_grad_(True)
         (g,) = torch.autograd.grad(subspace_coding_rate(z, U, eps), z)
     return g
+
+
+def mssa_compression_gradient(Z: torch.Tensor, U: torch.Tensor, gamma: float = 1.0,
+                              temperature: float | None = None) -> torch.Tensor:
+    """The paper's approximation of ``nabla_Z R^c(Z | U)``, Eq. ``compression_gradient``:
+    ``gamma [Z - MSSA(Z | U)]``, with MSSA of :func:`mssa_columns` (``temperature`` as there).
+
+    An approximation, not the gradient (that is :func:`exact_compression_gradient`); the paper says
+    only that ``gamma > 0`` is determined by the coding precision. With the penalty term it gives the
+    ``Z``-subproblem gradient of Eq. ``zsub_gradient``, and a step of size ``eta`` gives Eq. ``zupdate``.
+    """
+    return gamma * (Z - mssa_columns(Z, U, temperature))
 
 
 def subspace_alignment(Z: torch.Tensor, U: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -94,11 +119,13 @@ def admm_iterations(Z0: torch.Tensor, U: torch.Tensor, *, eta: float = 0.25, gam
                     labels: torch.Tensor | None = None, temperature: float | None = None) -> ADMMHistory:
     r"""Scaled-form ADMM with a linearised ``Z``-step, started as Algorithm 1: ``V^0 = Z^0``, ``W^0 = 0``.
 
-    ``gradient="mssa"`` (Eq. ``zupdate``):
-        ``Z+ = (1 - eta*gamma - eta*rho) Z + eta*gamma MSSA(Z|U) + eta*rho (V - W)``;
-    ``gradient="exact"`` (one gradient step on Eq. ``zsub``):
+    ``gradient="mssa"`` (Eq. ``zupdate``, the step with :func:`mssa_compression_gradient`):
+        ``Z+ = (1 - eta*gamma - eta*rho) Z + eta*gamma MSSA(Z|U) + eta*rho (V - W)``,
+        computed in this form, the one the network's layer computes;
+    ``gradient="exact"`` (one gradient step on Eq. ``zsub`` with :func:`exact_compression_gradient`):
         ``Z+ = Z - eta (grad R^c(Z|U) + rho (Z - V + W))``.
-    Then ``V+ = ReLU(Z+ + W - lambda/rho)`` and ``W+ = W + Z+ - V+``.
+    Then ``V+ = ReLU(Z+ + W - lambda/rho)`` and ``W+ = W + Z+ - V+``. ``gamma`` and ``temperature``
+    enter only the MSSA version, ``eps`` only the exact one (and the recorded objective).
     """
     if gradient not in {"mssa", "exact"}:
         raise ValueError(f"gradient must be 'mssa' or 'exact', got {gradient!r}")
@@ -120,7 +147,7 @@ def admm_iterations(Z0: torch.Tensor, U: torch.Tensor, *, eta: float = 0.25, gam
         if gradient == "mssa":
             Z_next = a * Z + b * mssa_columns(Z, U, temperature) + c * (V - W)
         else:
-            Z_next = Z - eta * (compression_gradient(Z, U, eps) + rho * (Z - V + W))
+            Z_next = Z - eta * (exact_compression_gradient(Z, U, eps) + rho * (Z - V + W))
         V_next = F.relu(Z_next + W - tau)
         W = W + Z_next - V_next
         V_prev, Z, V = V, Z_next, V_next

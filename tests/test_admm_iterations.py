@@ -1,9 +1,10 @@
-"""The stand-alone ADMM iterations and their equality with the unrolled layer."""
+"""The stand-alone ADMM iterations, the two compression gradients, and the unrolled layer."""
+import numpy as np
 import pytest
 import torch
 
-from aot_lib.admm import (admm_iterations, admm_layer_from_subspaces, compression_gradient,
-                          mixture_of_subspaces, mssa_columns, subspace_alignment)
+from aot_lib.admm import (admm_iterations, admm_layer_from_subspaces, exact_compression_gradient,
+                          mixture_of_subspaces, mssa_columns, mssa_compression_gradient, subspace_alignment)
 from aot_lib import subspace_coding_rate
 
 
@@ -28,11 +29,57 @@ def test_synthetic_subspaces(data):
 
 def test_exact_gradient_matches_finite_differences(data):
     Z, U, _ = data
-    g = compression_gradient(Z, U, 0.5)
+    g = exact_compression_gradient(Z, U, 0.5)
     direction = torch.randn_like(Z)
     h = 1e-6
     fd = (subspace_coding_rate(Z + h * direction, U, 0.5) - subspace_coding_rate(Z - h * direction, U, 0.5)) / (2 * h)
     assert (g * direction).sum().item() == pytest.approx(fd.item(), rel=1e-6)
+
+
+def mssa_reference(Z: np.ndarray, U: np.ndarray, t: float) -> np.ndarray:
+    """Eq. mssa written out: sum_k P_k Z S_k, P_k = U_k U_k^T, S_k[:, j] = softmax_i(t (P_k z_i) . (P_k z_j))."""
+    out = np.zeros_like(Z)
+    for Uk in U:
+        PZ = Uk @ Uk.T @ Z
+        for j in range(Z.shape[1]):
+            logits = t * (PZ.T @ PZ[:, j])  # <P z_i, P z_j> = z_i^T U_k U_k^T z_j
+            w = np.exp(logits - logits.max())
+            out[:, j] += PZ @ (w / w.sum())
+    return out
+
+
+@pytest.mark.parametrize("temperature", [None, 1.0])
+def test_mssa_compression_gradient_is_eq_compression_gradient(data, temperature):
+    """gamma [Z - MSSA(Z|U)] against an independent float64 evaluation; temperature 1 is Eq. mssa as
+    printed, None the library's p^{-1/2}. Same float64 arithmetic in another order: 1e-12."""
+    Z, U, _ = data
+    gamma = 0.7
+    t = 3**-0.5 if temperature is None else temperature
+    ref = gamma * (Z.numpy() - mssa_reference(Z.numpy(), U.numpy(), t))
+    got = mssa_compression_gradient(Z, U, gamma, temperature)
+    np.testing.assert_allclose(got.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_zupdate_is_a_step_with_the_mssa_gradient(data):
+    """Eq. zupdate = Z - eta (gamma [Z - MSSA(Z|U)] + rho (Z - V + W)), i.e. a step on Eq. zsub_gradient
+    (the iteration computes the left side; the two differ by float64 rounding only)."""
+    Z, U, _ = data
+    kw = dict(eta=0.3, gamma=1.2, rho=0.8)
+    h = admm_iterations(Z, U, iters=4, gradient="mssa", lambd=0.1, **kw)
+    for (z0, v0, w0), (z1, _, _) in zip(h.iterates[:-1], h.iterates[1:]):
+        step = z0 - kw["eta"] * (mssa_compression_gradient(z0, U, kw["gamma"]) + kw["rho"] * (z0 - v0 + w0))
+        torch.testing.assert_close(z1, step, rtol=0, atol=1e-12)
+
+
+def test_the_two_gradients_are_different_functions(data):
+    """The paper claims no regime in which they agree; at least they are not the same map (a guard
+    against wiring the wrong one into admm_iterations)."""
+    Z, U, _ = data
+    exact, approx = exact_compression_gradient(Z, U, 0.5), mssa_compression_gradient(Z, U)
+    cos = (exact * approx).sum() / (exact.norm() * approx.norm())
+    assert cos < 0.99
+    ex = admm_iterations(Z, U, iters=1, gradient="exact", lambd=0.0, eta=0.1, rho=1.0, eps=0.5).iterates[1][0]
+    torch.testing.assert_close(ex, Z - 0.1 * exact_compression_gradient(Z, U, 0.5), rtol=0, atol=1e-14)
 
 
 @pytest.mark.parametrize("gradient", ["mssa", "exact"])
