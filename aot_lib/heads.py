@@ -26,9 +26,10 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
         dist.all_reduce(n_local)
         n = n_local.item()
         xf = x.float()
-        sums = all_reduce_sum(torch.stack([xf.sum(0), xf.square().sum(0)]))
-        mean = sums[0] / n
-        var = (sums[1] / n - mean.square()).clamp_min(0)
+        # two passes (mean, then centred squares) as in a single process: E[x^2] - E[x]^2 in float32
+        # would lose digits when the mean is large against the spread
+        mean = all_reduce_sum(xf.sum(0)) / n
+        var = all_reduce_sum((xf - mean).square().sum(0)) / n
         with torch.no_grad():
             self.num_batches_tracked += 1
             m = self.momentum

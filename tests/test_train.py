@@ -159,23 +159,46 @@ def test_cli_pretrain_and_probe(setup, capsys):
     assert '"linear_top1"' in capsys.readouterr().out
 
 
-def test_ddp_two_processes_match_one(setup):
-    """gloo on CPU: SIGReg over the global batch, global BatchNorm, same augmentations."""
+def test_ddp_two_processes_match_one(setup, tmp_path):
+    """gloo on CPU, before any optimiser step: the global loss (SIGReg over the global batch), every
+    gradient and the projector's global BatchNorm statistics of 2 processes equal those of 1 process
+    on the same global batch and views. (Comparing weights after AdamW steps cannot be tight: Adam turns
+    rounding noise in exactly-zero gradients, e.g. a bias in front of a BatchNorm, into steps of size lr.)"""
+    from lightning_fabric import Fabric
+
+    from helpers import ddp_first_step
+
     data, out = setup
-    common = ["optim.max_steps=3", "run.ckpt_every=100", "optim.batch_size=8"]
+    cfg = tiny_config(data, out, "optim.batch_size=8")
+    images = torch.randint(0, 256, (8, 3, 16, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    Fabric(accelerator="cpu", devices=1).launch(ddp_first_step, cfg, images, str(tmp_path / "one.pt"))
+    Fabric(accelerator="cpu", devices=2, strategy="ddp_spawn").launch(ddp_first_step, cfg, images, str(tmp_path / "two.pt"))
+    one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
+    # float32 sums over a batch taken in another order: relative error ~1e-6; 1e-5 leaves a margin
+    torch.testing.assert_close(two["loss"], one["loss"], rtol=1e-5, atol=0)
+    # Gradients pass backwards through BatchNorm, computed by two formulas (PyTorch's fused kernel in one
+    # process, autograd through the all-reduced two-pass statistics in two); its cancellations leave the
+    # float32 rounding (1.2e-7) of terms up to ~1e2-1e3 times the result: 1e-4 of the largest gradient.
+    scale = max(g.abs().max().item() for g in one["grads"].values())
+    assert scale > 0
+    assert one["grads"].keys() == two["grads"].keys()
+    for k in one["grads"]:
+        torch.testing.assert_close(two["grads"][k], one["grads"][k], rtol=1e-4, atol=1e-4 * scale, msg=k)
+    assert one["buffers"] and one["buffers"].keys() == two["buffers"].keys()
+    for k in one["buffers"]:
+        torch.testing.assert_close(two["buffers"][k], one["buffers"][k], rtol=1e-5, atol=1e-6, msg=k)
+
+
+def test_ddp_trainer_runs_and_logs_the_same_first_step(setup):
+    """The trainer under ddp_spawn: same data order and views as one process, so the first logged loss
+    and gradient norm (computed at the initial weights, before any optimiser step) agree."""
+    data, out = setup
+    common = ["optim.max_steps=2", "run.ckpt_every=100", "optim.batch_size=8"]
     train.pretrain(tiny_config(data, out, "run.name=single", *common))
     train.pretrain(tiny_config(data, out, "run.name=ddp", *common, "fabric.strategy=ddp_spawn", "fabric.devices=2",
                                "fabric.accelerator=cpu"))
     a, b = _losses(out / "single"), _losses(out / "ddp")
-    assert sorted(a) == sorted(b) == [1, 2, 3]
-    ga, gb = _losses(out / "single", "grad_norm"), _losses(out / "ddp", "grad_norm")
-    for step in a:
-        assert b[step] == pytest.approx(a[step], rel=1e-4), step
-        assert gb[step] == pytest.approx(ga[step], rel=1e-3), step
-    # Parameters agree up to Adam's amplification of rounding noise: a bias in front of a BatchNorm
-    # has an exactly-zero true gradient, and Adam turns its 1e-9 noise into steps of size lr.
-    pa = train.load_checkpoint(out / "single" / "last.ckpt")["model"]
-    pb = train.load_checkpoint(out / "ddp" / "last.ckpt")["model"]
-    lr = 5e-4
-    for k in pa:
-        torch.testing.assert_close(pa[k], pb[k], rtol=0, atol=3 * lr * 1.5)
+    assert sorted(a) == sorted(b) == [1, 2]
+    assert b[1] == pytest.approx(a[1], rel=1e-5)  # float32 summation order only
+    assert _losses(out / "ddp", "grad_norm")[1] == pytest.approx(_losses(out / "single", "grad_norm")[1], rel=1e-4)
+    assert all(torch.isfinite(torch.tensor(v)) for v in b.values())
