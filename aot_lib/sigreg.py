@@ -36,8 +36,12 @@ __all__ = ["epps_pulley", "SIGReg", "sample_directions", "quadrature", "full_pre
 
 def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
     """A context in which ``torch.autocast`` is off on ``device`` (a no-op where autocast does not exist)."""
-    if torch.amp.is_autocast_available(device.type):
-        return torch.autocast(device_type=device.type, enabled=False)
+    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
+    if available is None or available(device.type):
+        try:
+            return torch.autocast(device_type=device.type, enabled=False)
+        except RuntimeError:  # a device type autocast does not know
+            pass
     return contextlib.nullcontext()
 
 
