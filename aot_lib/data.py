@@ -54,7 +54,6 @@ any other zip / folder        its file / folder name    ImageFolder zip NAME / I
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import io
 import os
@@ -102,23 +101,44 @@ def normalization_stats(name: str) -> tuple[tuple[float, float, float], tuple[fl
 _DISPLAY = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 
 
-@dataclass(frozen=True)
-class Provenance:
-    """What an :class:`ImageData` holds and where it came from (see the module docstring)."""
+class Provenance(dict):
+    """What an :class:`ImageData` holds and where it came from (see the module docstring).
 
-    dataset: str  # the name asked for: cifar10 | cifar100 | imagefolder
-    reader: str  # what was read: torchvision | zip | folder | memory
-    path: str  # the file or folder read
-    split: str  # the split asked for: train | test
-    split_dir: str  # the folder the split was read from (train / test / val; "" for torchvision)
-    n_images: int
-    key: str  # short id for tables, e.g. cifar100_heldout
-    label: str  # for reports, e.g. "CIFAR-100 (held-out split of the official train set: ...)"
-    image_size: int | None = None  # stored side length in pixels
-    subset_of: int | None = None  # size of the full split when this is a subset
+    A plain ``dict`` (so a run file records it as is, ``json.dumps`` needs no help, and a checkpoint
+    stores it as a plain dict that loads with ``weights_only=True``) whose keys are also
+    attributes: ``p.label`` is ``p["label"]``.
+    """
+
+    FIELDS = ("dataset",  # the name asked for: cifar10 | cifar100 | imagefolder
+              "reader",  # what was read: torchvision | zip | folder | memory
+              "path",  # the file or folder read
+              "split",  # the split asked for: train | test
+              "split_dir",  # the folder the split was read from (train / test / val; "" for torchvision)
+              "n_images",
+              "key",  # short id for tables, e.g. cifar100_heldout
+              "label",  # for reports, e.g. "CIFAR-100 (held-out split of the official train set: ...)"
+              "image_size",  # stored side length in pixels (None: not decoded yet)
+              "subset_of")  # size of the full split when this is a subset, else None
+
+    def __init__(self, dataset: str, reader: str, path: str, split: str, split_dir: str, n_images: int, key: str,
+                 label: str, image_size: int | None = None, subset_of: int | None = None):
+        super().__init__(dataset=dataset, reader=reader, path=path, split=split, split_dir=split_dir,
+                         n_images=n_images, key=key, label=label, image_size=image_size, subset_of=subset_of)
+
+    def __getattr__(self, name: str):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __reduce__(self):  # pickled (torch.save) as a plain dict: loads with weights_only=True
+        return dict, (dict(self),)
+
+    def replace(self, **changes) -> "Provenance":
+        return Provenance(**{**self, **changes})
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return dict(self)
 
 
 @dataclass(frozen=True)
@@ -171,7 +191,7 @@ class ImageData:
         keep = keep.sort().values
         p = self.provenance
         full = p.subset_of or len(self)
-        prov = dataclasses.replace(p, n_images=len(keep), subset_of=full, key=f"{p.key.split('_sub')[0]}_sub{len(keep)}",
+        prov = p.replace(n_images=len(keep), subset_of=full, key=f"{p.key.split('_sub')[0]}_sub{len(keep)}",
                                    label=f"{p.label.split(' — subset')[0]} — subset: {len(keep):,} of {full:,} images")
         return ImageData(self.images[keep], self.labels[keep], self.classes, self.source + f" (subset {len(keep)})", prov)
 

@@ -1,5 +1,5 @@
 """Data loading (ImageFolder trees and zips, CIFAR from the offline copies) and batched multi-crop."""
-import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -238,7 +238,12 @@ def test_provenance_of_the_offline_cifar10_copy(tmp_path):
     assert (p.dataset, p.reader, p.split, p.split_dir, p.n_images, p.image_size) == ("cifar10", "zip", "test", "test", 4, 8)
     assert p.key == "cifar10_jpeg" and p.label == "CIFAR-10 (official splits, JPEG q75 re-encoding)"
     assert p.path == str(tmp_path / "cifar10-jpeg.zip")
-    assert describe_split("cifar10", "test", root=tmp_path) == dataclasses.replace(p, image_size=None)
+    assert describe_split("cifar10", "test", root=tmp_path) == p.replace(image_size=None)
+
+
+def _entries_pickle(tmp_path, obj):
+    torch.save(obj, tmp_path / "p.pt")
+    return tmp_path / "p.pt"
 
 
 def test_provenance_of_the_offline_cifar100_copy(tmp_path):
@@ -249,7 +254,8 @@ def test_provenance_of_the_offline_cifar100_copy(tmp_path):
     sub = load_split("cifar100", "train", root=tmp_path).subset(4).provenance
     assert sub.key == "cifar100_heldout_sub4" and sub.n_images == 4 and sub.subset_of == 8
     assert sub.label.endswith("8 train / 2 test) — subset: 4 of 8 images")
-    assert sub.as_dict()["label"] == sub.label
+    assert sub.as_dict()["label"] == sub.label and json.loads(json.dumps({"data": sub}))["data"] == sub  # run files
+    assert torch.load(_entries_pickle(tmp_path, {"data": sub}), weights_only=True)["data"] == sub  # checkpoints
 
 
 def test_provenance_is_detected_not_guessed(tmp_path):
