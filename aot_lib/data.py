@@ -54,6 +54,7 @@ any other zip / folder        its file / folder name    ImageFolder zip NAME / I
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import os
@@ -105,7 +106,7 @@ class Provenance(dict):
     """What an :class:`ImageData` holds and where it came from (see the module docstring).
 
     A plain ``dict`` (so a run file records it as is, ``json.dumps`` needs no help, and a checkpoint
-    stores it as a plain dict that loads with ``weights_only=True``) whose keys are also
+    stores it as an ``OrderedDict`` that loads with ``weights_only=True``) whose keys are also
     attributes: ``p.label`` is ``p["label"]``.
     """
 
@@ -131,8 +132,8 @@ class Provenance(dict):
         except KeyError:
             raise AttributeError(name) from None
 
-    def __reduce__(self):  # pickled (torch.save) as a plain dict: loads with weights_only=True
-        return dict, (dict(self),)
+    def __reduce__(self):  # pickled (torch.save) as an OrderedDict, which loads with weights_only=True
+        return collections.OrderedDict, (list(self.items()),)
 
     def replace(self, **changes) -> "Provenance":
         return Provenance(**{**self, **changes})
