@@ -15,9 +15,10 @@ with the factor ``N`` of LeJEPA's reference implementation (it makes the statist
 null), averaged over random unit directions. The integrand is even in ``t``, so the integral is
 twice the trapezoid rule on ``[0, t_max]``.
 
-Eq. ``sigreg`` of the main text is *not* this statistic but its second-order expansion around the
-isotropic Gaussian, ``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; its covariance part and ``C_w``
-(Eq. ``sup_sigreg2``) are in :mod:`aot_lib.theory`.
+Eq. ``sigreg`` of the main text is *not* this statistic but its decomposition around the isotropic
+Gaussian into a covariance (second-order) term and higher-order deviations,
+``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; the covariance term and ``C_w`` (Eq. ``sup_sigreg2``)
+are in :mod:`aot_lib.theory`.
 
 Precision: the statistic and its gradient are computed in (at least) float32 even under
 ``torch.autocast`` (bf16 or fp16 mixed precision), which would otherwise run the two matrix
