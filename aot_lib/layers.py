@@ -8,9 +8,11 @@ parameter arithmetic of the paper's tables can be read off one file:
   position embedding: ``2P + P*d + d + 2d + d + T*d`` parameters for patch size
   ``P = C*p*p`` and ``T`` tokens.
 * ``MSSA`` (Eq. ``mssa``): one shared bias-free projection per layer used as query, key and
-  value, and a bias-free output projection: ``2 d^2`` parameters.
+  value, and an output projection with a bias (official CRATE's ``to_out``): ``2 d^2 + d``
+  parameters.
 * ``ISTA`` (CRATE's sparse-coding block): one learnable dictionary, ``d^2`` parameters.
-* ``ClassifierHead``: LayerNorm -> Linear: ``2d + d*classes + classes``.
+* ``ClassifierHead``: LayerNorm -> Linear: ``2d + d*classes + classes``. The paper's parameter
+  counts leave it out (``aot_lib.count_params`` does too unless ``include_head=True``).
 """
 from __future__ import annotations
 
@@ -70,11 +72,24 @@ def _check_input(x: torch.Tensor, in_chans: int, patch_size: int) -> None:
         )
 
 
-def interpolate_pos_embed(pos_embed: torch.Tensor, grid: tuple[int, int], num_prefix: int = 1) -> torch.Tensor:
+def interpolate_pos_embed(pos_embed: torch.Tensor, grid: tuple[int, int], num_prefix: int = 1,
+                          antialias: bool = False) -> torch.Tensor:
     """Resize a learned ``(1, prefix + g*g, d)`` position embedding to another patch grid.
 
     LeJEPA feeds 32-px global and 16-px local views through one encoder, so the patch-grid
-    part is resized bicubically (as DINO and timm do) while the cls entry is kept.
+    part is resized bicubically while the ``num_prefix`` leading (cls) entries are kept; at the
+    native grid the embedding is returned as it is.
+
+    Two conventions, chosen per stem (``_StemBase.pos_antialias``):
+
+    * ``antialias=False`` (the CRATE-family :class:`PatchStem`): plain bicubic, as DINO's
+      ``interpolate_pos_encoding`` does for its multi-crop local views. Official CRATE has no
+      reference here (it never resizes), and LeJEPA's multi-crop is DINO's, so we follow DINO;
+      it is also what every CRATE / AoT / AoT-ADMM run of this repository was trained with.
+    * ``antialias=True`` (the ViT family's :class:`ConvPatchStem`): timm's
+      ``resample_abs_pos_embed`` (bicubic with antialiasing, the PIL-style kernel), so a timm ViT
+      loaded with :func:`aot_lib.models.vit.load_timm_vit_state_dict` gives timm's outputs at every
+      resolution. timm interpolates in float32 whatever the dtype; we keep the embedding's dtype.
     """
     n = pos_embed.shape[1] - num_prefix
     g0 = int(round(math.sqrt(n)))
@@ -83,13 +98,19 @@ def interpolate_pos_embed(pos_embed: torch.Tensor, grid: tuple[int, int], num_pr
     prefix, patch = pos_embed[:, :num_prefix], pos_embed[:, num_prefix:]
     d = patch.shape[-1]
     patch = patch.reshape(1, g0, g0, d).permute(0, 3, 1, 2)
-    patch = F.interpolate(patch, size=grid, mode="bicubic", align_corners=False)
+    patch = F.interpolate(patch, size=tuple(grid), mode="bicubic", align_corners=False, antialias=antialias)
     patch = patch.permute(0, 2, 3, 1).reshape(1, grid[0] * grid[1], d)
     return torch.cat([prefix, patch], dim=1)
 
 
 class _StemBase(nn.Module):
-    """Common part of the two stems: cls token, position embedding, resolution handling."""
+    """Common part of the two stems: cls token, position embedding, resolution handling.
+
+    At another input resolution the position embedding is resized to the new patch grid
+    (:func:`interpolate_pos_embed`, antialiased or not per ``pos_antialias``).
+    """
+
+    pos_antialias: bool = False
 
     def __init__(self, img_size: int, patch_size: int, in_chans: int, dim: int):
         super().__init__()
@@ -103,13 +124,20 @@ class _StemBase(nn.Module):
     def _add_cls_pos(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         cls = self.cls_token.expand(tokens.shape[0], -1, -1)
         tokens = torch.cat([cls, tokens], dim=1)
-        return tokens + interpolate_pos_embed(self.pos_embed, grid).to(tokens.dtype)
+        return tokens + interpolate_pos_embed(self.pos_embed, grid, antialias=self.pos_antialias).to(tokens.dtype)
 
 
 class PatchStem(_StemBase):
     """CRATE-style stem: patchify -> LayerNorm -> Linear -> LayerNorm, + cls + PosEmbed.
 
-    This is ``Z^0 = PatchEmbed(x) + PosEmbed`` of Algorithm 1 (line 3).
+    This is ``Z^0 = PatchEmbed(x) + PosEmbed`` of Algorithm 1 (line 3), laid out as official
+    CRATE's ``to_patch_embedding`` (einops ``"b c (h p1) (w p2) -> b (h w) (p1 p2 c)"``).
+
+    Resolution: official CRATE adds ``pos_embedding[:, :n + 1]``, a slice, and is only ever run
+    at the size it was built for. aot_lib instead resizes the embedding to the input's patch
+    grid (bicubic, no antialiasing, as DINO), because DINO-style multi-crop (LeJEPA's 16-px local
+    views next to 32-px global ones) feeds other resolutions through the same encoder. At the
+    native resolution the two agree exactly.
     """
 
     def __init__(self, img_size: int, patch_size: int, in_chans: int, dim: int):
@@ -130,7 +158,13 @@ class PatchStem(_StemBase):
 
 
 class ConvPatchStem(_StemBase):
-    """Standard ViT stem (Dosovitskiy et al.): a strided convolution, + cls + PosEmbed."""
+    """Standard ViT stem (Dosovitskiy et al.): a strided convolution, + cls + PosEmbed.
+
+    timm's layout (``patch_embed.proj`` is this ``proj``); the position embedding is resized as
+    timm's ``resample_abs_pos_embed`` does (bicubic with antialiasing).
+    """
+
+    pos_antialias = True
 
     def __init__(self, img_size: int, patch_size: int, in_chans: int, dim: int):
         super().__init__(img_size, patch_size, in_chans, dim)
@@ -150,10 +184,13 @@ class MSSA(nn.Module):
               \mathrm{softmax}(Z^\top U_k U_k^\top Z)
 
     Tokens are rows here (``(B, N, d)``), so ``U_k^T Z`` is ``x @ U_k``. One bias-free
-    projection ``U = [U_1 ... U_K]`` (``d x d``) serves as query, key and value; the bias-free
-    output projection plays the role of the ``U_k`` that maps each head back (CRATE's
-    implementation, which lets it differ from ``U^T``). As in CRATE the logits are scaled by
-    ``p^{-1/2}`` (``p = d/K``), a temperature the equation leaves implicit.
+    projection ``U = [U_1 ... U_K]`` (``d x d``) serves as query, key and value; the output
+    projection plays the role of the ``U_k`` that maps each head back. Both follow the official
+    CRATE code (``qkv = nn.Linear(dim, inner_dim, bias=False)``, ``to_out = nn.Linear(inner_dim,
+    dim)``): the output map may differ from ``U^T`` and carries a bias ``b`` (``d`` parameters),
+    so the layer computes Eq. ``mssa`` ``+ b``. The bias starts at zero, where the layer is
+    exactly Eq. ``mssa``. As in CRATE the logits are scaled by ``p^{-1/2}`` (``p = d/K``), a
+    temperature the equation leaves implicit. Parameters: ``2 d^2 + d``.
     """
 
     def __init__(self, dim: int, num_heads: int):
@@ -162,7 +199,8 @@ class MSSA(nn.Module):
         self.num_heads = num_heads
         self.head_dim = dim // num_heads
         self.qkv = nn.Linear(dim, dim, bias=False)  # U^T: the shared subspace projection
-        self.proj = nn.Linear(dim, dim, bias=False)
+        self.proj = nn.Linear(dim, dim)  # official CRATE's to_out: with a bias
+        nn.init.zeros_(self.proj.bias)  # zero: an untrained layer is exactly Eq. mssa
 
     def subspaces(self) -> torch.Tensor:
         """The bases ``U_k`` as a ``(K, d, p)`` tensor (columns of ``qkv.weight^T``)."""
@@ -203,11 +241,17 @@ class ISTA(nn.Module):
 
 class ClassifierHead(nn.Module):
     """LayerNorm -> Linear on the pooled feature. ``num_classes=0`` gives the identity, with no
-    parameters: pretraining then has none that the loss does not reach (DDP requires it)."""
+    parameters: pretraining then has none that the loss does not reach (DDP requires it).
 
-    def __init__(self, dim: int, num_classes: int):
+    This is official CRATE's ``mlp_head`` and, for a ViT, timm's final ``norm`` followed by its
+    ``head`` (a LayerNorm acts token by token, so normalising the pooled cls token equals
+    pooling the normalised tokens). ``eps`` is the LayerNorm epsilon (1e-5 as in CRATE, 1e-6
+    for the ViT family as in timm).
+    """
+
+    def __init__(self, dim: int, num_classes: int, eps: float = 1e-5):
         super().__init__()
-        self.norm = nn.LayerNorm(dim) if num_classes > 0 else nn.Identity()
+        self.norm = nn.LayerNorm(dim, eps=eps) if num_classes > 0 else nn.Identity()
         self.fc = nn.Linear(dim, num_classes) if num_classes > 0 else nn.Identity()
 
     def forward(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:

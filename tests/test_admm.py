@@ -35,6 +35,7 @@ def test_state_recursion(model):
     x = torch.randn(3, 3, 32, 32, dtype=torch.float64)
     states = model.forward_intermediates(x)
     assert len(states) == model.depth + 1
+    assert all(s.tokens is s.v for s in states)  # the uniform `tokens` field of every family is V
     s0 = states[0]
     torch.testing.assert_close(s0.v, s0.z)  # V^0 = Z^0
     assert (s0.w == 0).all()  # W^0 = 0

@@ -12,17 +12,22 @@ with ``(a, b, c) = softmax(logits)`` initialised to ``(1 - eta*gamma - eta*rho, 
 eta*rho)`` (Eq. ``zupdate``) and ``tau = lambda / rho``.  Following Appendix B,
 ``Z^{l+1}`` and the updated dual ``W^{l+1}`` are rescaled feature-wise by RMS.
 
-Parameters per layer: ``2 d^2 + 3 d + 3``: MSSA (``U`` and its output map, ``2 d^2``), the
-pre-MSSA LayerNorm that CRATE and AoT also use (``2 d``), a learnable per-feature threshold
-``tau`` initialised to ``lambda / rho`` (``d``) and the three branch logits. The RMS
-rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).  With the
-CRATE-style stem and head this reproduces every AoT-ADMM cell of Tables 1-3
-(3.64 / 8.11 / 14.36 M; 14.84 M at 128 px, patch 16).
+Parameters per layer: ``2 d^2 + 4 d + 3``: MSSA (``U``, ``d^2``, and its output map with a
+bias, ``d^2 + d``), the pre-MSSA LayerNorm that CRATE and AoT also use (``2 d``), a learnable
+per-feature threshold ``tau`` initialised to ``lambda / rho`` (``d``) and the three branch logits.
+The RMS rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).
+
+The paper is silent on whether MSSA's output map has a bias (Eq. ``mssa`` has none, and no
+layer-level parameter list is given); we follow the official CRATE and AoT code, whose ``to_out``
+is ``nn.Linear(inner_dim, dim)`` with a bias. With the CRATE-style stem and counting the encoder
+without its classification head, as the paper does, this reproduces every AoT-ADMM cell of
+Tables 1-3: 3,639,588 / 8,113,380 / 14,356,644 parameters (3.64 / 8.11 / 14.36 M; 14,837,028 =
+14.84 M at 128 px, patch 16).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +35,7 @@ from torch import nn
 
 from ..layers import MSSA, PatchStem
 from ..registry import register_model
-from ._base import EncoderBase
+from ._base import EncoderBase, LayerState
 
 __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients"]
 
@@ -51,18 +56,24 @@ def admm_coefficients(eta: float, gamma: float, rho: float) -> tuple[float, floa
 
 
 @dataclass
-class ADMMState:
+class ADMMState(LayerState):
     """What one layer computed, for inspection (``forward_intermediates``) and tests.
 
-    ``w_raw`` is ``W^l + Z^{l+1} - V^{l+1}`` before the RMS rescaling that gives ``w``.
+    ``tokens`` (the uniform :class:`~aot_lib.models._base.LayerState` field, set from ``v``) is
+    ``V^{l+1}``, the state the encoder pools. ``w_raw`` is ``W^l + Z^{l+1} - V^{l+1}`` before the
+    RMS rescaling that gives ``w``.
     """
 
+    tokens: torch.Tensor = field(init=False, repr=False)
     z: torch.Tensor
     v: torch.Tensor
     w: torch.Tensor
     w_raw: torch.Tensor
     mssa: torch.Tensor
     coefficients: torch.Tensor
+
+    def __post_init__(self) -> None:
+        self.tokens = self.v
 
 
 class ADMMLayer(nn.Module):
@@ -150,7 +161,7 @@ class AoTADMM(EncoderBase):
         return v  # features are Pool(V^L)
 
     def forward_intermediates(self, x: torch.Tensor) -> list[ADMMState]:
-        """Every layer's :class:`ADMMState`; entry 0 holds ``Z^0, V^0, W^0``."""
+        """Every layer's :class:`ADMMState`; entry 0 holds ``Z^0, V^0, W^0`` (``tokens`` is ``V``)."""
         z = self.stem(x)
         v, w = z, torch.zeros_like(z)
         states = [ADMMState(z=z, v=v, w=w, w_raw=w, mssa=torch.zeros_like(z), coefficients=torch.full((3,), math.nan))]
