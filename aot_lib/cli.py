@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=help_)
         s.add_argument("--config", "-c", help="YAML config (see configs/)")
         s.add_argument("--data-root", help="where the data lives (default: $AOT_DATA)")
-        s.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+        s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
         s.add_argument("overrides", nargs="*", help="section.key=value")
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")

@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from .augment import MultiCropConfig
+
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "apply_overrides", "validate_config", "ConfigError", "flatten",
            "dump_config"]
 
@@ -46,12 +48,7 @@ DEFAULTS: dict[str, Any] = {
         "train_subset": None,  # use only the first n training images (per class-balanced order)
         "test_subset": None,
     },
-    "views": {
-        "n_global": 2, "n_local": 6, "global_size": 32, "local_size": 16,
-        "global_scale": [0.3, 1.0], "local_scale": [0.05, 0.3],
-        "flip_p": 0.5, "jitter_p": 0.8, "brightness": 0.4, "contrast": 0.4, "saturation": 0.2, "hue": 0.1,
-        "grayscale_p": 0.2, "solarize_p": 0.2, "blur_p": 0.0,
-    },
+    "views": {k: v for k, v in MultiCropConfig.defaults_dict().items() if k not in ("ratio", "blur_sigma")},
     "projector": {"hidden_dim": 2048, "out_dim": 128, "num_layers": 3},
     "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17, "sigreg_sample": "per_view"},
     "optim": {

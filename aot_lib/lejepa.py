@@ -32,7 +32,7 @@ from torch import nn
 
 from .sigreg import SIGReg, full_precision
 
-__all__ = ["LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES"]
+__all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES"]
 
 SIGREG_SAMPLES = ("per_view", "pooled")
 
@@ -101,3 +101,30 @@ class LeJEPALoss(nn.Module):
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha:.6g}, num_global={self.num_global}, sigreg_sample={self.sigreg_sample!r}"
+
+
+class LeJEPAModel(nn.Module):
+    """Encoder + projection head + LeJEPA loss (Algorithm 1, lines 2-15) as one module.
+
+    ``forward(views)`` takes the list of augmented views (global views first), sends the views of one
+    resolution through the encoder together, projects the pooled features and returns the
+    :class:`LeJEPAOutput` of Eq. ``total``.
+    """
+
+    def __init__(self, encoder: nn.Module, projector: nn.Module, loss: LeJEPALoss):
+        super().__init__()
+        self.encoder, self.projector, self.loss = encoder, projector, loss
+
+    def forward(self, views: list[torch.Tensor]):
+        # views of one resolution go through the encoder together
+        by_size: dict[tuple, list[int]] = {}
+        for i, v in enumerate(views):
+            by_size.setdefault(tuple(v.shape[-2:]), []).append(i)
+        out: list = [None] * len(views)
+        for idx in by_size.values():
+            f = self.encoder.forward_features(torch.cat([views[i] for i in idx]))
+            for i, chunk in zip(idx, f.chunk(len(idx))):
+                out[i] = chunk
+        feats = torch.cat(out)
+        y = self.projector(feats).float().view(len(views), views[0].shape[0], -1)
+        return self.loss(y)

@@ -13,38 +13,16 @@ import torch
 
 from .augment import BatchedMultiCrop, MultiCropConfig
 from .config import validate_config
-from .data import load_split
+from .data import load_pair, load_split, normalization_stats
 from .heads import LeJEPAProjector
-from .lejepa import LeJEPALoss, alpha_from_lejepa_lambda
+from .lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
 from .registry import create_model
 from .runs import RunFolder
 from .runtime import make_fabric
 
-__all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "normalization_for", "schedule_steps"]
-
-
-class LeJEPAModel(torch.nn.Module):
-    """Encoder + projection head + LeJEPA loss (Algorithm 1, lines 2-15) as one module."""
-
-    def __init__(self, encoder, projector, loss: LeJEPALoss):
-        super().__init__()
-        self.encoder, self.projector, self.loss = encoder, projector, loss
-
-    def forward(self, views: list[torch.Tensor]):
-        # views of one resolution go through the encoder together
-        by_size: dict[tuple, list[int]] = {}
-        for i, v in enumerate(views):
-            by_size.setdefault(tuple(v.shape[-2:]), []).append(i)
-        out: list = [None] * len(views)
-        for idx in by_size.values():
-            f = self.encoder.forward_features(torch.cat([views[i] for i in idx]))
-            for i, chunk in zip(idx, f.chunk(len(idx))):
-                out[i] = chunk
-        feats = torch.cat(out)
-        y = self.projector(feats).float().view(len(views), views[0].shape[0], -1)
-        return self.loss(y)
+__all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
 
 
 def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
@@ -59,22 +37,14 @@ def build_lejepa_model(cfg: dict) -> LeJEPAModel:
     encoder = build_encoder(cfg)
     projector = LeJEPAProjector(encoder.num_features, **cfg["projector"])
     lc = cfg["loss"]
-    loss_kw = dict(alpha=alpha_from_lejepa_lambda(lc["lejepa_lambda"]), num_global=cfg["views"]["n_global"],
-                   num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"])
-    if lc["sigreg_sample"] != "per_view":
-        loss_kw["sigreg_sample"] = lc["sigreg_sample"]
-    return LeJEPAModel(encoder, projector, LeJEPALoss(**loss_kw))
+    loss = LeJEPALoss(alpha=alpha_from_lejepa_lambda(lc["lejepa_lambda"]), num_global=cfg["views"]["n_global"],
+                      num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"],
+                      sigreg_sample=lc["sigreg_sample"])
+    return LeJEPAModel(encoder, projector, loss)
 
 
 def normalization_for(cfg: dict) -> tuple[tuple, tuple]:
     """Mean and std the encoder's inputs are normalised with: the statistics of the data it is trained on."""
-    try:
-        from .data import normalization_stats
-    except ImportError:  # TEMP until data.py has it
-        from .augment import CIFAR_MEAN, CIFAR_STD
-        if cfg["data"]["name"] == "imagefolder":
-            return (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-        return CIFAR_MEAN, CIFAR_STD
     return normalization_stats(cfg["data"]["name"])
 
 
@@ -84,6 +54,13 @@ def load_data(cfg: dict, split: str, size: int | None = None):
     data = load_split(dc["name"], split, root=dc["root"], download=dc["download"],
                       image_size=size if size is not None else dc["image_size"])
     return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
+
+
+def load_train_test(cfg: dict):
+    """Both splits of the configured data set, with the same classes in the same order (else one clear error)."""
+    dc = cfg["data"]
+    return load_pair(dc["name"], root=dc["root"], download=dc["download"], image_size=dc["image_size"],
+                     train_subset=dc["train_subset"], test_subset=dc["test_subset"])
 
 
 def schedule_steps(n_images: int, batch_size: int, epochs: int, warmup_epochs: float, max_steps: int | None):
@@ -112,7 +89,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     rc, oc = cfg["run"], cfg["optim"]
     fabric.seed_everything(rc["seed"])
     train = load_data(cfg, "train")
-    run.update(data=getattr(train, "provenance", train.source), train_images=len(train))
+    run.update(data=train.provenance, train_images=len(train))
     mean, std = normalization_for(cfg)
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
@@ -134,8 +111,8 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
         images = train.images[idx].to(fabric.device, non_blocking=True)
         views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
         out = model(views)
-        return {"loss": out.loss, "pred_loss": fabric.all_reduce(out[1].detach(), reduce_op="mean"),
-                "sigreg_loss": out[2].detach(), "epoch": epoch}
+        return {"loss": out.loss, "pred_loss": fabric.all_reduce(out.pred_loss.detach(), reduce_op="mean"),
+                "sigreg_loss": out.sigreg_loss.detach(), "epoch": epoch}
 
     result = fit(fabric, run, model, opt, sched, step_fn, total_steps=total, rng=aug_gen, images_per_step=gb,
                  kind="pretrain", desc=f"pretrain {rc['name']}")

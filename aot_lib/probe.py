@@ -19,7 +19,7 @@ from torch import nn
 from .augment import normalize
 from .config import validate_config
 from .optim import warmup_cosine
-from .pretrain import build_encoder, load_data, normalization_for
+from .pretrain import build_encoder, load_train_test, normalization_for
 from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
@@ -135,9 +135,7 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     device = "cuda" if resolve_fabric_kwargs(cfg["fabric"])["accelerator"] == "cuda" else "cpu"
     mean, std = normalization_for(pcfg)  # the statistics the encoder was trained with
     size = pcfg["views"]["global_size"]
-    train, test = load_data(cfg, "train"), load_data(cfg, "test")
-    if list(train.classes) != list(test.classes):
-        raise CheckpointError(f"train and test splits of {cfg['data']['name']} have different classes; fix the data")
+    train, test = load_train_test(cfg)
     key = feature_cache_key(ckpt_path, train, test, size, mean, std)
     cache = d / f"features-{key}.pt"
     feats = None
@@ -154,7 +152,7 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     (trf, try_), (tef, tey) = feats["train"], feats["test"]
     result = {"checkpoint": str(ckpt_path), "pretrain_step": ckpt["step"], "train_images": len(try_),
               "test_images": len(tey), "dataset": cfg["data"]["name"],
-              "data": {"train": getattr(train, "provenance", train.source), "test": getattr(test, "provenance", test.source)},
+              "data": {"train": train.provenance, "test": test.provenance},
               "protocol": "quick: linear classifier on cached, standardised features of un-augmented images",
               "probe": dict(pc), "feature_cache": cache.name}
     t1 = time.time()

@@ -17,7 +17,7 @@ from .augment import BatchedMultiCrop, MultiCropConfig, normalize
 from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
-from .pretrain import build_encoder, load_data, normalization_for, schedule_steps
+from .pretrain import build_encoder, load_train_test, normalization_for, schedule_steps
 from .registry import create_model
 from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
 from .runtime import make_fabric
@@ -67,9 +67,9 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
         fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
         fabric.seed_everything(cfg["run"]["seed"])
         size = student.img_size
-        train, test = load_data(cfg, "train"), load_data(cfg, "test")
-        run.update(data={"train": getattr(train, "provenance", train.source),
-                         "test": getattr(test, "provenance", test.source)},
+        train, test = load_train_test(cfg)
+        run.update(data={"train": train.provenance,
+                         "test": test.provenance},
                    normalization={"mean": list(mean), "std": list(std)},
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
         aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
@@ -122,7 +122,7 @@ def finetune(cfg: dict) -> dict:
     """
     validate_config(cfg)
     fc = cfg["finetune"]
-    classes = len(load_data(cfg, "test").classes)
+    classes = len(load_train_test(cfg)[1].classes)
     if fc["checkpoint"]:
         pcfg = load_checkpoint(fc["checkpoint"])["config"]
         model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
@@ -149,7 +149,7 @@ def distill(cfg: dict) -> dict:
         raise CheckpointError("distill.teacher is not set: train a teacher first, e.g. "
                               "'aot finetune --config configs/cpu/vit_tiny_teacher_cifar10.yaml', then pass its last.ckpt")
     ckpt = load_checkpoint(dc["teacher"])
-    classes = len(load_data(cfg, "test").classes)
+    classes = len(load_train_test(cfg)[1].classes)
     tcfg = ckpt["config"]
     teacher = create_model(dc["teacher_model"], num_classes=classes,
                            **{**tcfg["model"]["overrides"], "img_size": cfg["views"]["global_size"]})

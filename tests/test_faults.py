@@ -1,0 +1,440 @@
+"""Fault injection: bad configs, bad data, bad checkpoints, signals, concurrent launches, API misuse.
+
+Every case must end in one clear error that names the fix (or be handled correctly), never in a raw
+traceback or a silently wrong result, and must never destroy a checkpoint or a result.
+"""
+import json
+import os
+
+import pytest
+import torch
+
+from aot_lib import train
+from aot_lib.cli import main as cli
+from aot_lib.config import ConfigError, load_config
+from aot_lib.data import DataError
+from helpers import make_imagefolder, tiny_config
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    return make_imagefolder(tmp_path / "data"), tmp_path / "runs"
+
+
+def _csv(run, key="loss"):
+    import csv
+
+    with open(run / "metrics.csv") as f:
+        return {int(r["step"]): float(r[key]) for r in csv.DictReader(f)}
+
+
+# ----------------------------------------------------------------------------- config (API)
+
+BAD_CONFIGS = [
+    ("optim.max_steps=0", r"optim.max_steps must be an integer >= 1"),
+    ("optim.lr=abc", r"optim.lr must be a number > 0, got 'abc'"),
+    ("optim.lr=.nan", r"optim.lr must be a number > 0"),
+    ("optim.lr=-1e-3", r"optim.lr must be a number > 0"),
+    ("run.ckpt_every=0", r"run.ckpt_every must be an integer >= 1"),
+    ("run.log_every=-2", r"run.log_every must be an integer >= 1"),
+    ("optim.batch_size=0", r"optim.batch_size must be an integer >= 1"),
+    ("optim.epochs=2.5", r"optim.epochs must be an integer"),
+    ("run.seed=-1", r"run.seed must be an integer >= 0"),
+    ("run.stop_after=0", r"run.stop_after must be an integer >= 1"),
+    ("run.resume=maybe", r"run.resume must be true or false"),
+    ("loss.lejepa_lambda=1", r"loss.lejepa_lambda must be a number >= 0 and < 1"),
+    ("loss.sigreg_sample=pool", r"loss.sigreg_sample must be one of per_view, pooled.*Did you mean 'pooled'"),
+    ("data.name=cifar", r"data.name must be one of .*Did you mean 'cifar10'"),
+    ("views.global_scale=[0.9, 0.2]", r"views.global_scale must be a pair \[low, high\]"),
+    ("views.jitter_p=1.5", r"views.jitter_p must be a probability"),
+    ("fabric.precision=bf17", r"fabric.precision must be one of"),
+    ("model.name=aot_admm_tinyy", r"unknown model 'aot_admm_tinyy'. Did you mean aot_admm_tiny"),
+    ("model.overrides={depht: 2}", r"model.overrides for aot_admm_tiny: .*unexpected keyword argument 'depht'"),
+    ("model.overrides={patch_size: 5}", r"views.global_size=32 is not divisible by the model.s patch_size=5"),
+    ("model.overrides={embed_dim: 30, num_heads: 4}", r"embed_dim=30 is not divisible by num_heads=4"),
+    ("optim.lrr=1", r"unknown config key 'optim.lrr'. Did you mean 'optim.lr'"),
+    ("model.overrides=3", r"model.overrides"),
+]
+
+
+@pytest.mark.parametrize("override,message", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+def test_bad_config_is_one_clear_error(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+@pytest.mark.parametrize("override", ["model.overrides={num_heads: 0}", "model.overrides={embed_dim: 0}",
+                                      "model.overrides={depth: 0}", "model.overrides={lambd: -0.1}",
+                                      "model.overrides={num_classes: -1}"])
+def test_impossible_model_sizes_are_refused(override):
+    with pytest.raises(ConfigError, match="must be"):
+        load_config(None, [override])
+
+
+def test_every_default_has_a_type_and_range():
+    from aot_lib.config import DEFAULTS, SCHEMA, flatten
+
+    assert set(flatten(DEFAULTS)) - {"model.overrides"} == set(SCHEMA)
+    load_config(None)  # the defaults pass their own checks
+
+
+def test_api_validates_a_dict_edited_by_hand(setup):
+    data, out = setup
+    cfg = tiny_config(data, out)
+    cfg["optim"]["max_steps"] = 0
+    with pytest.raises(ConfigError, match="optim.max_steps"):
+        train.pretrain(cfg)
+    assert not (out / "tiny").exists()  # refused before the run folder was touched
+
+
+def test_batch_larger_than_the_data(setup):
+    data, out = setup
+    with pytest.raises(ValueError, match=r"batch size 64 is larger than the training set \(32 images\); lower it"):
+        train.pretrain(tiny_config(data, out, "optim.batch_size=64"))
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def test_cli_errors_are_one_line(setup, capsys):
+    data, out = setup
+    assert cli(["pretrain", "optim.lr=abc"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("aot pretrain: optim.lr must be a number") and "\n" not in err and "Traceback" not in err
+    assert cli(["probe", "--checkpoint", str(out / "none.ckpt"), f"data.root={data}", "data.name=imagefolder"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "does not exist" in err and "\n" not in err
+    assert cli(["record", str(out / "nowhere"), str(out / "dest")]) == 1
+    assert "is not a run folder" in capsys.readouterr().err
+
+
+def test_cli_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
+    import aot_lib.config
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(aot_lib.config, "load_config", boom)
+    assert cli(["show-config"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "aot show-config: internal error (ZeroDivisionError): boom (rerun with --debug for the traceback, and report it)"
+    with pytest.raises(ZeroDivisionError):
+        cli(["--debug", "show-config"])
+
+
+def test_cli_ctrl_c_exits_130(monkeypatch, capsys):
+    import aot_lib.config
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(aot_lib.config, "load_config", interrupt)
+    assert cli(["show-config"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- data
+
+def test_missing_data_root(setup):
+    _, out = setup
+    with pytest.raises(DataError, match="does not exist"):
+        train.pretrain(tiny_config(out / "nowhere", out))
+
+
+def test_corrupt_image(setup, tmp_path):
+    data, out = setup
+    (data / "train" / "cat" / "0003.png").write_bytes(b"not a png")
+    with pytest.raises(DataError, match="cannot decode image .*0003.png"):
+        train.pretrain(tiny_config(data, out))
+
+
+def test_class_in_one_split_only(setup):
+    data, out = setup
+    (data / "test" / "dog").rename(data / "test" / "wolf")
+    train.pretrain(tiny_config(data, out, "optim.max_steps=1"))
+    with pytest.raises(Exception, match="(?i)class"):
+        train.probe(tiny_config(data, out))
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def test_checkpoint_carrying_pickled_code_is_refused(setup, tmp_path):
+    data, out = setup
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"model": {}, "config": {}, "x": Payload()}, evil)
+    with pytest.raises(train.CheckpointError, match="pickled Python objects"):
+        train.load_checkpoint(evil)
+    with pytest.raises(train.CheckpointError, match="pickled Python objects"):
+        train.probe(tiny_config(data, out), checkpoint=evil)
+    assert not marker.exists()  # the payload never ran
+
+
+def test_truncated_checkpoint_is_refused_and_kept(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
+    ckpt = out / "tiny" / "last.ckpt"
+    blob = ckpt.read_bytes()
+    ckpt.write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(train.CheckpointError, match="corrupt"):
+        train.pretrain(tiny_config(data, out, "optim.max_steps=4"))
+    assert ckpt.read_bytes() == blob[: len(blob) // 2]
+
+
+def test_foreign_file_is_not_an_aot_checkpoint(tmp_path):
+    path = tmp_path / "x.ckpt"
+    torch.save({"weights": torch.zeros(2)}, path)
+    with pytest.raises(train.CheckpointError, match="not written by aot_lib"):
+        train.load_checkpoint(path)
+
+
+def test_resume_with_another_lr_is_refused_and_config_kept(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
+    before = (out / "tiny" / "config.yaml").read_text()
+    with pytest.raises(ConfigError, match=r"started with another config \(optim.lr: 0.0005 -> 0.001\)"):
+        train.pretrain(tiny_config(data, out, "optim.max_steps=4", "optim.lr=1e-3"))
+    assert (out / "tiny" / "config.yaml").read_text() == before
+
+
+def test_resume_with_another_model_is_refused_before_anything_is_written(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
+    before = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file()}
+    with pytest.raises(ConfigError, match="model.overrides"):
+        train.pretrain(tiny_config(data, out, "optim.max_steps=4",
+                                   "model.overrides={embed_dim: 16, depth: 1, num_heads: 2, patch_size: 4}"))
+    after = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file() and p.name != "run.json"}
+    assert after == {k: v for k, v in before.items() if k != "run.json"}
+
+
+def test_resume_may_change_logging_and_devices(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
+    result = train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.log_every=2", "run.progress=false"))
+    assert result["step"] == 4
+
+
+def test_rerunning_a_finished_run_changes_nothing(setup):
+    data, out = setup
+    first = train.pretrain(tiny_config(data, out))
+    saved = (out / "tiny" / "metrics.json").read_text()
+    ckpt = (out / "tiny" / "last.ckpt").read_bytes()
+    again = train.pretrain(tiny_config(data, out))
+    assert again["loss"] == first["loss"]
+    assert (out / "tiny" / "metrics.json").read_text() == saved and (out / "tiny" / "last.ckpt").read_bytes() == ckpt
+
+
+def test_resume_false_on_an_existing_run(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4"))
+    with pytest.raises(ConfigError, match=r"already holds a run .*replace it \(run.overwrite=true\)"):
+        train.pretrain(tiny_config(data, out, "optim.max_steps=2", "run.resume=false"))
+    assert sorted(_csv(out / "tiny")) == [1, 2, 3, 4]
+    train.pretrain(tiny_config(data, out, "optim.max_steps=2", "run.resume=false", "run.overwrite=true"))
+    assert sorted(_csv(out / "tiny")) == [1, 2]  # the old run's rows are gone, not mixed in
+
+
+def test_checkpoint_of_another_kind_is_refused(setup):
+    data, out = setup
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    train.finetune(tiny_config(data, out, "run.name=ft", "model.name=vit_tiny", vit, "finetune.epochs=1"))
+    cfg = tiny_config(data, out, "run.name=ft", "model.name=vit_tiny", vit, "finetune.epochs=1")
+    with pytest.raises((train.CheckpointError, ConfigError)):
+        train.pretrain(cfg)
+
+
+def test_finetune_from_a_checkpoint_of_another_width(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "run.name=pre", "optim.max_steps=1"))
+    ckpt = train.load_checkpoint(out / "pre" / "last.ckpt")
+    ckpt["model"] = {k: v[..., :1] if k.endswith("proj.weight") else v for k, v in ckpt["model"].items()}
+    torch.save(ckpt, out / "bad.ckpt")
+    with pytest.raises(train.CheckpointError):
+        train.finetune(tiny_config(data, out, "run.name=ft", f"finetune.checkpoint={out / 'bad.ckpt'}"))
+
+
+def test_distill_teacher_of_another_model(setup):
+    data, out = setup
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    train.finetune(tiny_config(data, out, "run.name=teacher", "model.name=vit_tiny", vit))
+    with pytest.raises(train.CheckpointError, match="does not fit aot_tiny"):
+        train.distill(tiny_config(data, out, "run.name=s", "model.name=vit_tiny_relu", vit, "distill.teacher_model=aot_tiny",
+                                  f"distill.teacher={out / 'teacher' / 'last.ckpt'}"))
+
+
+# ----------------------------------------------------------------------------- non-finite values
+
+def test_nan_loss_without_any_checkpoint_says_so(setup, monkeypatch):
+    data, out = setup
+    from aot_lib.lejepa import LeJEPALoss
+
+    real = LeJEPALoss.forward
+    monkeypatch.setattr(LeJEPALoss, "forward", lambda self, y: real(self, y)._replace(loss=torch.tensor(float("nan"))))
+    with pytest.raises(train.NonFiniteLossError, match="no checkpoint had been written yet"):
+        train.pretrain(tiny_config(data, out))
+    assert not (out / "tiny" / "last.ckpt").exists()
+
+
+def test_non_finite_gradient_is_skipped_and_weights_stay_finite(setup, monkeypatch):
+    data, out = setup
+    from aot_lib import loop
+
+    calls = {"n": 0}
+    real = loop.grad_norm
+
+    def poisoned(module):
+        calls["n"] += 1
+        if calls["n"] == 2:  # step 2's gradient is NaN
+            next(p for p in module.parameters() if p.grad is not None).grad.fill_(float("nan"))
+        return real(module)
+
+    monkeypatch.setattr(loop, "grad_norm", poisoned)
+    result = train.pretrain(tiny_config(data, out))
+    assert result["step"] == 4 and result["skipped_steps"] == 1
+    ckpt = train.load_checkpoint(out / "tiny" / "last.ckpt")
+    assert all(torch.isfinite(v).all() for v in ckpt["model"].values() if v.is_floating_point())
+
+
+def test_gradient_never_finite_stops(setup, monkeypatch):
+    data, out = setup
+    from aot_lib import loop
+
+    monkeypatch.setattr(loop, "grad_norm", lambda module: torch.tensor(float("inf")))
+    with pytest.raises(train.NonFiniteLossError, match="gradient was not finite for 2 steps in a row"):
+        train.pretrain(tiny_config(data, out, "optim.max_skipped_steps=1"))
+
+
+def test_non_finite_weights_are_never_saved(setup, tmp_path):
+    from lightning_fabric import Fabric
+
+    from aot_lib.runs import save_checkpoint
+
+    good = tmp_path / "last.ckpt"
+    good.write_bytes(b"previous")
+    model = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        model.weight[0, 0] = float("inf")
+    with pytest.raises(train.CheckpointError, match="non-finite values in 'weight'.*previous checkpoint .* is kept"):
+        save_checkpoint(Fabric(accelerator="cpu", devices=1), good, {"model": model})
+    assert good.read_bytes() == b"previous"
+
+
+# ----------------------------------------------------------------------------- signals, crashes, concurrency
+
+def test_ctrl_c_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeypatch):
+    data, out = setup
+    common = ["optim.max_steps=6", "run.ckpt_every=100"]
+    train.pretrain(tiny_config(data, out, "run.name=full", *common))
+    from aot_lib.lejepa import LeJEPALoss
+
+    calls = {"n": 0}
+    real = LeJEPALoss.forward
+
+    def interrupt(self, y):
+        calls["n"] += 1
+        if calls["n"] == 4:  # Ctrl-C during step 4 (index 3): steps 1-3 are done
+            raise KeyboardInterrupt
+        return real(self, y)
+
+    monkeypatch.setattr(LeJEPALoss, "forward", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train.pretrain(tiny_config(data, out, "run.name=part", *common))
+    assert train.load_checkpoint(out / "part" / "last.ckpt")["step"] == 3
+    assert json.loads((out / "part" / "run.json").read_text())["status"] == "interrupted at step 3"
+    monkeypatch.setattr(LeJEPALoss, "forward", real)
+    train.pretrain(tiny_config(data, out, "run.name=part", *common))
+    a, b = _csv(out / "full"), _csv(out / "part")
+    assert sorted(b) == list(range(1, 7))
+    for step in a:  # same data, views and weights: equal up to float32 run-to-run determinism
+        assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
+
+
+def test_crash_leaves_an_inspectable_run_json(setup, monkeypatch):
+    data, out = setup
+    from aot_lib.lejepa import LeJEPALoss
+
+    calls = {"n": 0}
+    real = LeJEPALoss.forward
+
+    def crash(self, y):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("out of memory (simulated)")
+        return real(self, y)
+
+    monkeypatch.setattr(LeJEPALoss, "forward", crash)
+    with pytest.raises(RuntimeError, match="simulated"):
+        train.pretrain(tiny_config(data, out, "optim.max_steps=6"))
+    record = json.loads((out / "tiny" / "run.json").read_text())
+    assert record["status"].startswith("failed: RuntimeError") and record["step"] == 2 and record["commit"]
+    assert sorted(_csv(out / "tiny")) == [1, 2, 3]  # the rows logged before the crash are merged
+
+
+def test_second_launch_of_a_running_run_is_refused(setup):
+    from filelock import FileLock
+
+    data, out = setup
+    (out / "tiny").mkdir(parents=True)
+    with FileLock(str(out / "tiny" / ".lock")):
+        with pytest.raises(train.RunLockedError, match="in use by another launch"):
+            train.pretrain(tiny_config(data, out))
+    assert not (out / "tiny" / "config.yaml").exists()
+    train.pretrain(tiny_config(data, out, "optim.max_steps=1"))  # free again once the other launch ends
+
+
+def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
+    from aot_lib.runs import atomic_write
+
+    target = tmp_path / "metrics.json"
+    target.write_text("old")
+
+    def fail(tmp):
+        tmp.write_text("half")
+        raise OSError("disk full (simulated)")
+
+    with pytest.raises(OSError):
+        atomic_write(target, fail)
+    assert target.read_text() == "old" and os.listdir(tmp_path) == ["metrics.json"]
+
+
+# ----------------------------------------------------------------------------- caches and records
+
+def test_probe_features_follow_the_checkpoint_and_the_data(setup, tmp_path):
+    data, out = setup
+    cfg = tiny_config(data, out, "optim.max_steps=2")
+    train.pretrain(cfg)
+    train.probe(cfg)
+    assert len(list((out / "tiny").glob("features-*.pt"))) == 1
+    other = make_imagefolder(tmp_path / "other", classes=("a", "b", "c"), seed=1)
+    r = train.probe(tiny_config(other, out, "optim.max_steps=2"), checkpoint=out / "tiny" / "last.ckpt")
+    assert r["test_images"] == 24  # the other data set's features, not the cached ones
+    assert len(list((out / "tiny").glob("features-*.pt"))) == 2
+    train.pretrain(tiny_config(data, out, "optim.max_steps=2", "run.resume=false", "run.overwrite=true", "run.seed=3"))
+    train.probe(tiny_config(data, out, "optim.max_steps=2", "run.seed=3"))
+    assert len(list((out / "tiny").glob("features-*.pt"))) == 1  # overwrite removed the old caches; a new key
+
+
+def test_record_refuses_unfinished_and_dirty_runs(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
+    with pytest.raises(train.CheckpointError, match="not finished"):
+        train.record_run(out / "tiny", out / "rec")
+    train.pretrain(tiny_config(data, out, "optim.max_steps=4"))
+    record = json.loads((out / "tiny" / "run.json").read_text())
+    record["commit"] = "abc+dirty"
+    (out / "tiny" / "run.json").write_text(json.dumps(record))
+    with pytest.raises(train.CheckpointError, match="local changes"):
+        train.record_run(out / "tiny", out / "rec")
+    assert {p.name for p in train.record_run(out / "tiny", out / "rec", allow_dirty=True)} >= {"run.json", "metrics.json"}
+
+
+def test_linear_probe_rejects_misaligned_labels():
+    with pytest.raises(ValueError, match="differ in length"):
+        train.linear_probe(torch.zeros(4, 2), torch.zeros(3, dtype=torch.long), torch.zeros(2, 2),
+                           torch.zeros(2, dtype=torch.long))
