@@ -110,6 +110,13 @@ def load_run(name: str, config: str) -> dict:
     return run
 
 
+def superseded(run: dict) -> str:
+    """The notice a recorded run carries when the code has changed under it (the ``superseded``
+    field of its run.json), to print next to every number taken from it; empty otherwise."""
+    note = run["run"].get("superseded")
+    return f"  [SUPERSEDED: {note}]" if note else ""
+
+
 try:
     main_run = load_run("cpu_aot_admm_cifar10", "aot_admm_cifar10.yaml")
     families = {f: load_run(f"cpu3ep_{f}_cifar10", f"compare_{f}_cifar10.yaml") for f in ("aot_admm", "crate", "aot")}
@@ -127,12 +134,15 @@ except DataError as e:
 # %%
 if have_runs:
     r = main_run
-    print(r["source"])
+    print(r["source"] + superseded(r))
     print("epochs:", load_config(ROOT / "configs" / "cpu" / "aot_admm_cifar10.yaml")["optim"]["epochs"],
-          "| steps:", r["metrics"]["step"])
-    print({k: r["run"].get(k) for k in ("commit", "seed", "wall_time_s", "status", "total_steps", "train_images")})
+          "| steps:", r["metrics"]["step"], superseded(r))
+    print({k: r["run"].get(k) for k in ("commit", "seed", "wall_time_s", "status", "total_steps", "train_images")},
+          superseded(r))
     print("hardware:", r["run"]["hardware"])
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    if superseded(r):
+        fig.suptitle(superseded(r).strip(), fontsize=8, color="darkred")
     for ax, key, title in zip(axes, ("loss", "pred", "sigreg"), ("total loss", "prediction loss", "SIGReg statistic")):
         ax.plot(r["curve"]["step"], r["curve"][key])
         ax.set_title(title, fontsize=9)
@@ -142,7 +152,7 @@ if have_runs:
     plt.show()
     p = r["probe"]
     print(f"linear probe top-1 {p['linear_top1']:.2f} %, k-NN top-1 {p['knn_top1']:.2f} % "
-          f"on {p['test_images']} CIFAR-10 test images")
+          f"on {p['test_images']} CIFAR-10 test images{superseded(r)}")
     print(f"paper, Table 1 (AoT-ADMM-Tiny, 800 epochs, A100): {paper.LINEAR_PROBE_ACC['cifar10']['aot_admm_tiny']} %")
 
 # %% [markdown]
@@ -155,18 +165,19 @@ if have_runs:
 if have_runs:
     fig, ax = plt.subplots(figsize=(6, 3.4))
     for fam, r in families.items():
-        ax.plot(r["curve"]["step"], r["curve"]["loss"], label=fam)
+        ax.plot(r["curve"]["step"], r["curve"]["loss"], label=fam + (" (superseded)" if superseded(r) else ""))
     ax.set_xlabel("step")
     ax.set_ylabel("LeJEPA loss")
     ax.legend()
     fig.tight_layout()
     plt.show()
+    # params: the encoder as the code builds it now (without a head, as the paper counts)
     print(f"{'model':10s} {'params':>8s} {'linear %':>9s} {'k-NN %':>8s} {'final loss':>11s} {'wall (s)':>9s}  source")
     for fam, r in families.items():
         cfg = load_config(ROOT / "configs" / "cpu" / f"compare_{fam}_cifar10.yaml")
         params = aot_lib.count_params(aot_lib.create_model(cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"])) / 1e6
         print(f"{fam:10s} {params:7.2f}M {r['probe']['linear_top1']:9.2f} {r['probe']['knn_top1']:8.2f} "
-              f"{r['metrics']['loss']:11.4f} {r['run']['wall_time_s']:9.0f}  {r['source']}")
+              f"{r['metrics']['loss']:11.4f} {r['run']['wall_time_s']:9.0f}  {r['source']}{superseded(r)}")
 
 # %% [markdown]
 # ## Speed and memory
