@@ -217,11 +217,9 @@ def cache_dir() -> Path:
 
 def atomic_save(obj, path: Path) -> None:
     """``torch.save`` to a temporary file in the same folder, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    from .files import torch_save
+
+    torch_save(obj, path)
 
 
 def _sha256(path: Path) -> str:

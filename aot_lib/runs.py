@@ -20,15 +20,16 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from .config import ConfigError, dump_config
+from .files import atomic_write, torch_save, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
-           "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
+           "torch_save", "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
            "RESUMABLE_KEYS", "config_differences"]
 
 CHECKPOINT_FORMAT = 1
@@ -42,38 +43,7 @@ class RunLockedError(RuntimeError):
     """Another launch is using the run folder."""
 
 
-# ----------------------------------------------------------------------------- atomic files
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it over ``path``.
-
-    The temporary name carries the process id, so two writers never share it; a reader sees the old
-    file or the new one, never half of one. On error the temporary file is removed and ``path`` is
-    left as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_json(path: str | os.PathLike, obj: dict) -> Path:
-    text = json.dumps(obj, indent=2, default=str)
-    return atomic_write(path, lambda tmp: tmp.write_text(text))
-
-
-def torch_save(obj, path: str | os.PathLike) -> Path:
-    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
+# ----------------------------------------------------------------------------- folders
 
 def run_dir(cfg: dict) -> Path:
     return Path(cfg["run"]["out_dir"]) / cfg["run"]["name"]

@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from aot_lib.files import write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 
 
@@ -37,8 +38,6 @@ def write(name: str, payload: dict) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "commit": git_commit(), "hardware": hardware_summary(),
                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **payload}
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2))
-    os.replace(tmp, out)
+    write_json(out, payload)
     print(json.dumps(payload, indent=2))
     return out

@@ -84,5 +84,7 @@ for name, Z in [("mixture of subspaces", Z_sub), ("isotropic", Z_iso)]:
 # | `aot_lib.models`, `aot_lib.layers`, `aot_lib.registry` | AoT-ADMM, CRATE, AoT, ViT; `create_model(name, **overrides)` |
 # | `aot_lib.sigreg`, `aot_lib.lejepa`, `aot_lib.heads` | Epps–Pulley, SIGReg, the LeJEPA loss, the projector |
 # | `aot_lib.coding_rate`, `aot_lib.theory`, `aot_lib.admm` | $R$, $R^c$; Appendix A's closed forms; the ADMM iterations |
-# | `aot_lib.data`, `aot_lib.augment`, `aot_lib.train`, `aot_lib.cli` | data, batched multi-crop, the Fabric trainer, the `aot` command |
+# | `aot_lib.data`, `aot_lib.augment` | data sets (with their provenance and statistics), batched multi-crop |
+# | `aot_lib.pretrain`, `aot_lib.probe`, `aot_lib.supervised` | LeJEPA pretraining, linear/k-NN probes, fine-tuning and distillation |
+# | `aot_lib.loop`, `aot_lib.runs`, `aot_lib.optim`, `aot_lib.config`, `aot_lib.cli` | the shared training loop, run folders and checkpoints, schedule and parameter groups, validated configs, the `aot` command (`aot_lib.train` imports them all) |
 # | `aot_lib.flops`, `aot_lib.paper` | parameter/FLOP counting; the paper's own numbers |
