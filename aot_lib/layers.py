@@ -226,6 +226,9 @@ class ISTA(nn.Module):
 
     def __init__(self, dim: int, step_size: float = 0.1, lambd: float = 0.1, fused: bool = False):
         super().__init__()
+        if step_size <= 0 or lambd < 0:
+            raise ValueError(f"ISTA needs step_size > 0 and lambd >= 0 (a negative threshold is no shrinkage), "
+                             f"got step_size={step_size}, lambd={lambd}")
         self.weight = nn.Parameter(torch.empty(dim, dim))
         nn.init.kaiming_uniform_(self.weight)
         self.step_size, self.lambd, self.fused = step_size, lambd, fused

@@ -16,6 +16,7 @@ step's batch, runs the model and returns the loss to minimise under ``"loss"`` a
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Callable
 
 import torch
@@ -120,7 +121,9 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                 consecutive += 1
                 skipped_total += 1
             optimizer.zero_grad(set_to_none=True)
-            scheduler.step()
+            with warnings.catch_warnings():  # a skipped first step is not the misuse this warns about
+                warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+                scheduler.step()
             done = step + 1
             rng_state = rng.get_state()  # the generator as it is after step `done`
             updating = False

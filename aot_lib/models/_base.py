@@ -61,10 +61,14 @@ class EncoderBase(nn.Module):
     def __init__(self, *, img_size: int, patch_size: int, in_chans: int, num_classes: int,
                  embed_dim: int, depth: int, num_heads: int):
         super().__init__()
+        for name, value, low in (("img_size", img_size, 1), ("patch_size", patch_size, 1), ("in_chans", in_chans, 1),
+                                 ("embed_dim", embed_dim, 1), ("depth", depth, 1), ("num_heads", num_heads, 1),
+                                 ("num_classes", num_classes, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}"
+                                 + ("; num_classes=0 gives the encoder without a classifier" if name == "num_classes" else ""))
         check_patch_divides(img_size, patch_size)
         check_heads_divide(embed_dim, num_heads)
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
         self.img_size, self.patch_size, self.in_chans = img_size, patch_size, in_chans
         self.num_classes, self.embed_dim, self.depth, self.num_heads = num_classes, embed_dim, depth, num_heads
         self.num_features = embed_dim

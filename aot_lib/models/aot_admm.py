@@ -147,6 +147,8 @@ class AoTADMM(EncoderBase):
         super().__init__(img_size=img_size, patch_size=patch_size, in_chans=in_chans, num_classes=num_classes,
                          embed_dim=embed_dim, depth=depth, num_heads=num_heads)
         admm_coefficients(eta, gamma, rho)  # fail early with the clear message
+        if lambd < 0:
+            raise ValueError(f"lambd must be >= 0 (the threshold tau = lambd/rho of the V-step is a shrinkage), got {lambd}")
         self.stem = PatchStem(img_size, patch_size, in_chans, embed_dim)
         self.blocks = nn.ModuleList(
             ADMMLayer(embed_dim, num_heads, eta=eta, gamma=gamma, rho=rho, lambd=lambd) for _ in range(depth)
