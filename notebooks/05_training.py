@@ -103,7 +103,8 @@ def load_run(name: str, config: str) -> dict:
 
     with open(run["dir"] / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
-    run["curve"] = {k: [float(r[k]) for r in rows] for k in ("step", "loss", "pred", "sigreg")}
+    # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "pred_loss"/"sigreg_loss"
+    run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows] for k in ("step", "loss", "pred", "sigreg")}
     for k in ("run", "probe", "metrics"):
         run[k] = json.loads((run["dir"] / f"{k}.json").read_text())
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
@@ -151,8 +152,9 @@ if have_runs:
     fig.tight_layout()
     plt.show()
     p = r["probe"]
+    data_label = (p.get("data") or {}).get("test", {}).get("label") or "CIFAR-10 test images (provenance not recorded)"
     print(f"linear probe top-1 {p['linear_top1']:.2f} %, k-NN top-1 {p['knn_top1']:.2f} % "
-          f"on {p['test_images']} CIFAR-10 test images{superseded(r)}")
+          f"on {p['test_images']} images of {data_label}{superseded(r)}")
     print(f"paper, Table 1 (AoT-ADMM-Tiny, 800 epochs, A100): {paper.LINEAR_PROBE_ACC['cifar10']['aot_admm_tiny']} %")
 
 # %% [markdown]
