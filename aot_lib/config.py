@@ -57,7 +57,11 @@ DEFAULTS: dict[str, Any] = {
         "max_skipped_steps": 10,  # consecutive steps with a non-finite gradient that are skipped before stopping
     },
     "fabric": {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto", "precision": "auto"},
-    "probe": {"epochs": 100, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 1024, "knn_k": 20, "knn_t": 0.07},
+    "probe": {"protocol": "quick", "epochs": 100,
+              # quick protocol: a number, or a list (a grid chosen on a validation split of the training set)
+              "lr": [3e-4, 1e-3, 3e-3], "weight_decay": [0.0, 5e-4], "val_fraction": 0.1, "batch_size": 1024,
+              "standard_lr": 0.1, "standard_batch_size": 256,  # standard protocol (SGD on augmented images)
+              "knn_k": 20, "knn_t": 0.07},
     "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
                  "warmup_epochs": 5, "label_smoothing": 0.1},
     "distill": {"teacher": None, "teacher_model": "vit_tiny",
@@ -84,7 +88,8 @@ class _Spec:
         else:
             what = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string", "text": "a string",
                     "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
-                    "range": "a pair [low, high] with 0 < low <= high <= 1"}[self.kind]
+                    "range": "a pair [low, high] with 0 < low <= high <= 1",
+                    "grid": "a number or a list of numbers"}[self.kind]
             bounds = []
             if self.lo is not None:
                 bounds.append(f"{'>' if self.lo_open else '>='} {self.lo}")
@@ -126,6 +131,13 @@ class _Spec:
             if not ok:
                 raise self._error(key, v)
             return [float(x) for x in v]
+        if self.kind == "grid":  # a number or a non-empty list of numbers, each in range
+            items = v if isinstance(v, list) else [v]
+            if not items:
+                raise self._error(key, v)
+            checked = [_Spec("float", self.lo, self.hi, lo_open=self.lo_open, hi_open=self.hi_open).check(key, x)
+                       for x in items]
+            return checked if isinstance(v, list) else checked[0]
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self._error(key, v)
         if self.kind == "int":
@@ -187,8 +199,10 @@ SCHEMA: dict[str, _Spec] = {
     "fabric.accelerator": _Spec("str", choices=("auto", "cpu", "cuda", "gpu", "mps")),
     "fabric.devices": _int(1), "fabric.num_nodes": _int(1), "fabric.strategy": _STR,
     "fabric.precision": _Spec("str", choices=("auto", "32-true", "32", "bf16-mixed", "bf16-true", "16-mixed", "64-true")),
-    "probe.epochs": _int(1), "probe.lr": _num(0, lo_open=True), "probe.weight_decay": _num(0),
-    "probe.batch_size": _int(1), "probe.knn_k": _int(1), "probe.knn_t": _num(0, lo_open=True),
+    "probe.protocol": _Spec("str", choices=("quick", "standard")), "probe.epochs": _int(1),
+    "probe.lr": _Spec("grid", 0, lo_open=True), "probe.weight_decay": _Spec("grid", 0),
+    "probe.val_fraction": _num(0, 1, lo_open=True, hi_open=True), "probe.standard_lr": _num(0, lo_open=True),
+    "probe.standard_batch_size": _int(1), "probe.batch_size": _int(1), "probe.knn_k": _int(1), "probe.knn_t": _num(0, lo_open=True),
     "finetune.checkpoint": _Spec("str", nullable=True), "finetune.image_size": _int(1, nullable=True),
     "finetune.epochs": _int(1), "finetune.lr": _num(0, lo_open=True), "finetune.weight_decay": _num(0),
     "finetune.batch_size": _int(1), "finetune.warmup_epochs": _num(0), "finetune.label_smoothing": _num(0, 1, hi_open=True),

@@ -1,5 +1,11 @@
 """Probes of a frozen encoder: a linear classifier and a weighted k-NN on its pooled features.
 
+Two linear protocols (``probe.protocol``): ``quick`` trains on cached features of un-augmented images, with
+the learning rate and weight decay chosen on a validation split carved from the training set (``probe.lr`` /
+``probe.weight_decay`` may be lists: the grid); ``standard`` is the SimCLR/BYOL protocol the paper cites
+(augmented images, SGD with momentum, cosine schedule), as expensive as that many epochs of inference.
+The k-NN probe (DINO's weighted vote) always runs on the cached features.
+
 ``probe(cfg, checkpoint)`` extracts the features of the configured data once (no augmentation), caches
 them beside the checkpoint under a key of everything they depend on (the checkpoint's bytes, the
 images and labels, the resolution and normalisation), and writes ``probe.json``.
@@ -23,7 +29,15 @@ from .pretrain import build_encoder, load_train_test, normalization_for
 from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
-__all__ = ["extract_features", "linear_probe", "knn_probe", "probe", "load_encoder", "feature_cache_key"]
+__all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_linear_probe", "stratified_split",
+           "knn_probe", "probe", "load_encoder", "feature_cache_key", "PROTOCOLS"]
+
+PROTOCOLS = {
+    "quick": "quick: linear classifier (AdamW, cosine) on cached, standardised features of un-augmented images; "
+             "lr and weight decay chosen on a validation split of the training set",
+    "standard": "standard (SimCLR/BYOL): linear classifier on features of augmented images (random-resized crop + "
+                "flip), SGD momentum 0.9, cosine schedule",
+}
 
 
 @torch.no_grad()
@@ -69,6 +83,85 @@ def linear_probe(train_f: torch.Tensor, train_y: torch.Tensor, test_f: torch.Ten
         acc = (clf(xte).argmax(1) == test_y).float().mean().item() * 100
         train_acc = (clf(xtr).argmax(1) == train_y).float().mean().item() * 100
     return {"linear_top1": acc, "linear_train_top1": train_acc}
+
+
+def stratified_split(labels: torch.Tensor, fraction: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices ``(train, val)``: ``fraction`` of every class (at least one image) held out for validation."""
+    g = torch.Generator().manual_seed(seed)
+    tr, va = [], []
+    for c in labels.unique():
+        idx = torch.nonzero(labels == c).flatten()
+        idx = idx[torch.randperm(len(idx), generator=g)]
+        k = max(1, round(fraction * len(idx))) if len(idx) > 1 else 0
+        va.append(idx[:k])
+        tr.append(idx[k:])
+    return torch.cat(tr).sort().values, torch.cat(va).sort().values
+
+
+def select_linear_probe(train_f, train_y, test_f, test_y, lrs, weight_decays, val_fraction: float = 0.1,
+                        epochs: int = 100, batch_size: int = 1024, seed: int = 0) -> dict:
+    """The quick linear probe with its learning rate and weight decay chosen on a validation split carved
+    from the training set (never the test set): every ``(lr, wd)`` is trained on the rest of the training
+    set and scored on the validation split; the best is retrained on the whole training set and tested."""
+    lrs = [lrs] if isinstance(lrs, (int, float)) else list(lrs)
+    wds = [weight_decays] if isinstance(weight_decays, (int, float)) else list(weight_decays)
+    scores = {}
+    if len(lrs) * len(wds) > 1:
+        tr, va = stratified_split(train_y, val_fraction, seed)
+        for lr in lrs:
+            for wd in wds:
+                r = linear_probe(train_f[tr], train_y[tr], train_f[va], train_y[va], epochs=epochs, lr=lr,
+                                 weight_decay=wd, batch_size=batch_size, seed=seed)
+                scores[(lr, wd)] = r["linear_top1"]
+        lr, wd = max(scores, key=lambda k: (scores[k], -k[1], -k[0]))  # ties: less decay, smaller lr
+    else:
+        lr, wd = lrs[0], wds[0]
+    result = linear_probe(train_f, train_y, test_f, test_y, epochs=epochs, lr=lr, weight_decay=wd,
+                          batch_size=batch_size, seed=seed)
+    result.update(linear_lr=lr, linear_weight_decay=wd,
+                  linear_val_top1={f"lr={k[0]:g},wd={k[1]:g}": v for k, v in scores.items()} or None,
+                  linear_val_fraction=val_fraction if scores else None)
+    return result
+
+
+def standard_linear_probe(encoder: nn.Module, train, test, size: int, mean, std, epochs: int = 100, lr: float = 0.1,
+                          batch_size: int = 256, seed: int = 0, device="cpu", progress: bool = False) -> dict:
+    """The standard self-supervised linear evaluation (SimCLR, BYOL): a linear classifier on the frozen
+    encoder's features of augmented images (random-resized crop, scale 0.08-1, and horizontal flip, drawn
+    afresh every epoch), trained with SGD (momentum 0.9, no weight decay) and a cosine schedule; features
+    are standardised by a parameter-free BatchNorm (as in MAE's linear probing). Top-1 on un-augmented test
+    images. Costs a forward pass of the encoder per image and epoch."""
+    from tqdm.auto import tqdm
+
+    from .augment import BatchedMultiCrop, MultiCropConfig
+    from .optim import batch_indices
+
+    torch.manual_seed(seed)
+    encoder.eval().to(device)
+    classes = len(train.classes)
+    head = nn.Sequential(nn.BatchNorm1d(encoder.num_features, affine=False), nn.Linear(encoder.num_features, classes)).to(device)
+    opt = torch.optim.SGD(head.parameters(), lr=lr, momentum=0.9, weight_decay=0.0)
+    spe = max(1, len(train) // batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * spe, 0))
+    aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.08, 1.0),
+                                           jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, blur_p=0.0, mean=mean, std=std))
+    gen = torch.Generator().manual_seed(seed + 1)
+    for step in tqdm(range(epochs * spe), desc="standard linear probe", disable=not progress):
+        epoch, i = divmod(step, spe)
+        idx = batch_indices(seed, epoch, i, len(train), batch_size)
+        with torch.no_grad():
+            f = encoder.forward_features(aug(train.images[idx].to(device), gen)[0]).float()
+        head.train()
+        loss = F.cross_entropy(head(f), train.labels[idx].to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    head.eval()
+    test_f = extract_features(encoder, test, size, mean, std, device=device).to(device)
+    with torch.no_grad():
+        acc = (head(test_f).argmax(1).cpu() == test.labels).float().mean().item() * 100
+    return {"linear_top1": acc, "linear_lr": lr, "linear_epochs": epochs}
 
 
 @torch.no_grad()
@@ -153,11 +246,15 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     result = {"checkpoint": str(ckpt_path), "pretrain_step": ckpt["step"], "train_images": len(try_),
               "test_images": len(tey), "dataset": cfg["data"]["name"],
               "data": {"train": train.provenance, "test": test.provenance},
-              "protocol": "quick: linear classifier on cached, standardised features of un-augmented images",
-              "probe": dict(pc), "feature_cache": cache.name}
+              "protocol": PROTOCOLS[pc["protocol"]], "probe": dict(pc), "feature_cache": cache.name}
     t1 = time.time()
-    result.update(linear_probe(trf, try_, tef, tey, epochs=pc["epochs"], lr=pc["lr"], weight_decay=pc["weight_decay"],
-                               batch_size=pc["batch_size"], seed=cfg["run"]["seed"]))
+    if pc["protocol"] == "standard":
+        result.update(standard_linear_probe(encoder, train, test, size, mean, std, epochs=pc["epochs"],
+                                            lr=pc["standard_lr"], batch_size=pc["standard_batch_size"],
+                                            seed=cfg["run"]["seed"], device=device, progress=cfg["run"]["progress"]))
+    else:
+        result.update(select_linear_probe(trf, try_, tef, tey, pc["lr"], pc["weight_decay"], pc["val_fraction"],
+                                          epochs=pc["epochs"], batch_size=pc["batch_size"], seed=cfg["run"]["seed"]))
     result["linear_probe_s"] = round(time.time() - t1, 2)
     result.update(knn_probe(trf, try_, tef, tey, k=pc["knn_k"], temperature=pc["knn_t"]))
     result.update(commit=git_commit(), wall_time_s=round(time.time() - t0, 2), hardware=hardware_summary())
