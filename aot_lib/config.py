@@ -63,7 +63,9 @@ DEFAULTS: dict[str, Any] = {
               "standard_lr": 0.1, "standard_batch_size": 256,  # standard protocol (SGD on augmented images)
               "knn_k": 20, "knn_t": 0.07},
     "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
-                 "warmup_epochs": 5, "label_smoothing": 0.1},
+                 "warmup_epochs": 5, "label_smoothing": 0.1,
+                 # the usual fine-tuning regularisers, off by default (see aot_lib.supervised)
+                 "mixup": 0.0, "cutmix": 0.0, "layer_decay": 1.0, "randaugment": False},
     "distill": {"teacher": None, "teacher_model": "vit_tiny",
                 "student_init": None,  # checkpoint the student starts from (its head excluded); null: from scratch
                 "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
@@ -206,6 +208,8 @@ SCHEMA: dict[str, _Spec] = {
     "finetune.checkpoint": _Spec("str", nullable=True), "finetune.image_size": _int(1, nullable=True),
     "finetune.epochs": _int(1), "finetune.lr": _num(0, lo_open=True), "finetune.weight_decay": _num(0),
     "finetune.batch_size": _int(1), "finetune.warmup_epochs": _num(0), "finetune.label_smoothing": _num(0, 1, hi_open=True),
+    "finetune.mixup": _num(0), "finetune.cutmix": _num(0), "finetune.layer_decay": _num(0, 1, lo_open=True),
+    "finetune.randaugment": _BOOL,
     "distill.teacher": _Spec("str", nullable=True), "distill.student_init": _Spec("str", nullable=True),
     "distill.teacher_model": _STR, "distill.epochs": _int(1),
     "distill.lr": _num(0, lo_open=True), "distill.weight_decay": _num(0), "distill.batch_size": _int(1),

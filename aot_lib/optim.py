@@ -14,22 +14,49 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["param_groups", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm", "NO_DECAY_NAMES"]
+__all__ = ["param_groups", "layer_id", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm", "NO_DECAY_NAMES"]
 
 # Parameters that are not weight matrices by role although some are 2-D or 3-D tensors.
 NO_DECAY_NAMES = ("cls_token", "pos_embed", "coef_logits", "tau")
 
 
-def param_groups(module: nn.Module, weight_decay: float) -> list[dict]:
-    """Two AdamW groups: weight matrices (and convolution kernels) with ``weight_decay``; biases, norm
-    scales, ``tau``, branch logits, the cls token and the position embedding without."""
-    decay, no_decay = [], []
+def layer_id(name: str, depth: int) -> int:
+    """Depth of a parameter for layer-wise lr decay: 0 for the stem (cls token, position embedding,
+    patch embedding), ``i + 1`` for ``blocks.i``, ``depth + 1`` for the head."""
+    parts = name.split(".")
+    if "blocks" in parts:
+        return int(parts[parts.index("blocks") + 1]) + 1
+    if parts[0] == "head" or (len(parts) > 1 and parts[1] == "head"):
+        return depth + 1
+    return 0
+
+
+def param_groups(module: nn.Module, weight_decay: float, layer_decay: float = 1.0, lr: float | None = None) -> list[dict]:
+    """AdamW groups: weight matrices (and convolution kernels) with ``weight_decay``; biases, norm scales,
+    ``tau``, branch logits, the cls token and the position embedding without.
+
+    With ``layer_decay < 1`` (BEiT/MAE fine-tuning), a parameter at depth ``l`` (:func:`layer_id`) of a
+    ``depth``-layer encoder gets ``lr * layer_decay ** (depth + 1 - l)``: the head the full rate, the stem
+    the smallest. Each group then carries its own ``lr`` (pass the base ``lr``).
+    """
+    depth = getattr(module, "depth", None) or getattr(getattr(module, "encoder", None), "depth", 0)
+    groups: dict[tuple, dict] = {}
     for name, p in module.named_parameters():
         if not p.requires_grad:
             continue
         leaf = name.rsplit(".", 1)[-1]
-        (no_decay if p.ndim < 2 or leaf in NO_DECAY_NAMES else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        decays = not (p.ndim < 2 or leaf in NO_DECAY_NAMES)
+        scale = layer_decay ** (depth + 1 - layer_id(name, depth)) if layer_decay != 1.0 else 1.0
+        g = groups.setdefault((decays, scale), {"params": [], "weight_decay": weight_decay if decays else 0.0})
+        if layer_decay != 1.0:
+            if lr is None:
+                raise ValueError("param_groups: pass the base lr when layer_decay != 1")
+            g["lr"] = lr * scale
+        g["params"].append(p)
+    if layer_decay == 1.0:  # the two plain groups, decay first, even when one is empty
+        return [groups.get((True, 1.0), {"params": [], "weight_decay": weight_decay}),
+                groups.get((False, 1.0), {"params": [], "weight_decay": 0.0})]
+    return list(groups.values())
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int, min_ratio: float = 0.0):

@@ -3,12 +3,18 @@
 Both run through the shared loop (:func:`aot_lib.loop.fit`), so they resume from ``last.ckpt``, log,
 skip non-finite gradients and save on Ctrl-C exactly as pretraining does, with the same checkpoint layout.
 
-Recipe (documented, deliberately light): random-resized crop (scale 0.35-1) and horizontal flip,
-AdamW with linear warm-up and cosine decay, label smoothing for fine-tuning; no RandAugment, mixup/cutmix,
-drop-path or layer-wise lr decay, which the 95-96 % fine-tuning results in the literature usually need.
+Recipe: random-resized crop (scale 0.35-1) and horizontal flip, AdamW with linear warm-up and cosine decay,
+label smoothing for fine-tuning. The regularisers that the 95-96 % fine-tuning results in the literature
+usually rely on are options, off by default: ``finetune.randaugment`` (torchvision's RandAugment, per image,
+before the crop), ``finetune.mixup`` / ``finetune.cutmix`` (Beta(α, α) mixing of a batch with its reverse;
+with both set, each batch draws one of the two), ``finetune.layer_decay`` (layer-wise lr decay, BEiT/MAE).
+Drop-path is not offered: AoT-ADMM's layer is one ADMM iteration, not a residual branch to drop.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -36,6 +42,38 @@ def evaluate(model: nn.Module, data, size: int, mean, std, device, batch_size: i
             xb = F.interpolate(xb, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
         correct += (model(normalize(xb, mean, std)).argmax(1).cpu() == data.labels[j:j + batch_size]).sum().item()
     return correct / len(data) * 100
+
+
+def mix_batch(x: torch.Tensor, y: torch.Tensor, num_classes: int, mixup: float, cutmix: float, g: torch.Generator,
+              smoothing: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mixup or CutMix of a batch with its reverse; returns the mixed images and soft targets
+    (label-smoothed one-hot vectors mixed with the same weight ``lam`` the pixels were)."""
+    soft = F.one_hot(y, num_classes).float() * (1 - smoothing) + smoothing / num_classes
+    use_cutmix = cutmix > 0 and (mixup <= 0 or torch.rand((), generator=g).item() < 0.5)
+    alpha = cutmix if use_cutmix else mixup
+    # one draw per batch, from the run's generator (so a resumed run mixes the same way)
+    seed = int(torch.randint(0, 2**31 - 1, (), generator=g))
+    lam = float(np.random.default_rng(seed).beta(alpha, alpha)) if alpha > 0 else 1.0
+    flipped = x.flip(0)
+    if use_cutmix:
+        h, w = x.shape[-2:]
+        ch, cw = int(h * math.sqrt(1 - lam)), int(w * math.sqrt(1 - lam))
+        cy, cx = (torch.randint(0, h, (), generator=g).item(), torch.randint(0, w, (), generator=g).item())
+        y0, y1, x0, x1 = max(cy - ch // 2, 0), min(cy + ch // 2, h), max(cx - cw // 2, 0), min(cx + cw // 2, w)
+        x = x.clone()
+        x[..., y0:y1, x0:x1] = flipped[..., y0:y1, x0:x1]
+        lam = 1 - (y1 - y0) * (x1 - x0) / (h * w)  # the area actually kept
+    else:
+        x = lam * x + (1 - lam) * flipped
+    return x, lam * soft + (1 - lam) * soft.flip(0)
+
+
+def _randaugment(images: torch.Tensor) -> torch.Tensor:
+    """torchvision's RandAugment (2 ops, magnitude 9), one uint8 image at a time."""
+    from torchvision.transforms import v2
+
+    ra = v2.RandAugment()
+    return torch.stack([ra(img) for img in images])
 
 
 def _load_into(model: nn.Module, path, what: str) -> dict:
@@ -74,7 +112,8 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
         aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
                                                jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
-        opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"]), lr=sc["lr"])
+        opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
+                                lr=sc["lr"])
         student, opt = fabric.setup(student, opt)
         if teacher is not None:
             teacher = fabric.to_device(teacher).eval()
@@ -87,14 +126,25 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
         gen = torch.Generator().manual_seed(cfg["run"]["seed"] + 1)
         local = gb // world
         smoothing = sc.get("label_smoothing", 0.0)
+        mixing = sc.get("mixup", 0.0) > 0 or sc.get("cutmix", 0.0) > 0
+        num_classes = len(train.classes)
 
         def step_fn(step: int) -> dict:
             epoch, i = divmod(step, spe)
             idx = batch_indices(cfg["run"]["seed"], epoch, i, len(train), gb, rank, world)
-            x = aug(train.images[idx].to(fabric.device), gen, global_batch=gb, offset=rank * local)[0]
+            images = train.images[idx]
+            if sc.get("randaugment"):
+                torch.manual_seed(cfg["run"]["seed"] * 1_000_003 + step)  # RandAugment draws from the global RNG
+                images = _randaugment(images)
+            x = aug(images.to(fabric.device), gen, global_batch=gb, offset=rank * local)[0]
             y = train.labels[idx].to(fabric.device)
-            logits = student(x)
-            ce = F.cross_entropy(logits, y, label_smoothing=smoothing)
+            if mixing:
+                x, target = mix_batch(x, y, num_classes, sc["mixup"], sc["cutmix"], gen, smoothing)
+                logits = student(x)
+                ce = torch.sum(-target * F.log_softmax(logits.float(), dim=1), dim=1).mean()
+            else:
+                logits = student(x)
+                ce = F.cross_entropy(logits, y, label_smoothing=smoothing)
             if teacher is None:
                 return {"loss": ce, "epoch": epoch}
             with torch.no_grad():  # DeiT hard-label distillation: 1/2 CE(label) + 1/2 CE(teacher's argmax)

@@ -75,3 +75,43 @@ def test_probe_grid_is_validated():
         load_config(None, ["probe.lr=[1e-3, -1]"])
     with pytest.raises(ConfigError, match="probe.lr must be a number or a list"):
         load_config(None, ["probe.lr=[]"])
+
+
+def test_mix_batch_targets_match_the_pixels():
+    """Mixup: pixels and targets mixed with the same weight; CutMix: the target weight is the kept area."""
+    from aot_lib.supervised import mix_batch
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.stack([torch.full((3, 8, 8), float(k)) for k in range(4)])
+    y = torch.tensor([0, 1, 2, 3])
+    mx, t = mix_batch(x, y, 4, mixup=1.0, cutmix=0.0, g=g)
+    lam = t[0, 0].item()  # image 0 mixed with image 3 (the batch reversed)
+    torch.testing.assert_close(mx[0], torch.full((3, 8, 8), lam * 0 + (1 - lam) * 3))
+    assert t[0, 3].item() == pytest.approx(1 - lam) and torch.allclose(t.sum(1), torch.ones(4))
+    cx, t = mix_batch(x, y, 4, mixup=0.0, cutmix=1.0, g=g)
+    kept = (cx[0] == 0).float().mean().item()
+    assert t[0, 0].item() == pytest.approx(kept) and t[0, 3].item() == pytest.approx(1 - kept)
+
+
+def test_layer_decay_groups():
+    from aot_lib.optim import param_groups
+    from aot_lib.registry import create_model
+
+    m = create_model("aot_tiny", embed_dim=16, depth=2, num_heads=2, patch_size=4, img_size=8, num_classes=3)
+    groups = param_groups(m, 0.05, layer_decay=0.5, lr=1.0)
+    lr_of = {id(p): g["lr"] for g in groups for p in g["params"]}
+    named = dict(m.named_parameters())
+    assert lr_of[id(named["head.fc.weight"])] == 1.0  # depth + 1: full rate
+    assert lr_of[id(named["blocks.1.mssa.qkv.weight"])] == 0.5
+    assert lr_of[id(named["blocks.0.mssa.qkv.weight"])] == 0.25
+    assert lr_of[id(named["stem.pos_embed"])] == 0.125
+    assert sum(len(g["params"]) for g in groups) == len(named)
+
+
+def test_finetune_with_every_regulariser(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    data = make_imagefolder(tmp_path / "data")
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    r = train.finetune(tiny_config(data, tmp_path / "runs", "model.name=vit_tiny", vit, "finetune.mixup=0.8",
+                                   "finetune.cutmix=1.0", "finetune.layer_decay=0.75", "finetune.randaugment=true"))
+    assert 0 <= r["top1"] <= 100 and r["steps"] == 4
