@@ -120,7 +120,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
         return result
     if result.get("already_finished") and (run.path / "metrics.json").exists():
         return json.loads((run.path / "metrics.json").read_text())
-    metrics = {**result, "steps_per_epoch": spe, "train_images": n}
+    metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": train.provenance}
     metrics.pop("already_finished", None)
     run.write_result("metrics.json", metrics)
     run.finish(metrics=metrics)

@@ -227,3 +227,23 @@ def test_supervised_runs_resume_to_the_uninterrupted_result(setup, kind):
     for step in a:  # same data, augmentations and weights: equal up to float32 run-to-run determinism
         assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
     assert part["top1"] == full["top1"]
+
+
+def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setup):
+    from aot_lib.pretrain import build_encoder
+    from aot_lib.supervised import _load_into
+
+    data, out = setup
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    train.finetune(tiny_config(data, out, "run.name=init", "model.name=vit_tiny", vit))
+    init = train.load_checkpoint(out / "init" / "last.ckpt")["model"]
+    cfg = tiny_config(data, out, "run.name=s", "model.name=vit_tiny_relu", vit)
+    student = build_encoder(cfg, num_classes=2)
+    head_before = student.head.fc.weight.clone()
+    info = _load_into(student, out / "init" / "last.ckpt", "distill.student_init")
+    own = student.state_dict()
+    for k, v in own.items():
+        if not k.startswith("head."):
+            torch.testing.assert_close(v, init[k], rtol=0, atol=0, msg=k)  # copied exactly
+    assert torch.equal(student.head.fc.weight, head_before)  # the classifier is not inherited
+    assert any(".mlp.fc1." in k for k in info["left_out"])  # the MLPs the ReLU student lacks are reported
