@@ -142,6 +142,15 @@ for scale in ["tiny", "small", "base"]:
 # $d\times d$ projections, which is why removing CRATE's dictionary (one or two $d\times d$ products per
 # token per layer) cuts FLOPs by more than half.
 #
+# ## One encoder, two resolutions
+#
+# LeJEPA sends 32-px global and 16-px local views (2×2 instead of 4×4 patches) through the same
+# encoder, so the learned position embedding must serve both grids. Official CRATE never faces this:
+# it trains at one resolution and slices its embedding. Here the grid part is resized bicubically
+# (`aot_lib.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls entry is kept. The
+# CRATE-family stems resize without antialiasing (DINO's choice), the ViT family with it (timm's
+# `resample_abs_pos_embed`, so timm weights load with equal outputs).
+#
 # ## What we learned
 #
 # * The three architectures share stem, attention and head; AoT-ADMM's extra cost over AoT is
