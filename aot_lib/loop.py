@@ -20,6 +20,7 @@ import warnings
 from typing import Callable
 
 import torch
+from torch.profiler import record_function
 
 from .optim import grad_norm
 from .runs import CHECKPOINT_FORMAT, CheckpointError, RunFolder, load_checkpoint, merge_csv_logs, save_checkpoint
@@ -99,7 +100,8 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
     rng_state = rng.get_state()
     try:
         for step in range(start, total_steps):
-            out = step_fn(step)
+            with record_function("step_fn"):  # named scopes: benchmarks/bench_trainer.py profiles the step by them
+                out = step_fn(step)
             loss = out["loss"]
             loss_value = fabric.all_reduce(loss.detach().float(), reduce_op="mean")
             if not torch.isfinite(loss_value):
@@ -108,14 +110,16 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                 raise NonFiniteLossError(
                     f"the {kind} loss became {loss_value.item()} at step {step}; {where}. Lower optim.lr, set "
                     "optim.grad_clip, or use fabric.precision=32-true, then run again")
-            fabric.backward(loss)
+            with record_function("backward"):
+                fabric.backward(loss)
             gnorm = grad_norm(model)
             finite = fabric.all_reduce(torch.isfinite(gnorm).float(), reduce_op="min").item() == 1.0
             updating = True
             if finite:
                 if oc["grad_clip"]:
                     fabric.clip_gradients(model, optimizer, max_norm=oc["grad_clip"])
-                optimizer.step()
+                with record_function("optimizer"):
+                    optimizer.step()
                 consecutive = 0
             else:  # skip: the weights stay finite; the step (and its batch) is consumed
                 consecutive += 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import torch
+from torch.profiler import record_function
 
 from .augment import BatchedMultiCrop, MultiCropConfig
 from .config import validate_config
@@ -107,10 +108,13 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
 
     def step_fn(step: int) -> dict:
         epoch, i = divmod(step, spe)
-        idx = batch_indices(rc["seed"], epoch, i, n, gb, rank, world)
-        images = train.images[idx].to(fabric.device, non_blocking=True)
-        views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
-        out = model(views)
+        with record_function("data"):
+            idx = batch_indices(rc["seed"], epoch, i, n, gb, rank, world)
+            images = train.images[idx].to(fabric.device, non_blocking=True)
+        with record_function("augment"):
+            views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
+        with record_function("forward"):
+            out = model(views)
         return {"loss": out.loss, "pred_loss": fabric.all_reduce(out.pred_loss.detach(), reduce_op="mean"),
                 "sigreg_loss": out.sigreg_loss.detach(), "epoch": epoch}
 
