@@ -50,7 +50,8 @@ DEFAULTS: dict[str, Any] = {
     },
     "views": {k: v for k, v in MultiCropConfig.defaults_dict().items() if k not in ("ratio", "blur_sigma")},
     "projector": {"hidden_dim": 2048, "out_dim": 128, "num_layers": 3},
-    "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17, "sigreg_sample": "per_view"},
+    "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17, "sigreg_sample": "per_view",
+             "sigreg_normalize": False},  # Appendix A's centring + tr(Sigma) = d before SIGReg
     "optim": {
         "batch_size": 256, "epochs": 800, "max_steps": None, "lr": 5e-4, "weight_decay": 5e-2,
         "warmup_epochs": 10, "min_lr_ratio": 0.0, "grad_clip": None,
@@ -193,7 +194,7 @@ SCHEMA: dict[str, _Spec] = {
     "projector.hidden_dim": _int(1), "projector.out_dim": _int(1), "projector.num_layers": _int(1),
     "loss.lejepa_lambda": _num(0, 1, hi_open=True, example="0.05"), "loss.num_slices": _int(1, example="1024"),
     "loss.t_max": _num(0, lo_open=True), "loss.n_points": _int(2),
-    "loss.sigreg_sample": _Spec("str", choices=("per_view", "pooled")),
+    "loss.sigreg_sample": _Spec("str", choices=("per_view", "pooled")), "loss.sigreg_normalize": _BOOL,
     "optim.batch_size": _int(1, example="256"), "optim.epochs": _int(1, example="800"),
     "optim.max_steps": _int(1, nullable=True, example="1000"), "optim.lr": _num(0, lo_open=True, example="5e-4"),
     "optim.weight_decay": _num(0), "optim.warmup_epochs": _num(0), "optim.min_lr_ratio": _num(0, 1),

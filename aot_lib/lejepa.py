@@ -32,7 +32,7 @@ from torch import nn
 
 from .sigreg import SIGReg, full_precision
 
-__all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES"]
+__all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES", "energy_normalize"]
 
 SIGREG_SAMPLES = ("per_view", "pooled")
 
@@ -44,6 +44,27 @@ def alpha_from_lejepa_lambda(lambd: float) -> float:
     if not 0 <= lambd < 1:
         raise ValueError(f"LeJEPA's lambda must lie in [0, 1), got {lambd}")
     return lambd / (1 - lambd)
+
+
+def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    r"""Centre each sample and rescale it to the normalised energy of Theorem 1 (Appendix A,
+    Eq. ``sup_normalization``): over the ``N`` embeddings of ``y`` (shape ``(..., N, D)``),
+    ``mean = 0`` and ``mean ||y_n||^2 = D``, i.e. ``tr(Sigma) = d`` for the sample covariance.
+
+    Under DDP the mean and the energy are those of the global batch (differentiable all-reduce), so
+    every process normalises with the same statistics.
+    """
+    from .sigreg import _world_size, all_reduce_sum
+
+    n, d, world = y.shape[-2], y.shape[-1], _world_size()
+    s = y.sum(-2, keepdim=True)
+    if world > 1:
+        s = all_reduce_sum(s)
+    yc = y - s / (n * world)
+    energy = yc.square().sum((-2, -1), keepdim=True)
+    if world > 1:
+        energy = all_reduce_sum(energy)
+    return yc * torch.rsqrt(energy / (n * world * d) + eps)
 
 
 class LeJEPAOutput(NamedTuple):
@@ -65,6 +86,10 @@ class LeJEPALoss(nn.Module):
         sigreg_sample: ``"per_view"`` (default: SIGReg of each view's ``N`` embeddings, averaged over
             views, as LeJEPA's minimal example and the ``lejepa`` package) or ``"pooled"`` (one SIGReg
             of all ``V*N`` embeddings, as ``stable-pretraining``); see the module docstring.
+        sigreg_normalize: centre and rescale each SIGReg sample to ``tr(Sigma) = d`` before the test
+            (:func:`energy_normalize`; Appendix A: "Centering and the fixed normalized-energy condition
+            of Theorem 1 are imposed by the normalization preceding the regularizer"). Off by default,
+            as in both reference implementations; the prediction loss always sees the raw embeddings.
 
     ``forward(embeddings, directions=None)`` takes the projected embeddings of all views, shape
     ``(V, N, D)`` or a list of ``V`` tensors ``(N, D)`` with the global views first; ``directions``
@@ -74,13 +99,15 @@ class LeJEPALoss(nn.Module):
     """
 
     def __init__(self, alpha: float = 0.05 / 0.95, num_global: int = 2, num_slices: int = 1024,
-                 t_max: float = 3.0, n_points: int = 17, seed: int = 0, sigreg_sample: str = "per_view"):
+                 t_max: float = 3.0, n_points: int = 17, seed: int = 0, sigreg_sample: str = "per_view",
+                 sigreg_normalize: bool = False):
         super().__init__()
         if alpha < 0:
             raise ValueError(f"alpha must be non-negative, got {alpha}")
         if sigreg_sample not in SIGREG_SAMPLES:
             raise ValueError(f"sigreg_sample must be one of {SIGREG_SAMPLES}, got {sigreg_sample!r}")
         self.alpha, self.num_global, self.sigreg_sample = alpha, num_global, sigreg_sample
+        self.sigreg_normalize = sigreg_normalize
         self.sigreg = SIGReg(num_slices=num_slices, t_max=t_max, n_points=n_points, seed=seed)
 
     def forward(self, embeddings: torch.Tensor | Sequence[torch.Tensor],
@@ -96,11 +123,14 @@ class LeJEPALoss(nn.Module):
             target = y[: self.num_global].mean(0)
             pred_loss = (target.unsqueeze(0) - y).square().mean()
             sample = y if self.sigreg_sample == "per_view" else y.reshape(-1, y.shape[-1])
+            if self.sigreg_normalize:
+                sample = energy_normalize(sample)
             sigreg_loss = self.sigreg(sample, directions)
             return LeJEPAOutput(pred_loss + self.alpha * sigreg_loss, pred_loss, sigreg_loss)
 
     def extra_repr(self) -> str:
-        return f"alpha={self.alpha:.6g}, num_global={self.num_global}, sigreg_sample={self.sigreg_sample!r}"
+        return (f"alpha={self.alpha:.6g}, num_global={self.num_global}, sigreg_sample={self.sigreg_sample!r}, "
+                f"sigreg_normalize={self.sigreg_normalize}")
 
 
 class LeJEPAModel(nn.Module):

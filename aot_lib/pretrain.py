@@ -40,7 +40,7 @@ def build_lejepa_model(cfg: dict) -> LeJEPAModel:
     lc = cfg["loss"]
     loss = LeJEPALoss(alpha=alpha_from_lejepa_lambda(lc["lejepa_lambda"]), num_global=cfg["views"]["n_global"],
                       num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"],
-                      sigreg_sample=lc["sigreg_sample"])
+                      sigreg_sample=lc["sigreg_sample"], sigreg_normalize=lc["sigreg_normalize"])
     return LeJEPAModel(encoder, projector, loss)
 
 

@@ -145,3 +145,30 @@ def test_float32_under_bf16_autocast(sample):
         assert a.dtype == torch.float32
         torch.testing.assert_close(a, b, rtol=1e-6, atol=0)  # same float32 computation, as above
     torch.testing.assert_close(grad, ref_grad.to(torch.bfloat16), rtol=0, atol=0)  # one rounding of equal values
+
+
+def test_energy_normalize_imposes_appendix_a_conditions():
+    """Centred, and tr(Sigma) = d for the sample covariance (Eq. sup_normalization), per view; float64 so
+    the checks are exact to rounding."""
+    from aot_lib.lejepa import energy_normalize
+
+    g = torch.Generator().manual_seed(0)
+    y = 3.0 + 5.0 * torch.randn(4, 64, 6, generator=g, dtype=torch.float64)
+    z = energy_normalize(y)
+    torch.testing.assert_close(z.mean(-2), torch.zeros(4, 6, dtype=torch.float64), rtol=0, atol=1e-12)
+    cov = torch.einsum("vnd,vne->vde", z, z) / z.shape[-2]
+    torch.testing.assert_close(torch.diagonal(cov, dim1=-2, dim2=-1).sum(-1), torch.full((4,), 6.0, dtype=torch.float64))
+    # scale and shift of the input do not matter after normalisation
+    torch.testing.assert_close(energy_normalize(7.0 * y - 2.0), z)
+
+
+def test_sigreg_normalize_option_tests_the_normalised_sample():
+    from aot_lib.lejepa import LeJEPALoss, energy_normalize
+
+    g = torch.Generator().manual_seed(1)
+    y = 4.0 * torch.randn(3, 32, 5, generator=g, dtype=torch.float64) + 1.0
+    dirs = torch.nn.functional.normalize(torch.randn(5, 7, generator=g, dtype=torch.float64), dim=0)
+    plain, normed = LeJEPALoss(num_global=2), LeJEPALoss(num_global=2, sigreg_normalize=True)
+    out = normed(y, dirs)
+    torch.testing.assert_close(out.sigreg_loss, plain(energy_normalize(y), dirs).sigreg_loss)
+    torch.testing.assert_close(out.pred_loss, plain(y, dirs).pred_loss)  # the prediction sees raw embeddings

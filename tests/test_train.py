@@ -159,7 +159,8 @@ def test_cli_pretrain_and_probe(setup, capsys):
     assert '"linear_top1"' in capsys.readouterr().out
 
 
-def test_ddp_two_processes_match_one(setup, tmp_path):
+@pytest.mark.parametrize("normalize", [False, True])
+def test_ddp_two_processes_match_one(setup, tmp_path, normalize):
     """gloo on CPU, before any optimiser step: the global loss (SIGReg over the global batch), every
     gradient and the projector's global BatchNorm statistics of 2 processes equal those of 1 process
     on the same global batch and views. (Comparing weights after AdamW steps cannot be tight: Adam turns
@@ -169,7 +170,7 @@ def test_ddp_two_processes_match_one(setup, tmp_path):
     from helpers import ddp_first_step
 
     data, out = setup
-    cfg = tiny_config(data, out, "optim.batch_size=8")
+    cfg = tiny_config(data, out, "optim.batch_size=8", f"loss.sigreg_normalize={str(normalize).lower()}")
     images = torch.randint(0, 256, (8, 3, 16, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     Fabric(accelerator="cpu", devices=1).launch(ddp_first_step, cfg, images, str(tmp_path / "one.pt"))
     Fabric(accelerator="cpu", devices=2, strategy="ddp_spawn").launch(ddp_first_step, cfg, images, str(tmp_path / "two.pt"))
