@@ -18,11 +18,21 @@ def test_default_alpha_is_lejepa_lambda_005():
     torch.testing.assert_close(0.95 * out.loss, lejepa_form)
 
 
-def test_prediction_loss_is_zero_when_views_agree():
+@pytest.mark.parametrize("num_global", [2, 3, 8])
+def test_prediction_loss_is_zero_when_views_agree(num_global):
     base = torch.randn(64, 16)
-    out = LeJEPALoss()(base.expand(8, -1, -1))
-    assert out.pred_loss.item() == 0.0
+    out = LeJEPALoss(num_global=num_global)(base.expand(8, -1, -1))
+    # The target is a float32 mean of identical global views: the sum of k copies divided by k equals the
+    # copy up to one or two roundings (for k = 3, (x + x + x) / 3 need not be x exactly), i.e. a relative
+    # error of a few 2^-24 = 6e-8 per entry. The squared error is then below (4 * 6e-8)^2 * mean(x^2),
+    # about 6e-14 here, where any real disagreement between the views is many orders larger (below).
+    bound = (4 * torch.finfo(torch.float32).eps) ** 2 * base.square().mean().item()
+    assert 0 <= out.pred_loss.item() <= bound
     assert out.sigreg_loss.item() > 0
+    # one view off by 1e-3 in every entry: a loss of about 1e-6 / 8, far above that bound
+    views = base.expand(8, -1, -1).clone()
+    views[-1] += 1e-3
+    assert LeJEPALoss(num_global=2)(views).pred_loss.item() == pytest.approx(1e-6 / 8, rel=1e-3)
 
 
 def test_prediction_loss_definition_and_list_input():

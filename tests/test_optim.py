@@ -1,0 +1,142 @@
+"""aot_lib.optim by value: the learning-rate schedule computed by hand, the exact membership of the two
+weight-decay groups of every model family, the data order over epochs and processes, the gradient norm."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from aot_lib import create_model, list_models
+from aot_lib.heads import LeJEPAProjector
+from aot_lib.layers import ISTA
+from aot_lib.optim import batch_indices, epoch_order, grad_norm, param_groups, warmup_cosine
+
+# ----------------------------------------------------------------------------- warm-up + cosine
+
+
+def test_warmup_cosine_by_hand():
+    # 13 steps (0..12), 2 of warm-up: the cosine runs over steps 2..12, a span of 10 steps
+    f = warmup_cosine(13, 2, min_ratio=0.1)
+    assert f(0) == pytest.approx(1 / 2)  # (s + 1) / warmup
+    assert f(1) == pytest.approx(1.0)  # the end of the warm-up
+    assert f(2) == pytest.approx(1.0)  # cos(0): the first step after it
+    # step 4: t = 2/10, cos(pi/5) = (1 + sqrt 5) / 4
+    assert f(4) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + (1 + math.sqrt(5)) / 4), rel=1e-12)
+    assert f(7) == pytest.approx(0.1 + 0.9 * 0.5, rel=1e-12)  # t = 1/2: halfway between 1 and min_ratio
+    assert f(12) == pytest.approx(0.1, rel=1e-12)  # the last step
+    assert f(20) == pytest.approx(0.1, rel=1e-12)  # past the end it stays there
+    values = [f(s) for s in range(2, 13)]
+    assert all(a > b for a, b in zip(values, values[1:]))  # strictly decreasing after the warm-up
+
+
+def test_warmup_cosine_edges():
+    f = warmup_cosine(5, 0)  # no warm-up, min_ratio 0: starts at 1, ends at 0
+    assert f(0) == 1.0 and f(4) == pytest.approx(0.0, abs=1e-15) and f(2) == pytest.approx(0.5, rel=1e-12)
+    g = warmup_cosine(4, 10)  # warm-up longer than the run: clamped to the run
+    assert [g(s) for s in range(4)] == pytest.approx([0.25, 0.5, 0.75, 1.0])
+    h = warmup_cosine(1, 0, min_ratio=0.3)  # a one-step run: the first step has the full rate
+    assert h(0) == 1.0
+    with pytest.raises(ValueError, match="total_steps must be >= 1"):
+        warmup_cosine(0, 0)
+
+
+def test_warmup_cosine_drives_lambdalr():
+    p = nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=2.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(6, 2, min_ratio=0.25))
+    lrs = []
+    for _ in range(6):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs == pytest.approx([1.0, 2.0, 2.0, 2 * (0.25 + 0.75 * 0.5 * (1 + math.cos(math.pi / 3))),
+                                 2 * (0.25 + 0.75 * 0.5 * (1 + math.cos(2 * math.pi / 3))), 0.5])
+
+
+# ----------------------------------------------------------------------------- parameter groups
+
+def expected_decay(module: nn.Module) -> tuple[set[str], set[str]]:
+    """By rule, from the module tree: weight decay on the weight matrices of Linear layers, the kernels of
+    convolutions and the ISTA dictionaries; none on anything else (biases, LayerNorm / BatchNorm scales,
+    ``tau``, ``coef_logits``, the cls token and the position embedding)."""
+    decay, no_decay = set(), set()
+    for mname, mod in module.named_modules():
+        for pname, _ in mod.named_parameters(recurse=False):
+            full = f"{mname}.{pname}" if mname else pname
+            is_matrix = pname == "weight" and isinstance(mod, (nn.Linear, nn.Conv2d, ISTA))
+            (decay if is_matrix else no_decay).add(full)
+    return decay, no_decay
+
+
+def group_names(module: nn.Module, groups: list[dict]) -> list[set[str]]:
+    name_of = {id(p): n for n, p in module.named_parameters()}
+    return [{name_of[id(p)] for p in g["params"]} for g in groups]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in list_models() if n.endswith(("_tiny", "_tiny_relu"))))
+def test_param_groups_of_every_family(name):
+    m = create_model(name, img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=2)
+    groups = param_groups(m, 0.05)
+    assert [g["weight_decay"] for g in groups] == [0.05, 0.0]
+    decay, no_decay = group_names(m, groups)
+    want_decay, want_no_decay = expected_decay(m)
+    assert decay == want_decay and no_decay == want_no_decay
+    assert sum(len(g["params"]) for g in groups) == len(list(m.parameters()))  # every parameter once
+    # the rule's exceptions by name, so a rule that missed them would not pass unnoticed
+    for special in ("stem.cls_token", "stem.pos_embed", "head.norm.weight", "head.fc.bias"):
+        assert special in no_decay
+    assert "head.fc.weight" in decay and "stem.proj.weight" in decay
+    if name.startswith("aot_admm"):
+        assert {"blocks.0.tau", "blocks.0.coef_logits", "blocks.1.tau", "blocks.1.coef_logits"} <= no_decay
+    if name.startswith("crate"):
+        assert {"blocks.0.ista.weight", "blocks.1.ista.weight"} <= decay
+
+
+def test_param_groups_of_the_lejepa_model_and_frozen_parameters():
+    m = nn.ModuleDict({"encoder": create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2,
+                                               depth=1, num_classes=0),
+                       "projector": LeJEPAProjector(8, hidden_dim=16, out_dim=4)})
+    decay, no_decay = group_names(m, param_groups(m, 0.1))
+    assert (decay, no_decay) == expected_decay(m)
+    assert {"projector.net.0.weight", "projector.net.3.weight", "projector.net.6.weight"} <= decay
+    assert {"projector.net.1.weight", "projector.net.1.bias", "projector.net.0.bias"} <= no_decay  # BatchNorm, bias
+    m["encoder"].stem.requires_grad_(False)  # frozen parameters are in no group
+    decay, no_decay = group_names(m, param_groups(m, 0.1))
+    assert not any(n.startswith("encoder.stem.") for n in decay | no_decay)
+    assert decay | no_decay == {n for n, p in m.named_parameters() if p.requires_grad}
+
+
+# ----------------------------------------------------------------------------- data order
+
+@pytest.mark.parametrize("world", [1, 2, 4])
+def test_batch_indices_cover_every_image_once_per_epoch(world):
+    n, gb = 24, 8
+    for epoch in range(3):
+        seen = torch.cat([batch_indices(7, epoch, i, n, gb, rank, world) for i in range(n // gb) for rank in range(world)])
+        assert sorted(seen.tolist()) == list(range(n))
+        for i in range(n // gb):
+            parts = [batch_indices(7, epoch, i, n, gb, rank, world) for rank in range(world)]
+            assert all(len(p) == gb // world for p in parts)
+            # the same global batch whatever the number of processes, split in rank order
+            assert torch.equal(torch.cat(parts), batch_indices(7, epoch, i, n, gb))
+
+
+def test_data_order_depends_on_seed_and_epoch_only():
+    a = epoch_order(3, 0, 50)
+    assert torch.equal(a, epoch_order(3, 0, 50).clone()) and sorted(a.tolist()) == list(range(50))
+    assert not torch.equal(a, epoch_order(3, 1, 50)) and not torch.equal(a, epoch_order(4, 0, 50))
+    assert torch.equal(a, torch.randperm(50, generator=torch.Generator().manual_seed(3 * 1_000_003)))
+    assert torch.equal(batch_indices(3, 0, 1, 50, 10), a[10:20])
+    assert torch.equal(batch_indices(3, 0, 1, 50, 10, rank=1, world=2), a[15:20])
+
+
+def test_grad_norm_is_the_global_l2_norm():
+    m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
+    assert grad_norm(m).item() == 0.0  # no gradients yet
+    grads = [torch.tensor([[3.0, 0.0], [0.0, 4.0]]), torch.tensor([1.0, 2.0]), torch.tensor([[2.0, 0.0]])]
+    for p, g in zip(m.parameters(), grads):
+        p.grad = g
+    # the last bias has no gradient and is left out: sqrt(9 + 16 + 1 + 4 + 4) = sqrt(34)
+    assert grad_norm(m).item() == pytest.approx(math.sqrt(34), rel=1e-6)
+    m[0].bias.grad = torch.tensor([float("nan"), 0.0])
+    assert math.isnan(grad_norm(m).item())

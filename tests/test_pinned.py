@@ -1,0 +1,271 @@
+"""Values pinned against independent references (issue #11): where the suite only smoke-tested a
+function, a planted bug (a flipped sign, a wrong threshold, another interpolation kernel, a
+misassembled batch) passed. Every reference here is written from the definition, not from the code.
+
+Float64 throughout where the code allows it, so the tolerances are rounding, not modelling, errors.
+"""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from aot_lib import create_model, list_models
+from aot_lib.data import ImageData
+from aot_lib.heads import GlobalBatchNorm1d, LeJEPAProjector
+from aot_lib.layers import ISTA, ConvPatchStem, PatchStem, interpolate_pos_embed
+from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+from aot_lib.models import CRATELayer
+from aot_lib.runs import encoder_state_dict
+from aot_lib.supervised import evaluate
+
+F64 = dict(rtol=1e-12, atol=1e-12)  # float64 references: a few ulps of O(1) values
+
+
+# ----------------------------------------------------------------------------- CRATE's ISTA step
+
+def ista_reference(x: torch.Tensor, D: torch.Tensor, eta: float, lambd: float) -> torch.Tensor:
+    """CRATE's ISTA step in the paper's column convention, token by token:
+    ``Z+ = ReLU(Z + eta * D^T (Z - D Z) - eta * lambda)`` for ``Z`` = the tokens of one image as columns."""
+    out = torch.empty_like(x)
+    for b in range(x.shape[0]):
+        Z = x[b].T  # (d, N): tokens are columns
+        out[b] = torch.relu(Z + eta * D.T @ (Z - D @ Z) - eta * lambd).T
+    return out
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_ista_step_is_the_definition(fused):
+    # eta, lambda away from 1 (where eta*lambda = lambda) and from the defaults 0.1 / 0.1 (eta = lambda)
+    eta, lambd, d = 0.3, 0.7, 6
+    g = torch.Generator().manual_seed(0)
+    ista = ISTA(d, step_size=eta, lambd=lambd, fused=fused).double()
+    with torch.no_grad():
+        ista.weight.copy_(torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d))  # not symmetric
+    x = torch.randn(2, 5, d, generator=g, dtype=torch.float64)
+    out = ista(x)
+    ref = ista_reference(x, ista.weight.detach(), eta, lambd)
+    torch.testing.assert_close(out, ref, **F64)
+    # the check has teeth: the threshold bites somewhere but not everywhere
+    assert 0.2 < (ref == 0).double().mean() < 0.8
+
+
+def test_crate_layer_and_model_pass_the_ista_settings_through():
+    torch.manual_seed(0)
+    layer = CRATELayer(8, 2, step_size=0.3, lambd=0.7).double()
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.add_(0.1 * torch.randn_like(p))  # LayerNorm affine and MSSA bias off their initial values
+    z = torch.randn(2, 5, 8, dtype=torch.float64)
+    half = z + layer.mssa(layer.norm1(z))
+    ref = ista_reference(layer.norm2(half), layer.ista.weight, 0.3, 0.7)
+    torch.testing.assert_close(layer(z), ref, **F64)
+    m = create_model("crate_tiny", embed_dim=8, num_heads=2, depth=2, step_size=0.3, lambd=0.7, fused_ista=True)
+    assert all((b.ista.step_size, b.ista.lambd, b.ista.fused) == (0.3, 0.7, True) for b in m.blocks)
+    d = create_model("crate_tiny", embed_dim=8, num_heads=2, depth=1).blocks[0].ista
+    assert (d.step_size, d.lambd, d.fused) == (0.1, 0.1, False)  # official CRATE's values
+
+
+def test_ista_refuses_a_non_shrinking_step():
+    with pytest.raises(ValueError, match="step_size > 0 and lambd >= 0"):
+        ISTA(4, step_size=0.0)
+    with pytest.raises(ValueError, match="step_size > 0 and lambd >= 0"):
+        ISTA(4, lambd=-0.1)
+    ISTA(4, lambd=0.0)  # no threshold is allowed
+
+
+# ----------------------------------------------------------------------------- position-embedding resize
+
+def keys_cubic(x: float, a: float) -> float:
+    """Keys' cubic convolution kernel with parameter ``a``."""
+    x = abs(x)
+    if x <= 1:
+        return (a + 2) * x**3 - (a + 3) * x**2 + 1
+    if x < 2:
+        return a * x**3 - 5 * a * x**2 + 8 * a * x - 4 * a
+    return 0.0
+
+
+def bicubic_matrix(n_in: int, n_out: int) -> torch.Tensor:
+    """``(n_out, n_in)`` weights of plain bicubic resampling, half-pixel centres (align_corners=False):
+    output ``i`` samples source coordinate ``(i + 0.5) n_in / n_out - 0.5`` with Keys' a = -0.75 and the
+    four taps clamped to the border."""
+    m = torch.zeros(n_out, n_in, dtype=torch.float64)
+    for i in range(n_out):
+        src = (i + 0.5) * n_in / n_out - 0.5
+        f = math.floor(src)
+        for k in range(-1, 3):
+            m[i, min(max(f + k, 0), n_in - 1)] += keys_cubic(src - f - k, -0.75)
+    return m
+
+
+def antialiased_bicubic_matrix(n_in: int, n_out: int) -> torch.Tensor:
+    """PIL's bicubic resampling (what torch's ``antialias=True`` and timm's ``resample_abs_pos_embed`` do):
+    Keys' a = -0.5, the kernel stretched by the scale when shrinking, the weights of each output renormalised."""
+    scale = n_in / n_out
+    stretch = max(scale, 1.0)
+    m = torch.zeros(n_out, n_in, dtype=torch.float64)
+    for i in range(n_out):
+        centre = (i + 0.5) * scale
+        lo, hi = max(int(centre - 2 * stretch + 0.5), 0), min(int(centre + 2 * stretch + 0.5), n_in)
+        w = torch.tensor([keys_cubic((j - centre + 0.5) / stretch, -0.5) for j in range(lo, hi)], dtype=torch.float64)
+        m[i, lo:hi] = w / w.sum()
+    return m
+
+
+def resize_reference(pos: torch.Tensor, grid: tuple[int, int], antialias: bool) -> torch.Tensor:
+    """``(1, 1 + g*g, d)`` -> ``(1, 1 + grid[0]*grid[1], d)``: the cls entry kept, the grid resampled
+    separably (rows, then columns) with the matrices above."""
+    g0 = math.isqrt(pos.shape[1] - 1)
+    mk = antialiased_bicubic_matrix if antialias else bicubic_matrix
+    patch = pos[0, 1:].reshape(g0, g0, -1)
+    out = torch.einsum("ij,jkc,lk->ilc", mk(g0, grid[0]), patch, mk(g0, grid[1]))
+    return torch.cat([pos[:, :1], out.reshape(1, grid[0] * grid[1], -1)], dim=1)
+
+
+def test_reference_kernels_are_what_they_claim():
+    # the matrices interpolate constants exactly and reproduce the grid at scale 1
+    for mk in (bicubic_matrix, antialiased_bicubic_matrix):
+        for n in (2, 3, 6):
+            torch.testing.assert_close(mk(4, n).sum(1), torch.ones(n, dtype=torch.float64), **F64)
+        torch.testing.assert_close(mk(4, 4), torch.eye(4, dtype=torch.float64), **F64)
+    # Keys' kernel: 1 at 0, 0 at the other integers, continuous at 1
+    for a in (-0.5, -0.75):
+        assert keys_cubic(0, a) == 1 and keys_cubic(1, a) == keys_cubic(2, a) == 0
+
+
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("grid", [(2, 2), (6, 6), (3, 5)])
+def test_pos_embed_resize_is_bicubic(antialias, grid):
+    pos = torch.randn(1, 17, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)  # 4x4 grid + cls
+    out = interpolate_pos_embed(pos, grid, antialias=antialias)
+    torch.testing.assert_close(out, resize_reference(pos, grid, antialias), **F64)
+    assert torch.equal(out[:, 0], pos[:, 0])  # the cls entry is not resampled
+
+
+# one model of every family (each registered size shares its family's stem)
+FAMILIES = sorted(n for n in list_models() if n.endswith(("_tiny", "_tiny_relu")))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("img", [16, 48])  # 4x4 position grid -> 2x2 and -> 6x6
+def test_every_family_adds_the_resized_pos_embed(name, img):
+    """What a stem adds at another resolution: plain bicubic for the CRATE-style stem (DINO), PIL's
+    antialiased bicubic for the ViT's convolutional stem (timm)."""
+    m = create_model(name, img_size=32, patch_size=8, embed_dim=8, num_heads=2, depth=1).double()
+    stem = m.stem
+    antialias = isinstance(stem, ConvPatchStem)
+    assert isinstance(stem, PatchStem) != antialias
+    x = torch.randn(2, 3, img, img, dtype=torch.float64)
+    with torch.no_grad():
+        stem.pos_embed.copy_(torch.randn_like(stem.pos_embed))
+        with_pos = stem(x)
+        pos = stem.pos_embed.clone()
+        stem.pos_embed.zero_()
+        added = with_pos - stem(x)
+    g = img // 8
+    torch.testing.assert_close(added, resize_reference(pos, (g, g), antialias).expand_as(added), **F64)
+
+
+# ----------------------------------------------------------------------------- GlobalBatchNorm1d, LeJEPAModel
+
+def test_global_batchnorm_without_process_group_is_batchnorm1d():
+    torch.manual_seed(0)
+    ours, ref = GlobalBatchNorm1d(5, momentum=0.3), nn.BatchNorm1d(5, momentum=0.3)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(5))
+        ours.bias.copy_(torch.randn(5))
+    ref.load_state_dict(ours.state_dict())
+    for _ in range(2):  # training: batch statistics, running averages updated
+        x = 3 + 2 * torch.randn(16, 5)
+        xa, xb = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+        ya, yb = ours(xa), ref(xb)
+        torch.testing.assert_close(ya, yb, rtol=0, atol=0)
+        (ya * torch.arange(5.0)).sum().backward()
+        (yb * torch.arange(5.0)).sum().backward()
+        torch.testing.assert_close(xa.grad, xb.grad, rtol=0, atol=0)
+    for k, v in ref.state_dict().items():
+        torch.testing.assert_close(ours.state_dict()[k], v, rtol=0, atol=0)
+    assert ours.num_batches_tracked.item() == 2
+    ours.eval(), ref.eval()
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(ours(x), ref(x), rtol=0, atol=0)
+
+
+def test_lejepa_model_groups_views_by_size_without_mixing_them():
+    """Views of one size go through the encoder together; the projector must see every view's features
+    where the view was, as if each had been encoded on its own."""
+    torch.manual_seed(0)
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=1, num_classes=0)
+    proj = LeJEPAProjector(16, hidden_dim=32, out_dim=8, num_layers=2)
+    model = LeJEPAModel(enc, proj, LeJEPALoss(num_global=2, num_slices=16))
+    seen = []
+    proj.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].detach()))
+    # sizes interleaved, so grouping reorders them: 16, 8, 16, 8, 8 px
+    views = [torch.randn(3, 3, s, s) for s in (16, 8, 16, 8, 8)]
+    out = model(views)
+    model.loss.sigreg.step.zero_()  # the same SIGReg directions for the reference
+    with torch.no_grad():
+        feats = torch.cat([enc.forward_features(v) for v in views])
+    # float32: one batched matmul against five smaller ones rounds differently (a few ulps of O(1) values)
+    torch.testing.assert_close(seen[0], feats, rtol=1e-5, atol=1e-5)
+    ref = model.loss(proj(feats).view(5, 3, -1))
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def test_encoder_state_dict_of_every_checkpoint_kind():
+    t = {k: torch.tensor(float(i)) for i, k in enumerate(
+        ["encoder.stem.w", "encoder.blocks.0.w", "encoder.head.fc.weight", "projector.net.0.weight",
+         "loss.sigreg.step", "projector.encoder.x"])}
+    for ckpt in ({"kind": "pretrain", "model": t}, {"model": t}):  # no kind: a pretraining checkpoint
+        assert encoder_state_dict(ckpt) == {"stem.w": t["encoder.stem.w"], "blocks.0.w": t["encoder.blocks.0.w"]}
+        assert encoder_state_dict(ckpt, with_head=True) == {"stem.w": t["encoder.stem.w"], "blocks.0.w": t["encoder.blocks.0.w"],
+                                                           "head.fc.weight": t["encoder.head.fc.weight"]}
+    sup = {"stem.w": t["encoder.stem.w"], "head.fc.weight": t["encoder.head.fc.weight"], "head.norm.bias": t["loss.sigreg.step"]}
+    for kind in ("finetune", "distill"):
+        assert encoder_state_dict({"kind": kind, "model": sup}) == {"stem.w": t["encoder.stem.w"]}
+        assert encoder_state_dict({"kind": kind, "model": sup}, with_head=True) == sup
+    assert all(v is t["encoder.stem.w"] for k, v in encoder_state_dict({"model": t}).items() if k == "stem.w")  # not copied
+
+
+# ----------------------------------------------------------------------------- supervised evaluation
+
+class _CornerLogits(nn.Module):
+    """Logits = the three channels of the top-left pixel; remembers what it was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.inputs, self.modes = [], []
+
+    def forward(self, x):
+        self.inputs.append(x)
+        self.modes.append(self.training)
+        return x[:, :, 0, 0]
+
+
+def test_evaluate_counts_top1_in_percent():
+    # seven constant images; the argmax after normalisation is known for each
+    values = torch.tensor([[200, 10, 10], [10, 200, 10], [10, 10, 200], [200, 10, 10], [10, 200, 10],
+                           [100, 110, 10], [110, 100, 10]], dtype=torch.uint8)
+    images = values.view(7, 3, 1, 1).expand(7, 3, 8, 8).contiguous()
+    labels = torch.tensor([0, 1, 2, 1, 1, 0, 0])
+    data = ImageData(images, labels, ["a", "b", "c"], "memory")
+    model = _CornerLogits().train()
+    mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    # predictions 0 1 2 0 1 1 0 -> correct: 0 1 2 _ 4 _ 6 = 5 of 7
+    assert evaluate(model, data, 8, mean, std, "cpu", batch_size=3) == pytest.approx(5 / 7 * 100, rel=1e-12)
+    assert model.modes == [False] * 3 and [len(x) for x in model.inputs] == [3, 3, 1]  # eval mode, batches of 3
+    torch.testing.assert_close(torch.cat(model.inputs)[:, :, 0, 0], values.float() / 255)
+    # the normalisation is applied: a channel-0 mean of 0.1 turns images 5 and 6 to class 1 -> 4 of 7
+    model.inputs.clear()
+    mean, std = (0.1, 0.0, 0.0), (1.0, 1.0, 2.0)
+    assert evaluate(model, data, 8, mean, std, "cpu") == pytest.approx(4 / 7 * 100, rel=1e-12)
+    x = torch.cat(model.inputs)
+    torch.testing.assert_close(x[:, :, 0, 0], (values.float() / 255 - torch.tensor(mean)) / torch.tensor(std))
+    # another size: the images are resized first (constant images stay constant)
+    model.inputs.clear()
+    assert evaluate(model, data, 4, (0.0,) * 3, (1.0,) * 3, "cpu") == pytest.approx(5 / 7 * 100, rel=1e-12)
+    assert model.inputs[0].shape[-2:] == (4, 4)
