@@ -80,6 +80,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import time
@@ -101,7 +102,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without litdata
 
 __all__ = ["convert_imagefolder", "read_meta", "StreamingImages", "make_stream_loader", "StreamBatches",
            "StreamBatch", "working_size_for", "default_stream_workers", "decode_rgb", "fit_square",
-           "split_path", "add_convert_parser", "run_convert", "main", "FORMAT", "FORMAT_VERSION", "REENCODE_QUALITY"]
+           "split_path", "stream_provenance", "add_convert_parser", "run_convert", "main", "FORMAT", "FORMAT_VERSION", "REENCODE_QUALITY"]
 
 FORMAT = "aot_lib.streaming"
 FORMAT_VERSION = 1  # bump when the sample layout or meta.json changes
@@ -428,6 +429,20 @@ def read_meta(path, split: str = "train") -> dict:
         raise DataError(f"{p} was converted by another version of aot_lib (format {meta.get('version')}, "
                         f"this one reads {FORMAT_VERSION}); convert the data again")
     return meta
+
+
+def stream_provenance(path, split: str = "train"):
+    """:class:`aot_lib.data.Provenance` of a converted split (what run files record as ``data``), from its
+    ``meta.json``: dataset ``stream``, reader ``litdata``, the source it was converted from in ``label``."""
+    from .data import Provenance
+
+    meta = read_meta(path, split)
+    src = Path(meta["source"])
+    key = re.sub(r"[^a-z0-9]+", "_", src.stem.lower()).strip("_") or "data"
+    label = (f"{src.name}:{meta['split_dir']} streamed from litdata chunks "
+             f"({meta['n_images']:,} images, {len(meta['classes'])} classes)")
+    return Provenance("stream", "litdata", meta["path"], split, meta["split_dir"], int(meta["n_images"]),
+                      f"{key}_stream", label, None)
 
 
 # ----------------------------------------------------------------------------- decoding and fitting

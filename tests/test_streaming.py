@@ -30,6 +30,7 @@ from aot_lib.streaming import (  # noqa: E402
     main,
     make_stream_loader,
     read_meta,
+    stream_provenance,
     working_size_for,
 )
 
@@ -107,6 +108,8 @@ def test_conversion_round_trip(tree, converted):
         path, label = files[s["id"]]
         assert s["label"] == label
         assert s["image"] == (tree / path).read_bytes()  # the original bytes, JPEG and PNG alike
+    prov = stream_provenance(converted.parent)
+    assert (prov.dataset, prov.reader, prov.n_images, prov.key) == ("stream", "litdata", N, "imagenet_like_stream")
     ids_in_order = [s["id"] for s in samples]
     assert ids_in_order != sorted(ids_in_order)  # written in a fixed shuffled order (mixed classes per chunk)
 
