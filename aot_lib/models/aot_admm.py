@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..fused import admm_state_update
 from ..layers import MSSA, PatchStem
 from ..registry import register_model
 from ._base import EncoderBase, LayerState
@@ -89,12 +90,24 @@ class ADMMLayer(nn.Module):
         pre_norm, rms_rescale: the two stabilisers of the trained network (pre-MSSA LayerNorm,
             RMS rescaling of ``Z`` and ``W``). With both off the layer is the plain ADMM iteration
             of Eq. ``layer_updates``, which the book checks iterate by iterate.
+        fused: how :meth:`forward` computes the element-wise state update (mix, RMS, threshold,
+            dual update, RMS) in eager mode: ``True`` (default) with the single autograd node of
+            :func:`aot_lib.fused.admm_state_update` (about half the passes over memory of the
+            plain operations, fewer saved tensors), ``False`` with :meth:`step`'s plain tensor
+            operations. Both give the same values and gradients to floating-point rounding and
+            have the same parameters. Under ``torch.compile`` :meth:`forward` always traces
+            :meth:`step`, which the compiler fuses by itself (see :mod:`aot_lib.compile`).
+
+    :meth:`step` is the readable definition (Algorithm 1, lines 6-9, one line per update) and
+    returns every intermediate as an :class:`ADMMState`; :meth:`forward` returns ``(Z, V, W)`` and
+    :meth:`forward_state` the :class:`ADMMState` of exactly what :meth:`forward` computes.
     """
 
     def __init__(self, dim: int, num_heads: int, eta: float = 0.25, gamma: float = 1.0,
                  rho: float = 1.0, lambd: float = 0.1, rms_eps: float = 1e-6,
-                 pre_norm: bool = True, rms_rescale: bool = True):
+                 pre_norm: bool = True, rms_rescale: bool = True, fused: bool = True):
         super().__init__()
+        self.fused = fused
         self.eta, self.gamma, self.rho, self.lambd = eta, gamma, rho, lambd
         init = torch.tensor(admm_coefficients(eta, gamma, rho))
         # softmax(log p) = p because p sums to one.
@@ -122,9 +135,30 @@ class ADMMLayer(nn.Module):
         return ADMMState(z=z_next, v=v_next, w=self.rms(w_raw), w_raw=w_raw, mssa=attn,
                          coefficients=torch.stack([a, b, c]))
 
+    def _fused_update(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor):
+        """:meth:`step`'s ``Z, V, W`` through :func:`aot_lib.fused.admm_state_update`, plus ``(MSSA, coef)``."""
+        attn, coef = self.mssa(self.norm(z)), self.coefficients()
+        eps = self.rms_eps if self.rms_rescale else None
+        return (*admm_state_update(z, attn, v, w, coef, self.tau, eps), attn, coef)
+
+    def _use_fused(self) -> bool:
+        return self.fused and not torch.compiler.is_compiling()
+
     def forward(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor):
+        """``(Z^{l+1}, V^{l+1}, W^{l+1})``: :meth:`step`'s values, fused in eager mode when ``fused``."""
+        if self._use_fused():
+            return self._fused_update(z, v, w)[:3]
         s = self.step(z, v, w)
         return s.z, s.v, s.w
+
+    def forward_state(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor) -> ADMMState:
+        """:meth:`forward`'s computation (fused or not) with its intermediates, as :meth:`step`
+        returns them; with ``fused`` the ``w_raw`` field is recomputed as ``W^l + Z^{l+1} - V^{l+1}``."""
+        if not self._use_fused():
+            return self.step(z, v, w)
+        z_next, v_next, w_next, attn, coef = self._fused_update(z, v, w)
+        return ADMMState(z=z_next, v=v_next, w=w_next, w_raw=w + z_next - v_next, mssa=attn,
+                         coefficients=coef.to(z_next.dtype))
 
 
 class AoTADMM(EncoderBase):
@@ -139,11 +173,15 @@ class AoTADMM(EncoderBase):
     (``rho``) are weighted evenly. ``lambd=0.1`` gives ``tau = 0.1`` on RMS-normalised states:
     about 54 % of a unit Gaussian's entries fall below it, a CRATE-like level of sparsity
     in ``V`` that still lets most signal through at initialisation.
+
+    ``fused`` (default ``True``) is :class:`ADMMLayer`'s eager fast path for the element-wise
+    state update; ``False`` runs every layer through the plain operations of :meth:`ADMMLayer.step`.
+    It changes no parameter and no value beyond floating-point rounding.
     """
 
     def __init__(self, img_size: int = 32, patch_size: int = 8, in_chans: int = 3, num_classes: int = 10,
                  embed_dim: int = 384, depth: int = 12, num_heads: int = 6, eta: float = 0.25,
-                 gamma: float = 1.0, rho: float = 1.0, lambd: float = 0.1):
+                 gamma: float = 1.0, rho: float = 1.0, lambd: float = 0.1, fused: bool = True):
         super().__init__(img_size=img_size, patch_size=patch_size, in_chans=in_chans, num_classes=num_classes,
                          embed_dim=embed_dim, depth=depth, num_heads=num_heads)
         admm_coefficients(eta, gamma, rho)  # fail early with the clear message
@@ -151,13 +189,18 @@ class AoTADMM(EncoderBase):
             raise ValueError(f"lambd must be >= 0 (the threshold tau = lambd/rho of the V-step is a shrinkage), got {lambd}")
         self.stem = PatchStem(img_size, patch_size, in_chans, embed_dim)
         self.blocks = nn.ModuleList(
-            ADMMLayer(embed_dim, num_heads, eta=eta, gamma=gamma, rho=rho, lambd=lambd) for _ in range(depth)
+            ADMMLayer(embed_dim, num_heads, eta=eta, gamma=gamma, rho=rho, lambd=lambd, fused=fused)
+            for _ in range(depth)
         )
         self._init_linear()
 
     def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
         z = self.stem(x)
-        v, w = z, torch.zeros_like(z)  # V^0 = Z^0, W^0 = 0 (Algorithm 1, line 4)
+        v, w = z.clone(), torch.zeros_like(z)  # V^0 = Z^0, W^0 = 0 (Algorithm 1, line 4)
+        # Every layer gets inputs of the same kind, so that a compiled layer (aot_lib.compile) has
+        # one graph, not a second one for the first layer: V^0 is a copy of Z^0, not the same
+        # tensor (nor a view of it), and W^0 requires grad when Z^0 does (its gradient is discarded).
+        w.requires_grad_(z.requires_grad)
         for layer in self.blocks:
             z, v, w = layer(z, v, w)
         return v  # features are Pool(V^L)
@@ -168,7 +211,7 @@ class AoTADMM(EncoderBase):
         v, w = z, torch.zeros_like(z)
         states = [ADMMState(z=z, v=v, w=w, w_raw=w, mssa=torch.zeros_like(z), coefficients=torch.full((3,), math.nan))]
         for layer in self.blocks:
-            s = layer.step(z, v, w)
+            s = layer.forward_state(z, v, w)  # what forward_tokens computes, so that the last V pools to forward_features
             states.append(s)
             z, v, w = s.z, s.v, s.w
         return states

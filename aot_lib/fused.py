@@ -1,0 +1,167 @@
+r"""The element-wise part of one AoT-ADMM layer as one autograd node (the eager fast path).
+
+An AoT-ADMM layer (:class:`~aot_lib.models.ADMMLayer`, Eq. ``layer_updates`` with the RMS
+rescalings of Appendix B) is AoT's MSSA plus a chain of element-wise operations on the state:
+
+.. math::
+    P &= a Z + b A + c (V - W), \qquad Z^+ = \mathrm{rms}(P) \\
+    U &= Z^+ + W, \qquad V^+ = \mathrm{ReLU}(U - \tau), \qquad W_{\mathrm{raw}} = U - V^+ = \min(U, \tau) \\
+    W^+ &= \mathrm{rms}(W_{\mathrm{raw}})
+
+with ``A = MSSA(LN(Z))`` and ``rms(x) = x / sqrt(mean(x^2) + eps)`` over the feature axis. Written
+as ordinary tensor operations (:meth:`ADMMLayer.step`, the readable reference) this is about fifteen
+operations forward, each a pass over a ``(B, N, d)`` tensor and an autograd node that saves its
+inputs, and more again backward: on a CPU it costs about as much as the matrix products of MSSA.
+
+:func:`admm_state_update` computes the same chain with a hand-written backward:
+
+* forward: 12 passes over ``(B, N, d)`` memory (4 for the mix, 2 per RMS, 2 for the threshold);
+* saved for backward: the inputs ``Z, A, V, W`` and outputs ``Z^+, V^+, W^+`` (tensors that are
+  alive anyway: ``Z`` is saved by the layer's LayerNorm, ``V`` and ``W`` are the previous layer's
+  outputs, the outputs are the next layer's inputs) plus the two ``(B, N, 1)`` reciprocal RMS;
+  the reference keeps ``A``, ``V - W``, ``P`` and ``W_raw`` on top;
+* backward: one autograd node, about 20 passes, with the ReLU mask recovered as ``V^+ > 0``
+  (``V^+ = U - min(U, tau)`` is nonzero exactly where ``U > tau``: the difference of two distinct
+  floats is never zero).
+
+Gradients flow to ``Z, A, V, W``, to the coefficients ``(a, b, c)`` (hence through the softmax to
+``coef_logits``) and to ``tau``. Only pure torch operations are used, so it runs on any device.
+Inputs of less than single precision (``bfloat16``/``float16``, e.g. ``A`` under autocast) are
+computed in float32 with autocast off and the outputs cast back to the inputs' promoted dtype.
+Double backward is not supported (``once_differentiable``); nothing in aot_lib needs it.
+
+Backward, for reference (``D`` the width, ``r = 1/sqrt(mean(x^2) + eps)`` per token, ``y = x r``):
+
+* ``rms``: ``dx = r (dy - y mean(dy y))``;
+* threshold, with ``m = [U > tau]``: ``dU = m dV^+ + (1 - m) dW_raw``,
+  ``dtau = sum_tokens m (dW_raw - dV^+)``;
+* mix: ``dZ^+ += dU``, ``dW = dU - c dP``, ``dZ = a dP``, ``dA = b dP``, ``dV = c dP``,
+  ``da = <dP, Z>``, ``db = <dP, A>``, ``dc = <dP, V - W>``.
+"""
+from __future__ import annotations
+
+import torch
+
+from .sigreg import full_precision
+
+__all__ = ["admm_state_update", "ADMMStateUpdate"]
+
+
+def _inv_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """``1 / sqrt(mean(x^2) + eps)`` over the last axis, ``(..., 1)``: one read-only pass (a 2-norm)."""
+    n = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    return n.square_().div_(x.shape[-1]).add_(eps).rsqrt_()
+
+
+def _rms_backward(out: torch.Tensor, grad: torch.Tensor, y: torch.Tensor, inv_rms: torch.Tensor,
+                  scratch: torch.Tensor) -> torch.Tensor:
+    """``out = r (dy - y mean(dy y))``, the gradient of ``x`` for ``y = x r`` (``out`` may be ``grad``).
+
+    ``scratch`` (a buffer of ``y``'s shape, distinct from ``out``) holds ``dy * y`` for the row sums:
+    no new full-size tensor is allocated.
+    """
+    dot = torch.mul(grad, y, out=scratch).sum(-1, keepdim=True).mul_(-1.0 / y.shape[-1])
+    return torch.addcmul(grad, y, dot, out=out).mul_(inv_rms)
+
+
+def _dot(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Full inner product: one read-only pass."""
+    return torch.dot(x.reshape(-1), y.reshape(-1))
+
+
+class ADMMStateUpdate(torch.autograd.Function):
+    """``(Z, A, V, W, coef, tau) -> (Z^+, V^+, W^+)``, all tensors of one floating dtype.
+
+    ``coef`` is ``(a, b, c)`` of shape ``(3,)``; ``tau`` broadcasts against the tokens (shape
+    ``(d,)``); ``eps`` is the RMS epsilon, or ``None`` for no RMS rescaling. Use it through
+    :func:`admm_state_update`, which also handles mixed precision.
+
+    Forward and backward allocate no full-size tensor beyond the ones they return (3 forward, 4
+    backward): on a CPU a fresh tensor of a few MB costs page faults comparable to the arithmetic.
+    """
+
+    @staticmethod
+    def forward(ctx, z, attn, v, w, coef, tau, eps):
+        with full_precision(z.device):
+            a, b, c = coef.unbind()
+            z1 = torch.mul(z, a)
+            z1.addcmul_(attn, b).addcmul_(v, c).addcmul_(w, c, value=-1.0)  # P = aZ + bA + c(V - W)
+            r1 = r2 = None
+            if eps is not None:
+                r1 = _inv_rms(z1, eps)
+                z1.mul_(r1)  # Z^+ = rms(P)
+            v1 = torch.add(z1, w)  # U = Z^+ + W
+            w1 = torch.minimum(v1, tau)  # W_raw = U - ReLU(U - tau) = min(U, tau)
+            v1.sub_(w1)  # V^+ = U - min(U, tau) = ReLU(U - tau)
+            if eps is not None:
+                r2 = _inv_rms(w1, eps)
+                w1.mul_(r2)  # W^+ = rms(W_raw)
+        ctx.eps = eps
+        ctx.tau_shape = tau.shape
+        ctx.set_materialize_grads(False)  # an unused output (the last layer's Z, W) gets None: no work
+        ctx.save_for_backward(z, attn, v, w, coef, z1, v1, w1, r1, r2)
+        return z1, v1, w1
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, gz1, gv1, gw1):
+        z, attn, v, w, coef, z1, v1, w1, r1, r2 = ctx.saved_tensors
+        need, eps = ctx.needs_input_grad, ctx.eps
+        with full_precision(z.device):
+            a, b, c = coef.unbind()
+            # The four full-size buffers are the four gradients returned; each step writes into one.
+            g_u = torch.empty_like(z1)  # dW_raw -> dU -> dW
+            g_p = torch.empty_like(z1)  # mask -> dZ^+ + dU -> dP -> dV
+            g_z = torch.empty_like(z1) if eps is not None or need[0] else None  # RMS row-sum scratch -> dZ
+            # W^+ = rms(W_raw)
+            if gw1 is None:
+                g_u.zero_()
+            elif eps is None:
+                g_u.copy_(gw1)
+            else:
+                _rms_backward(g_u, gw1, w1, r2, scratch=g_z)
+            # V^+ = ReLU(U - tau), W_raw = min(U, tau); m = [U > tau] = [V^+ > 0] = sign(V^+) (V^+ >= 0):
+            # dU = dW_raw + m (dV^+ - dW_raw), dtau = sum_tokens m (dW_raw - dV^+) = sum_tokens (dW_raw - dU)
+            m = torch.sign(v1, out=g_p)
+            lead = tuple(range(z1.ndim - len(ctx.tau_shape)))
+            gtau = g_u.sum(lead) if need[5] else None
+            if gv1 is not None:
+                g_u.lerp_(gv1, m)  # exact for a 0/1 weight
+            else:
+                g_u.addcmul_(g_u, m, value=-1.0)
+            if need[5]:
+                gtau = gtau.sub_(g_u.sum(lead)).sum_to_size(ctx.tau_shape)
+            # Z^+ = rms(P) and U = Z^+ + W, with P = aZ + bA + c(V - W)
+            if gz1 is None:
+                g_p.copy_(g_u)
+            else:
+                torch.add(gz1, g_u, out=g_p)
+            if eps is not None:
+                _rms_backward(g_p, g_p, z1, r1, scratch=g_z)
+            gw = g_u.addcmul_(g_p, c, value=-1.0) if need[3] else None  # dU - c dP
+            gcoef = None
+            if need[4]:
+                gcoef = torch.stack([_dot(g_p, z), _dot(g_p, attn), _dot(g_p, v) - _dot(g_p, w)])
+            gz = torch.mul(g_p, a, out=g_z) if need[0] else None
+            gattn = g_p * b if need[1] else None
+            gv = g_p.mul_(c) if need[2] else None
+        return gz, gattn, gv, gw, gcoef, gtau, None
+
+
+def admm_state_update(z: torch.Tensor, attn: torch.Tensor, v: torch.Tensor, w: torch.Tensor,
+                      coef: torch.Tensor, tau: torch.Tensor, eps: float | None):
+    """``(Z^+, V^+, W^+)`` of one AoT-ADMM layer from ``Z, A = MSSA(LN(Z)), V, W``, fused.
+
+    ``coef = (a, b, c)`` (shape ``(3,)``), ``tau`` the threshold (broadcast over the tokens),
+    ``eps`` the RMS epsilon or ``None`` without RMS rescaling. Same values as the plain
+    operations of :meth:`aot_lib.models.ADMMLayer.step` to floating-point rounding, with one
+    autograd node.
+    Below single precision the arithmetic is float32 and the outputs are cast back.
+    """
+    out_dtype = torch.promote_types(torch.promote_types(z.dtype, attn.dtype), torch.promote_types(v.dtype, w.dtype))
+    dtype = torch.promote_types(out_dtype, torch.float32)
+    cast = [t if t.dtype == dtype else t.to(dtype) for t in (z, attn, v, w, coef, tau)]
+    z1, v1, w1 = ADMMStateUpdate.apply(*cast, eps)
+    if out_dtype != dtype:
+        z1, v1, w1 = z1.to(out_dtype), v1.to(out_dtype), w1.to(out_dtype)
+    return z1, v1, w1

@@ -1,0 +1,191 @@
+"""The fused AoT-ADMM state update (aot_lib.fused) against the readable reference (ADMMLayer.step)."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from aot_lib import create_model
+from aot_lib.fused import ADMMStateUpdate, admm_state_update
+from aot_lib.models import ADMMLayer
+
+
+def reference(z, attn, v, w, coef, tau, eps):
+    """Eq. layer_updates + RMS as plain operations (what ADMMLayer.step computes)."""
+    def rms(x):
+        return F.rms_norm(x, (x.shape[-1],), eps=eps) if eps is not None else x
+
+    a, b, c = coef
+    z1 = rms(a * z + b * attn + c * (v - w))
+    u = z1 + w
+    v1 = F.relu(u - tau)
+    return z1, v1, rms(u - v1)
+
+
+def inputs(shape=(2, 3, 6), dtype=torch.float64, margin=1e-3, eps=1e-6, seed=0):
+    """Random inputs whose thresholded entries U = Z^+ + W all lie at least ``margin`` from tau, so
+    gradcheck's finite differences (steps of 1e-6) never cross ReLU's kink."""
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(100):
+        z, attn, v, w = (torch.randn(shape, generator=g, dtype=dtype) for _ in range(4))
+        v = v.relu()
+        coef = torch.randn(3, generator=g, dtype=dtype).softmax(0)
+        tau = 0.1 + 0.05 * torch.randn(shape[-1], generator=g, dtype=dtype)
+        u = reference(z, attn, v, w, coef, tau, eps)[0] + w
+        if (u - tau).abs().min() > margin:
+            return [t.requires_grad_() for t in (z, attn, v, w, coef, tau)]
+    raise AssertionError("no inputs away from the kink")
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.5, None])  # tiny eps, an eps that matters, no RMS rescaling
+def test_gradcheck(eps):
+    args = inputs(eps=eps)
+    assert torch.autograd.gradcheck(lambda *a: ADMMStateUpdate.apply(*a, eps), args)
+    # one output alone (the others get no gradient: the last layer's Z and W are unused)
+    for k in range(3):
+        assert torch.autograd.gradcheck(lambda *a, k=k: ADMMStateUpdate.apply(*a, eps)[k], args)
+    # gradients of a subset of the inputs
+    fixed = [t.detach() for t in args[:4]]
+    assert torch.autograd.gradcheck(lambda c, t: ADMMStateUpdate.apply(*fixed, c, t, eps), args[4:])
+
+
+@pytest.mark.parametrize("eps", [1e-6, None])
+def test_matches_reference_float64(eps):
+    args = inputs(shape=(3, 5, 16), eps=eps, seed=1)
+    ref = reference(*args, eps)
+    ga = torch.randn(3, 3, 5, 16, dtype=torch.float64)
+    gref = torch.autograd.grad(ref, args, list(ga))
+    out = admm_state_update(*args, eps)
+    gout = torch.autograd.grad(out, args, list(ga))
+    for x, y in zip(out + gout, ref + gref):
+        # float64: the two orders of the same arithmetic differ by a few ulps
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_kink_is_the_relu_convention():
+    """Where U == tau exactly, ReLU'(0) = 0 (torch's convention): the gradient takes the W_raw branch."""
+    d = 4
+    tau = torch.full((d,), 0.25, dtype=torch.float64, requires_grad=True)
+    z = tau.detach().expand(2, 3, d).clone().requires_grad_()  # P = Z (a=1) and U = Z + W = tau
+    attn, v, w = (torch.zeros(2, 3, d, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    coef = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64, requires_grad=True)
+    args = [z, attn, v, w, coef, tau]
+    gy = [torch.randn(2, 3, d, dtype=torch.float64) for _ in range(3)]
+    ref = torch.autograd.grad(reference(*args, None), args, gy)
+    out = torch.autograd.grad(admm_state_update(*args, None), args, gy)
+    for x, y in zip(out[:4], ref[:4]):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)  # the same 0/1 mask: element-wise gradients exact
+    for x, y in zip(out[4:], ref[4:]):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)  # coef, tau: sums in another order
+
+
+def _layer_pair(fused_kw: dict, seed: int = 0):
+    torch.manual_seed(seed)
+    layer = ADMMLayer(24, 3, **fused_kw)
+    with torch.no_grad():  # away from the initial point
+        layer.coef_logits.add_(torch.randn(3))
+        layer.tau.add_(0.05 * torch.randn_like(layer.tau))
+        layer.mssa.proj.bias.normal_(0, 0.1)
+    return layer, copy.deepcopy(layer)
+
+
+def _run(layer, use_step, states, grads):
+    states = [s.detach().clone().requires_grad_() for s in states]
+    out = layer.step(*states) if use_step else layer(*states)
+    out = (out.z, out.v, out.w) if use_step else out
+    torch.autograd.backward(out, grads)
+    return [*out, *(s.grad for s in states), *(p.grad for p in layer.parameters())]
+
+
+@pytest.mark.parametrize("variant", [{}, {"rms_rescale": False}, {"pre_norm": False}, {"pre_norm": False, "rms_rescale": False}])
+def test_layer_forward_matches_step_float32(variant):
+    """ADMMLayer.forward (fused) = ADMMLayer.step (plain ops): values, input and parameter gradients."""
+    fused, ref = _layer_pair(variant)
+    states = [torch.randn(4, 17, 24), torch.randn(4, 17, 24).relu(), 0.3 * torch.randn(4, 17, 24)]
+    grads = [torch.randn(4, 17, 24) for _ in range(3)]
+    for x, y in zip(_run(fused, False, states, grads), _run(ref, True, states, grads)):
+        # float32 rounding: the two paths order the same sums differently (the coefficient and tau
+        # gradients sum over all 4*17 tokens), a few ulps of O(1) values
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+
+
+def test_encoder_fused_matches_plain_float32():
+    """The whole AoT-ADMM encoder, fused=True against fused=False: features and every gradient."""
+    torch.manual_seed(0)
+    kw = {"embed_dim": 32, "depth": 3, "num_heads": 2, "num_classes": 0}
+    fused = create_model("aot_admm_tiny", **kw)
+    plain = create_model("aot_admm_tiny", fused=False, **kw)
+    plain.load_state_dict(fused.state_dict())  # same parameters: the switch changes no name or shape
+    assert all(blk.fused for blk in fused.blocks) and not any(blk.fused for blk in plain.blocks)
+    for size in (32, 16):
+        x = torch.randn(6, 3, size, size)
+        a, b = fused.forward_features(x), plain.forward_features(x)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # float32 rounding through 3 layers
+        fused.zero_grad()
+        plain.zero_grad()
+        a.square().sum().backward()
+        b.square().sum().backward()
+        for (name, p), q in zip(fused.named_parameters(), plain.parameters()):
+            # float32 rounding relative to each gradient's largest entry (sums over thousands of terms):
+            # entries that are differences of large terms, as the softmax Jacobian makes of coef_logits'
+            # middle entry (~1e-3 from terms of ~20), carry that absolute error, not a relative one
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5 * q.grad.abs().max().item(), msg=name)
+
+
+def test_saves_less_for_backward():
+    """A stack of fused layers keeps fewer bytes for backward than the plain operations (a layer's
+    outputs are the next one's inputs, so a single layer would count them twice)."""
+    def saved_bytes(layers, use_step):
+        seen = {}
+
+        def pack(t):
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+        z = torch.randn(8, 17, 48, requires_grad=True)
+        v, w = z.clone(), torch.zeros_like(z)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            for layer in layers:
+                s = layer.step(z, v, w) if use_step else layer(z, v, w)
+                z, v, w = (s.z, s.v, s.w) if use_step else s
+        return sum(seen.values())
+    layers = [ADMMLayer(48, 4) for _ in range(4)]
+    fused, plain = saved_bytes(layers, False), saved_bytes(layers, True)
+    # per layer both keep about 5 full-size tensors for LayerNorm + MSSA; the state update adds 3
+    # (Z^+, V^+, W^+) when fused, 5 otherwise (V - W, P, V^+, W_raw and Z^+, the next LayerNorm's
+    # input): about 8 against 10 tensors, less the last layer's unused W^+ that the fused node keeps
+    assert fused < 0.9 * plain, (fused, plain)
+
+
+@pytest.mark.parametrize("pure_bf16", [False, True])
+def test_bf16(pure_bf16):
+    """Under CPU autocast (bf16 MSSA output, float32 states) and in a bf16 model: float32 arithmetic
+    inside, outputs in the dtype the plain path gives, values and gradients close to it."""
+    fused, ref = _layer_pair({})
+    states = [torch.randn(4, 17, 24), torch.randn(4, 17, 24).relu(), 0.3 * torch.randn(4, 17, 24)]
+    if pure_bf16:
+        fused, ref = fused.bfloat16(), ref.bfloat16()
+        states = [s.bfloat16() for s in states]
+    grads = [torch.ones_like(s) for s in states]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=not pure_bf16):
+        out_f = _run(fused, False, states, grads)
+        out_r = _run(ref, True, states, grads)
+    for x, y in zip(out_f, out_r):
+        assert x.dtype == y.dtype
+        assert torch.isfinite(x).all()
+    for x, y in zip(out_f[:3], out_r[:3]):
+        # bf16 keeps 8 significant bits (relative spacing 2^-8 = 3.9e-3); the plain path rounds every
+        # intermediate to it in a bf16 model, the fused one only its inputs and outputs
+        torch.testing.assert_close(x.float(), y.float(), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu():
+    args = inputs(shape=(4, 17, 32), dtype=torch.float32, margin=1e-3)
+    gy = [torch.randn(4, 17, 32) for _ in range(3)]
+    cpu = admm_state_update(*args, 1e-6)
+    gcpu = torch.autograd.grad(cpu, args, gy)
+    cargs = [t.detach().cuda().requires_grad_() for t in args]
+    gpu = admm_state_update(*cargs, 1e-6)
+    ggpu = torch.autograd.grad(gpu, cargs, [g.cuda() for g in gy])
+    for x, y in zip(gpu + ggpu, cpu + gcpu):
+        torch.testing.assert_close(x.cpu(), y, rtol=1e-4, atol=1e-5)  # float32, other reduction orders
