@@ -4,6 +4,7 @@
     aot probe    --config ... [--checkpoint runs/NAME/last.ckpt]
     aot finetune --config ... finetune.checkpoint=runs/NAME/last.ckpt
     aot distill  --config ... distill.teacher=runs/TEACHER/last.ckpt
+    aot convert SRC DEST --split train   # ImageFolder tree/zip -> litdata chunks (data.name=stream)
     aot models                       # registered models with parameter counts
     aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
@@ -34,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("overrides", nargs="*", help="section.key=value")
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")
+    from .streaming import add_convert_parser
+
+    add_convert_parser(sub)
     sub.add_parser("models", help="list registered models")
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
@@ -50,6 +54,10 @@ def _run(args) -> int:
             m = aot_lib.create_model(name)
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
         return 0
+    if args.command == "convert":
+        from .streaming import run_convert
+
+        return run_convert(args)
     if args.command == "record":
         from .runs import record_run
 

@@ -41,12 +41,15 @@ DEFAULTS: dict[str, Any] = {
     },
     "model": {"name": "aot_admm_tiny", "overrides": {}},
     "data": {
-        "name": "cifar10",  # cifar10 | cifar100 | imagefolder
+        "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
         "root": None,  # default: $AOT_DATA, else ~/.cache/aot_lib/data
         "download": False,  # torchvision download of CIFAR (online machines only)
         "image_size": None,  # stored resolution; default: native for CIFAR, 160 for imagefolder
         "train_subset": None,  # use only the first n training images (per class-balanced order)
         "test_subset": None,
+        # data.name=stream only (aot_lib.streaming): loader workers per process (null: this machine's cores),
+        # working-image side (null: no global view upsampled), crop|squash, decode device (null: in the workers)
+        "stream_workers": None, "stream_working_size": None, "stream_fit": "crop", "stream_decode_device": None,
     },
     "views": {k: v for k, v in MultiCropConfig.defaults_dict().items() if k not in ("ratio", "blur_sigma")},
     "projector": {"hidden_dim": 2048, "out_dim": 128, "num_layers": 3},
@@ -182,7 +185,9 @@ SCHEMA: dict[str, _Spec] = {
     "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
     "run.progress": _BOOL,
     "model.name": _STR,  # checked against the registry, with the overrides, in validate_config
-    "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder")),
+    "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder", "stream")),
+    "data.stream_workers": _int(0, nullable=True), "data.stream_working_size": _int(8, nullable=True),
+    "data.stream_fit": _Spec("str", choices=("crop", "squash")), "data.stream_decode_device": _Spec("str", nullable=True),
     "data.root": _Spec("str", nullable=True), "data.download": _BOOL,
     "data.image_size": _int(1, nullable=True), "data.train_subset": _int(1, nullable=True),
     "data.test_subset": _int(1, nullable=True),
@@ -234,6 +239,13 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
         for part in section.split(".") if section else []:
             node = node[part]
         node[leaf] = spec.check(key, value)
+    dc = cfg["data"]
+    if dc["name"] == "stream":
+        for key, ok in (("root", dc["root"] is not None), ("image_size", dc["image_size"] is None),
+                        ("download", not dc["download"]), ("train_subset", dc["train_subset"] is None)):
+            if not ok:
+                raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream" if key != "root" else
+                                  "data.name=stream needs data.root: the folder `aot convert SRC DEST` wrote")
     if not isinstance(cfg["model"]["overrides"], dict):
         raise ConfigError(f"model.overrides must be a mapping of create_model arguments, got {cfg['model']['overrides']!r}")
     v = cfg["views"]

@@ -81,7 +81,7 @@ DATASET_STATS: dict[str, tuple[tuple[float, float, float], tuple[float, float, f
     "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
 }
-_STATS_ALIAS = {"imagefolder": "imagenet"}  # an ImageFolder is normalised like ImageNet
+_STATS_ALIAS = {"imagefolder": "imagenet", "stream": "imagenet"}  # ImageFolder and streamed data: like ImageNet
 
 
 class DataError(RuntimeError):

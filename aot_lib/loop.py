@@ -53,9 +53,13 @@ def _scalar(v) -> float:
 
 
 def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[int], dict], *, total_steps: int,
-        rng: torch.Generator, images_per_step: int, kind: str, desc: str = "") -> dict:
+        rng: torch.Generator, images_per_step: int, kind: str, desc: str = "", data_state=None) -> dict:
     """Run ``step_fn`` from the checkpointed step (or 0) to ``total_steps``; returns the last logged metrics
-    with ``step`` and, when this launch stopped early (``run.stop_after``), ``paused=True``."""
+    with ``step`` and, when this launch stopped early (``run.stop_after``), ``paused=True``.
+
+    ``data_state``: a data source with its own position (the litdata stream), with ``state_dict()``,
+    ``load_state_dict()`` and ``position``; its state is taken after every completed step and checkpointed
+    with the step, and restored on resume."""
     cfg = run.cfg
     rc, oc = cfg["run"], cfg["optim"]
     if total_steps < 1:
@@ -74,6 +78,10 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                                   "resume with the config it was made with, or start a new run") from None
         scheduler.load_state_dict(rest["scheduler"])
         rng.set_state(rest["rng"])
+        if data_state is not None:
+            if "data_stream" not in rest:
+                raise CheckpointError(f"{run.ckpt} has no data-stream position; resume with the data it was made with")
+            data_state.load_state_dict(rest["data_stream"])
         start, skipped_total = int(rest["step"]), int(rest.get("skipped_steps", 0))
         if start >= total_steps:
             fabric.print(f"{run.path} already finished at step {start}; nothing to do")
@@ -85,6 +93,8 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
         state = {"format": CHECKPOINT_FORMAT, "kind": kind, "model": model, "optimizer": optimizer,
                  "scheduler": scheduler.state_dict(), "step": step, "total_steps": total_steps, "rng": rng_state,
                  "config": cfg, "metrics": metrics, "skipped_steps": skipped_total}
+        if data_state is not None:
+            state["data_stream"] = data_snapshot
         save_checkpoint(fabric, run.ckpt, state)
         run.update(step=step, last_metrics=metrics, skipped_steps=skipped_total)
 
@@ -98,6 +108,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
     done = start  # steps completed and applied
     updating = False
     rng_state = rng.get_state()
+    data_snapshot = data_state.state_dict() if data_state is not None else None
     try:
         for step in range(start, total_steps):
             with record_function("step_fn"):  # named scopes: benchmarks/bench_trainer.py profiles the step by them
@@ -130,6 +141,8 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                 scheduler.step()
             done = step + 1
             rng_state = rng.get_state()  # the generator as it is after step `done`
+            if data_state is not None:  # likewise the stream: a Ctrl-C in the next step must not skip a batch
+                data_snapshot = data_state.state_dict()
             updating = False
             if consecutive > oc["max_skipped_steps"]:
                 raise NonFiniteLossError(

@@ -85,12 +85,34 @@ def pretrain(cfg: dict) -> dict:
     return result
 
 
+def _stream_source(fabric, cfg: dict):
+    """The litdata stream of ``data.name=stream`` for this process (built after the process group exists)."""
+    from .streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
+                            working_size_for)
+
+    dc, v = cfg["data"], cfg["views"]
+    world = fabric.world_size
+    size = dc["stream_working_size"] or working_size_for(v["global_size"], v["global_scale"])
+    workers = dc["stream_workers"] if dc["stream_workers"] is not None else default_stream_workers(cfg["fabric"]["devices"])
+    loader = make_stream_loader(dc["root"], cfg["optim"]["batch_size"] // world, image_size=size, split="train",
+                                seed=cfg["run"]["seed"], num_workers=workers, fit=dc["stream_fit"],
+                                decode_device=dc["stream_decode_device"], pin_memory=fabric.device.type == "cuda",
+                                expect_world_size=world, expect_rank=fabric.global_rank)
+    return StreamBatches(loader, device=fabric.device), stream_provenance(dc["root"])
+
+
 def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     run.main = fabric.is_global_zero
     rc, oc = cfg["run"], cfg["optim"]
     fabric.seed_everything(rc["seed"])
-    train = load_data(cfg, "train")
-    run.update(data=train.provenance, train_images=len(train))
+    stream = None
+    if cfg["data"]["name"] == "stream":
+        stream, provenance = _stream_source(fabric, cfg)
+        train, n = None, stream.n_images
+    else:
+        train = load_data(cfg, "train")
+        provenance, n = train.provenance, len(train)
+    run.update(data=provenance, train_images=n)
     mean, std = normalization_for(cfg)
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
@@ -100,7 +122,6 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     world, rank, gb = fabric.world_size, fabric.global_rank, oc["batch_size"]
     if gb % world:
         raise ValueError(f"optim.batch_size={gb} must be divisible by the number of processes ({world})")
-    n = len(train)
     spe, total, warmup = schedule_steps(n, gb, oc["epochs"], oc["warmup_epochs"], oc["max_steps"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, warmup, oc["min_lr_ratio"]))
     aug_gen = torch.Generator().manual_seed(rc["seed"] + 1)
@@ -109,8 +130,11 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     def step_fn(step: int) -> dict:
         epoch, i = divmod(step, spe)
         with record_function("data"):
-            idx = batch_indices(rc["seed"], epoch, i, n, gb, rank, world)
-            images = train.images[idx].to(fabric.device, non_blocking=True)
+            if stream is not None:  # the stream keeps its own order (litdata's shuffle, seeded), resumable
+                images = stream.next()
+            else:
+                idx = batch_indices(rc["seed"], epoch, i, n, gb, rank, world)
+                images = train.images[idx].to(fabric.device, non_blocking=True)
         with record_function("augment"):
             views = aug(images, aug_gen, global_batch=gb, offset=rank * local)
         with record_function("forward"):
@@ -119,12 +143,12 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
                 "sigreg_loss": out.sigreg_loss.detach(), "epoch": epoch}
 
     result = fit(fabric, run, model, opt, sched, step_fn, total_steps=total, rng=aug_gen, images_per_step=gb,
-                 kind="pretrain", desc=f"pretrain {rc['name']}")
+                 kind="pretrain", desc=f"pretrain {rc['name']}", data_state=stream)
     if result.get("paused"):
         return result
     if result.get("already_finished") and (run.path / "metrics.json").exists():
         return json.loads((run.path / "metrics.json").read_text())
-    metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": train.provenance}
+    metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": provenance}
     metrics.pop("already_finished", None)
     run.write_result("metrics.json", metrics)
     run.finish(metrics=metrics)
