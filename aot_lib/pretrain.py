@@ -148,7 +148,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
         return result
     if result.get("already_finished") and (run.path / "metrics.json").exists():
         return json.loads((run.path / "metrics.json").read_text())
-    metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": provenance}
+    metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": dict(provenance)}
     metrics.pop("already_finished", None)
     run.write_result("metrics.json", metrics)
     run.finish(metrics=metrics)

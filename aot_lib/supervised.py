@@ -157,7 +157,7 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
             return result
         acc = evaluate(student, test, size, mean, std, fabric.device)
         out = {"top1": acc, "steps": result["step"], "test_images": len(test), "train_images": len(train),
-               "data": {"train": train.provenance, "test": test.provenance},
+               "data": {"train": dict(train.provenance), "test": dict(test.provenance)},
                "wall_time_s": run.record.get("wall_time_s")}
         run.write_result(f"{kind}.json", out)
         run.finish(result=out)
