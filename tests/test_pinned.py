@@ -269,3 +269,24 @@ def test_evaluate_counts_top1_in_percent():
     model.inputs.clear()
     assert evaluate(model, data, 4, (0.0,) * 3, (1.0,) * 3, "cpu") == pytest.approx(5 / 7 * 100, rel=1e-12)
     assert model.inputs[0].shape[-2:] == (4, 4)
+
+
+# ----------------------------------------------------------------------------- coding rates
+
+def test_coding_rates_default_precision_batches_and_dtypes():
+    from aot_lib import coding_rate, subspace_coding_rate
+
+    g = torch.Generator().manual_seed(0)
+    Z = torch.randn(3, 6, 10, generator=g, dtype=torch.float64)  # a batch of three (d, N) = (6, 10)
+    U = torch.linalg.qr(torch.randn(6, 6, generator=g, dtype=torch.float64))[0].reshape(6, 2, 3).permute(1, 0, 2)
+    # the default precision is eps = 0.5 (the paper's): R = 1/2 logdet(I + d/(N eps^2) Z Z^T)
+    ref = torch.stack([0.5 * torch.logdet(torch.eye(6, dtype=torch.float64) + 6 / (10 * 0.25) * z @ z.T) for z in Z])
+    torch.testing.assert_close(coding_rate(Z), ref, **F64)
+    # R^c: one rate per subspace, summed over subspaces, per batch entry (N = 10 tokens, not the batch size)
+    ref_c = torch.stack([sum(0.5 * torch.logdet(torch.eye(3, dtype=torch.float64) + 3 / (10 * 0.25) * u.T @ z @ z.T @ u)
+                             for u in U) for z in Z])
+    got = subspace_coding_rate(Z, U)
+    assert got.shape == (3,)
+    torch.testing.assert_close(got, ref_c, **F64)
+    # bases in another dtype are cast to Z's
+    torch.testing.assert_close(subspace_coding_rate(Z, U.float()), subspace_coding_rate(Z, U.float().double()), **F64)
