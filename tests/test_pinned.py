@@ -290,3 +290,52 @@ def test_coding_rates_default_precision_batches_and_dtypes():
     torch.testing.assert_close(got, ref_c, **F64)
     # bases in another dtype are cast to Z's
     torch.testing.assert_close(subspace_coding_rate(Z, U.float()), subspace_coding_rate(Z, U.float().double()), **F64)
+
+
+# ----------------------------------------------------------------------------- layers: defaults, messages, edges
+
+def test_layer_defaults_are_the_official_ones():
+    from aot_lib.layers import MSSA, ClassifierHead
+
+    ista = ISTA(4)
+    assert (ista.step_size, ista.lambd, ista.fused) == (0.1, 0.1, False)  # official CRATE
+    assert ClassifierHead(8, 3).norm.eps == 1e-5  # torch's default, as CRATE's mlp_head
+    assert MSSA(8, 2).qkv.bias is None and MSSA(8, 2).proj.bias is not None
+    # a head with one output is still LayerNorm -> Linear; num_classes=0 is the identity
+    head = ClassifierHead(8, 1)
+    x = torch.randn(4, 8)
+    assert isinstance(head.norm, nn.LayerNorm) and head.fc.out_features == 1
+    torch.testing.assert_close(head(x), head.fc(head.norm(x)))  # logits by default
+    torch.testing.assert_close(head(x, pre_logits=True), head.norm(x))
+    assert list(ClassifierHead(8, 0).parameters()) == [] and torch.equal(ClassifierHead(8, 0)(x), x)
+
+
+def test_stem_initialisation_is_truncated_normal_002():
+    # timm / DINO: trunc_normal_(std=0.02) for the position embedding and the cls token
+    stem = create_model("aot_admm_tiny", depth=1).stem  # 17 x 384 position entries, 384 cls entries
+    assert 0.018 < stem.pos_embed.std().item() < 0.022 and stem.pos_embed.abs().max() <= 2.0
+    assert 0.016 < stem.cls_token.std().item() < 0.024
+
+
+def test_interpolate_pos_embed_keeps_every_prefix_token():
+    pos = torch.randn(1, 4 + 16, 3, dtype=torch.float64)  # 4 prefix tokens (e.g. registers), a 4x4 grid
+    out = interpolate_pos_embed(pos, (2, 2), num_prefix=4)
+    assert out.shape == (1, 8, 3) and torch.equal(out[:, :4], pos[:, :4])
+    ref = resize_reference(torch.cat([pos[:, :1], pos[:, 4:]], dim=1), (2, 2), antialias=False)
+    torch.testing.assert_close(out[:, 4:], ref[:, 1:], **F64)
+
+
+def test_input_and_width_errors_name_the_problem():
+    from aot_lib.layers import check_heads_divide
+
+    stem = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=1).stem
+    with pytest.raises(ValueError, match=r"^expected images of shape \(B, C, H, W\), got shape \(3, 16, 16\)$"):
+        stem(torch.randn(3, 16, 16))
+    for h, w in ((18, 16), (16, 18)):  # either side alone not a multiple of the patch
+        with pytest.raises(ValueError, match=f"input of size {h}x{w} is not divisible by patch_size=4"):
+            stem(torch.randn(1, 3, h, w))
+    # the suggested head counts are the divisors of the width up to 24
+    with pytest.raises(ValueError, match=r"\(e\.g\. 1, 2, 5, 10\)\.$"):
+        check_heads_divide(50, 3)
+    with pytest.raises(ValueError, match=r"\(e\.g\. 1, 2, 3, 4, 6, 8, 12, 16, 24\)\.$"):
+        check_heads_divide(48, 5)
