@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-__all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS"]
+__all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
+           "plot_training_curves"]
 
 _PANELS = [
     ("objective", "$R^c(Z|U)+\\lambda\\|V\\|_1$", "log"),
@@ -95,3 +96,82 @@ def draw_layer(name: str, ax=None):
     ax.set_ylim(-0.6, n + 1.6)
     ax.axis("off")
     return ax
+
+
+def plot_views(images, views, mean, std, title: str | None = None, view_names=None, scale: float = 1.0):
+    """One row per image: the image, then every multi-crop view of it (denormalised).
+
+    ``images``: ``(N, 3, H, W)`` uint8; ``views``: a list of ``(N, 3, h, w)`` normalised tensors
+    (what :class:`aot_lib.augment.BatchedMultiCrop` returns); ``mean``/``std``: 3-tuples.
+    """
+    import matplotlib.pyplot as plt
+    import torch
+
+    n, cols = images.shape[0], len(views) + 1
+    m = torch.tensor(mean).view(3, 1, 1)
+    s = torch.tensor(std).view(3, 1, 1)
+    fig, axes = plt.subplots(n, cols, figsize=(scale * cols, scale * n + 0.5), squeeze=False)
+    for i in range(n):
+        axes[i, 0].imshow(images[i].permute(1, 2, 0))
+        for v, view in enumerate(views):
+            axes[i, v + 1].imshow((view[i] * s + m).clamp(0, 1).permute(1, 2, 0))
+    for ax in axes.flat:
+        ax.axis("off")
+    names = view_names or ["image"] + [f"view {k}" for k in range(1, cols)]
+    for j, name in enumerate(names):
+        axes[0, j].set_title(name, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
+    """Chapter 2, Section 6: both objectives against ``||Sigma - I||_F^2`` (left) and their ratio
+    against the predicted limit (right). ``rows``: dicts with ``population``, ``sigreg2``,
+    ``finite`` and ``gap``."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    pop = [r["population"] for r in rows]
+    exact = [r["sigreg2"] for r in rows]
+    gap = [r["gap"] for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax = axes[0]
+    ax.loglog(frob2, pop, "o-", label="population SIGReg, $\\mathcal{N}(0,\\Sigma)$")
+    ax.loglog(frob2, exact, "k--", label="$\\mathcal{L}^{(2)}$ (Eq. sup_sigreg_frobenius)")
+    ax.loglog(frob2, gap, "s-", label="$R(I)-R(\\Sigma)$")
+    fin = torch.tensor([r["finite"] for r in rows])
+    ok = fin > 0
+    ax.loglog(frob2[ok], fin[ok], "x", ms=8, label=f"finite-sample SIGReg / N, N={n_samples}")
+    ax.axhline(1 / n_samples, color="gray", lw=0.8, ls=":")
+    ax.text(frob2[0], 1.3 / n_samples, "noise floor ~ 1/N", color="gray", fontsize=8)
+    ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
+    ax.set_title("both scale as $\\|\\Sigma-I\\|_F^2$ (slope 1)")
+    ax.legend(fontsize=7)
+    ax = axes[1]
+    ax.semilogx(frob2, [p / g for p, g in zip(pop, gap)], "o-", label="population SIGReg / gap")
+    ax.semilogx(frob2, [e / g for e, g in zip(exact, gap)], "s-", label="$\\mathcal{L}^{(2)}$ / gap")
+    ax.axhline(limit, color="k", ls="--", label="$8C_w/(\\theta^2 d(d+2))$")
+    ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
+    ax.set_title("ratio tends to the predicted constant")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_training_curves(curve: Mapping[str, list], note: str = ""):
+    """Chapter 5: total loss, prediction loss and the SIGReg statistic against the step."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    if note:
+        fig.suptitle(note, fontsize=8, color="darkred")
+    panels = (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
+    for ax, (key, title) in zip(axes, panels):
+        ax.plot(curve["step"], curve[key])
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+    axes[2].set_yscale("log")
+    fig.tight_layout()
+    return fig

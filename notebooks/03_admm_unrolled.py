@@ -12,128 +12,181 @@
 # ---
 
 # %% [markdown]
+# (ch-admm)=
 # # ADMM, unrolled step by step
 #
-# With the expansion term moved into the loss, what remains is compression plus sparsity
-# (Eq. `compression_sparsity`). Splitting $Z=V$ (Eq. `split`) and applying scaled-form ADMM with
-# dual variable $W$ and penalty $\rho$ gives three updates per iteration:
+# **This chapter:** ADMM on compression plus sparsity, run on tokens whose subspaces we
+# know, and a check by computation that one AoT-ADMM layer is one iteration.
+#
+# With the expansion term moved into the loss ({ref}`ch-theorem1`), what remains of
+# {eq}`eq-srr` is compression plus sparsity (the paper's Eq. `compression_sparsity`).
+# Splitting $Z=V$ (Eq. `split`) and applying scaled-form ADMM with dual variable $W$ and
+# penalty $\rho$ gives three updates per iteration:
 #
 # $$
 # \begin{aligned}
-# Z^{t+1} &= Z^t-\eta\bigl(\nabla_Z R^c(Z^t\mid U)+\rho(Z^t-V^t+W^t)\bigr) &&\text{(one gradient step on Eq. zsub)}\\
-# V^{t+1} &= \mathrm{ReLU}\bigl(Z^{t+1}+W^t-\lambda/\rho\bigr) &&\text{(non-negative prox of } \lambda\lVert\cdot\rVert_1)\\
+# Z^{t+1} &= Z^t-\eta\bigl(\nabla_Z R^c(Z^t\mid U)+\rho(Z^t-V^t+W^t)\bigr)
+#   &&\text{(one gradient step on Eq. zsub)}\\
+# V^{t+1} &= \mathrm{ReLU}\bigl(Z^{t+1}+W^t-\lambda/\rho\bigr)
+#   &&\text{(non-negative prox of } \lambda\lVert\cdot\rVert_1)\\
 # W^{t+1} &= W^t+Z^{t+1}-V^{t+1} &&\text{(dual ascent)}
 # \end{aligned}
+# $$ (eq-admm-updates)
+#
+# Replacing the exact gradient (`aot_lib.admm.exact_compression_gradient`, automatic
+# differentiation of Eq. `compression_rate`) by its MSSA approximation
+# $\nabla_ZR^c\approx\gamma\,[Z-\mathrm{MSSA}(Z\mid U)]$ (the paper's Eq.
+# `compression_gradient`, `aot_lib.admm.mssa_compression_gradient`) turns the $Z$-step
+# into the paper's Eq. `zupdate`; mapping iteration $t$ to layer $\ell$, each with its
+# own subspaces $U^\ell$, gives the AoT-ADMM layer (the paper's Eq. `layer_updates`):
+#
 # $$
+# \begin{aligned}
+# Z^{\ell+1} &= (1-\eta\gamma-\eta\rho)\,Z^\ell
+#   +\eta\gamma\,\mathrm{MSSA}(Z^\ell\mid U^\ell)+\eta\rho\,(V^\ell-W^\ell)\\
+# V^{\ell+1} &= \mathrm{ReLU}\bigl(Z^{\ell+1}+W^\ell-\lambda/\rho\bigr)\\
+# W^{\ell+1} &= W^\ell+Z^{\ell+1}-V^{\ell+1}
+# \end{aligned}
+# $$ (eq-layer-updates)
 #
-# Replacing the exact gradient (`aot_lib.admm.exact_compression_gradient`, automatic differentiation
-# of Eq. `compression_rate`) by its MSSA approximation
-# $\nabla_ZR^c\approx\gamma\,[Z-\mathrm{MSSA}(Z\mid U)]$ (Eq. `compression_gradient`,
-# `aot_lib.admm.mssa_compression_gradient`) turns the $Z$-step into Eq. `zupdate`,
-# $Z^{t+1}=(1-\eta\gamma-\eta\rho)Z^t+\eta\gamma\,\mathrm{MSSA}(Z^t\mid U)+\eta\rho(V^t-W^t)$ — and mapping
-# iteration $t$ to layer $\ell$ gives the AoT-ADMM layer (Eq. `layer_updates`).
-#
-# This chapter runs both versions on synthetic tokens whose subspaces we know, watches the
-# diagnostics ADMM is judged by, and then checks that `aot_lib`'s layer computes exactly the
-# same iterates.
+# In the trained network the three branch coefficients are learned and the states
+# RMS-rescaled (Appendix B; {ref}`ch-architecture`). This chapter runs both versions of
+# {eq}`eq-admm-updates`, watches the diagnostics ADMM is judged by, and then checks that
+# `aot_lib`'s layer computes exactly the iterates of {eq}`eq-layer-updates`.
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 
-from aot_lib.admm import (admm_iterations, admm_layer_from_subspaces, exact_compression_gradient,
-                          mixture_of_subspaces, mssa_compression_gradient)
-from aot_lib.book import pick, run_record
+from aot_lib.admm import (
+    admm_iterations,
+    admm_layer_from_subspaces,
+    exact_compression_gradient,
+    mixture_of_subspaces,
+    mssa_compression_gradient,
+)
+from aot_lib.book import pick, run_record_box
 from aot_lib.plotting import plot_admm_history
+from aot_lib.tables import Col, Table
 
-print(run_record(seed=0))
+run_record_box(seed=0)
 
 # %% [markdown]
 # ## Data: a mixture of low-rank Gaussians
 #
-# $K=4$ subspaces of dimension $p=3$ in $d=12$, 32 tokens each, plus noise of standard deviation
-# 0.3. The proximal step is a ReLU in the *standard* basis, so the model presumes tokens that
-# are sparse and non-negative there; we draw the subspaces as blocks of coordinate axes with
-# non-negative coefficients, which makes the data fit every term of the objective. (With randomly
-# rotated subspaces the ReLU pulls tokens into the positive orthant, away from their subspaces.)
+# $K=4$ subspaces of dimension $p=3$ in $d=12$, 32 tokens each, plus noise of standard
+# deviation 0.3. The proximal step is a ReLU in the *standard* basis, so the model
+# presumes tokens that are sparse and non-negative there; we draw the subspaces as
+# blocks of coordinate axes with non-negative coefficients, which makes the data fit
+# every term of the objective. (With randomly rotated subspaces the ReLU pulls tokens
+# into the positive orthant, away from their subspaces.)
 
 # %%
 gen = torch.Generator().manual_seed(0)
-Z0, U, labels = mixture_of_subspaces(d=12, p=3, K=4, n_per=32, noise=0.3, basis="coordinate",
-                                     nonnegative=True, generator=gen)
-print("Z0:", tuple(Z0.shape), " U:", tuple(U.shape))
+Z0, U, labels = mixture_of_subspaces(d=12, p=3, K=4, n_per=32, noise=0.3,
+                                     basis="coordinate", nonnegative=True,
+                                     generator=gen)
+print(f"tokens Z0: {tuple(Z0.shape)} (d, N);  subspaces U: {tuple(U.shape)} (K, d, p)")
 defaults = dict(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1, eps=0.5)
 iters = pick(20, 40)
 
 # %% [markdown]
 # ## Exact gradient versus the MSSA approximation
 #
-# Five diagnostics per iteration: the objective $R^c(Z\mid U)+\lambda\lVert V\rVert_1$, the primal
-# residual $\lVert Z-V\rVert_F$, the dual residual $\rho\lVert V^{t+1}-V^t\rVert_F$, the sparsity of $V$,
-# and how much of each token's energy lies in its own subspace.
-
-# %% [markdown]
-# First the two gradients themselves, on the start tokens. The paper gives no regime in which they
-# coincide ($\gamma$ is only "determined by the coding precision"), so we compare directions (cosine)
-# and sizes, with the $\gamma=1$ and $\epsilon=0.5$ used below:
+# Five diagnostics per iteration: the objective $R^c(Z\mid U)+\lambda\lVert V\rVert_1$,
+# the primal residual $\lVert Z-V\rVert_F$, the dual residual
+# $\rho\lVert V^{t+1}-V^t\rVert_F$, the sparsity of $V$, and how much of each token's
+# energy lies in its own subspace.
+#
+# First the two gradients themselves, on the start tokens. The paper gives no regime in
+# which they coincide ($\gamma$ is only "determined by the coding precision"), so we
+# compare directions (cosine) and sizes, with the $\gamma=1$ and $\epsilon=0.5$ used
+# below:
 
 # %%
 g_exact = exact_compression_gradient(Z0, U, defaults["eps"])
 g_mssa = mssa_compression_gradient(Z0, U, defaults["gamma"])
 cos = float((g_exact * g_mssa).sum() / (g_exact.norm() * g_mssa.norm()))
-print(f"cos(exact, MSSA approximation) = {cos:.3f}   ||MSSA approximation|| / ||exact|| = "
-      f"{float(g_mssa.norm() / g_exact.norm()):.1f}")
+size = float(g_mssa.norm() / g_exact.norm())
 assert 0 < cos < 1
+print(f"cos(exact, MSSA approximation) = {cos:.3f};  "
+      f"||MSSA approximation|| / ||exact|| = {size:.1f}")
 
 # %%
 runs = {
-    "exact gradient": admm_iterations(Z0, U, iters=iters, gradient="exact", labels=labels, **defaults),
-    "MSSA (Eq. zupdate)": admm_iterations(Z0, U, iters=iters, gradient="mssa", labels=labels, **defaults),
+    "exact gradient": admm_iterations(Z0, U, iters=iters, gradient="exact",
+                                      labels=labels, **defaults),
+    "MSSA (Eq. zupdate)": admm_iterations(Z0, U, iters=iters, gradient="mssa",
+                                          labels=labels, **defaults),
 }
-plot_admm_history(runs, title="ADMM on the compression + sparsity objective ($\\eta=0.25,\\gamma=\\rho=1,\\lambda=0.1$)")
-plt.show()
-for name, h in runs.items():
-    print(f"{name:20s} objective {h.objective[0]:7.2f} -> {h.objective[-1]:7.3f}   primal -> {h.primal[-1]:.2e}   "
-          f"sparsity -> {h.sparsity[-1]:.2f}   own-subspace energy {h.alignment[0]:.3f} -> {h.alignment[-1]:.3f}")
 exact, approx = runs.values()
-assert exact.objective[-1] < 0.5 * exact.objective[0] and approx.objective[-1] < 0.5 * approx.objective[0]
+assert exact.objective[-1] < 0.5 * exact.objective[0]
+assert approx.objective[-1] < 0.5 * approx.objective[0]
 assert exact.alignment[-1] > exact.alignment[0]
+Table(
+    [dict(run=name, obj0=h.objective[0], obj=h.objective[-1], primal=h.primal[-1],
+          sparsity=h.sparsity[-1], align0=h.alignment[0], align=h.alignment[-1])
+     for name, h in runs.items()],
+    [Col("run"), Col("obj0", "objective, start", ".2f"),
+     Col("obj", f"objective, t = {iters}", ".3f"),
+     Col("primal", "primal residual, end", ".2e"),
+     Col("sparsity", "zeros in V, end (fraction)", ".2f"),
+     Col("align0", "own-subspace energy, start", ".3f"),
+     Col("align", "own-subspace energy, end", ".3f")],
+    caption="ADMM on compression + sparsity (η = 0.25, γ = ρ = 1, λ = 0.1)",
+)
+
+# %% tags=["hide-input"]
+plot_admm_history(runs, title="ADMM on the compression + sparsity objective "
+                  "($\\eta=0.25,\\gamma=\\rho=1,\\lambda=0.1$)")
+plt.show()
 
 # %% [markdown]
 # Both versions drive the objective down and make $V$ sparse; the primal residual
-# $\lVert Z-V\rVert_F$ stays small (a fraction of $\lVert Z\rVert_F$) while the dual residual decays. They
-# differ in **where** the tokens go. The exact gradient of $R^c$ acts inside each subspace only,
-# so the thresholding removes the off-subspace noise and the tokens settle onto their own
-# subspaces. The MSSA step instead replaces each token's projection by a softmax-weighted
-# *average* of all tokens' projections: iterated with a fixed $U$ and no learned parameters it
-# smooths the tokens toward one another — the rank collapse of pure attention stacks
-# {cite:p}`dong2021attention` — and the threshold then removes what is left.
+# $\lVert Z-V\rVert_F$ stays small (a fraction of $\lVert Z\rVert_F$) while the dual
+# residual decays. They differ in **where** the tokens go. The exact gradient of $R^c$
+# acts inside each subspace only, so the thresholding removes the off-subspace noise and
+# the tokens settle onto their own subspaces. The MSSA step instead replaces each
+# token's projection by a softmax-weighted *average* of all tokens' projections:
+# iterated with a fixed $U$ and no learned parameters it smooths the tokens toward one
+# another — the rank collapse of pure attention stacks {cite:p}`dong2021attention` — and
+# the threshold then removes what is left.
 #
+# (sec-collapse)=
 # ### Run long enough, both collapse — and that is the point
 #
-# Compression plus sparsity alone is minimised by $Z=V=0$: nothing in Eq. `compression_sparsity`
-# keeps the representation expanded. Running the iterations well past the network's depth shows it:
+# Compression plus sparsity alone is minimised by $Z=V=0$: nothing in the paper's
+# Eq. `compression_sparsity` keeps the representation expanded. Running the iterations
+# well past the network's depth shows it:
 
 # %%
+steps = (0, 12, 40, 80)
+rows = []
 for grad in ("exact", "mssa"):
     long = admm_iterations(Z0, U, iters=80, gradient=grad, labels=labels, **defaults)
-    norms = [float(long.iterates[t][0].norm()) for t in (0, 12, 40, 80)]
-    print(f"{grad:6s} ||Z^t||_F at t = 0, 12, 40, 80: " + ", ".join(f"{n:.3f}" for n in norms))
+    norms = [float(long.iterates[t][0].norm()) for t in steps]
     assert norms[-1] < 0.01 * norms[0]
+    rows.append([grad] + norms)
+norm_cols = [Col(f"t{t}", f"‖Zᵗ‖_F at t = {t}", ".3f") for t in steps]
+Table(rows, [Col("gradient")] + norm_cols,
+      caption="Without an expansion term the iterates shrink to zero")
 
 # %% [markdown]
-# This is why the expansion term has to come from somewhere else. In AoT-ADMM it comes from
-# SIGReg in the training loss (Theorem 1), and the network unrolls only $L=12$ iterations, each
-# with its own learned $U^\ell$, learned branch weights and RMS-rescaled states (Appendix B) —
-# the rescaling alone already rules out the collapse to zero.
+# This is why the expansion term has to come from somewhere else. In AoT-ADMM it comes
+# from SIGReg in the training loss (Theorem 1, {ref}`ch-theorem1`), and the network
+# unrolls only $L=12$ iterations, each with its own learned $U^\ell$, learned branch
+# weights and RMS-rescaled states (Appendix B) — the rescaling alone already rules out
+# the collapse to zero.
 #
-# Where the tokens are after the iterations plotted above, on one coordinate of the first subspace ($e_1$) and one of the second ($e_4$):
+# Where the tokens are after the iterations plotted above, on one coordinate of the
+# first subspace ($e_1$) and one of the second ($e_4$):
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), sharex=True, sharey=True)
 colours = plt.cm.tab10(labels.numpy())
-for ax, (title, Z) in zip(axes, [("start", Z0), ("exact gradient, last", exact.iterates[-1][0]),
-                                 ("MSSA, last", approx.iterates[-1][0])]):
+panels = [("start", Z0), ("exact gradient, last", exact.iterates[-1][0]),
+          ("MSSA, last", approx.iterates[-1][0])]
+for ax, (title, Z) in zip(axes, panels):
     ax.scatter(Z[0], Z[3], c=colours, s=10)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("$e_1$ (subspace 1)", fontsize=8)
@@ -145,11 +198,12 @@ plt.show()
 # ## The hyper-parameters: a grid
 #
 # $\eta$, $\gamma$, $\rho$ and $\lambda$ fix the initial branch coefficients
-# $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$ and the threshold $\tau=\lambda/\rho$. The static figure
-# below (what the rendered book shows) varies two at a time around the defaults, for the MSSA
-# iteration; the interactive panel after it lets you move all four in JupyterLab.
+# $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$ of {eq}`eq-layer-updates` and the
+# threshold $\tau=\lambda/\rho$. The static figure below (what the rendered book shows)
+# varies two at a time around the defaults; the interactive panel after it lets you move
+# all four in JupyterLab.
 
-# %%
+# %% tags=["hide-input"]
 grid_lambda = [0.0, 0.1, 0.3]
 grid_rho = [0.5, 1.0, 2.0]
 fig, axes = plt.subplots(len(grid_rho), len(grid_lambda), figsize=(10, 7), sharex=True)
@@ -158,7 +212,8 @@ for i, rho in enumerate(grid_rho):
         eta = min(0.25, 0.9 / (1.0 + rho))  # keep 1 - eta*gamma - eta*rho positive
         ax = axes[i, j]
         for grad, ls in [("exact", "-"), ("mssa", "--")]:
-            h = admm_iterations(Z0, U, iters=iters, gradient=grad, labels=labels, eta=eta, gamma=1.0, rho=rho, lambd=lam)
+            h = admm_iterations(Z0, U, iters=iters, gradient=grad, labels=labels,
+                                eta=eta, gamma=1.0, rho=rho, lambd=lam)
             ax.plot(h.alignment, ls, color="C0", label=f"{grad}: own-subspace energy")
             ax.plot(h.sparsity, ls, color="C2", label=f"{grad}: sparsity of V")
         ax.set_title(f"$\\rho={rho}$, $\\lambda={lam}$, $\\eta={eta:.2f}$", fontsize=9)
@@ -167,26 +222,33 @@ for i, rho in enumerate(grid_rho):
 axes[0, 0].legend(fontsize=6)
 for ax in axes[-1]:
     ax.set_xlabel("iteration", fontsize=8)
-fig.suptitle("exact gradient (solid) and MSSA (dashed): energy on own subspace (blue), zeros in V (green)", fontsize=10)
+fig.suptitle("exact gradient (solid) and MSSA (dashed): energy on own subspace (blue), "
+             "zeros in V (green)", fontsize=10)
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Larger $\lambda$ (or smaller $\rho$: $\tau=\lambda/\rho$) sparsifies faster; with $\lambda=0$ nothing is
-# thresholded and $V$ stays dense. The exact gradient keeps its tokens on their subspaces across
-# the grid; the MSSA iteration loses them at every setting, faster when its branch weight
-# $\eta\gamma$ is larger.
+# Larger $\lambda$ (or smaller $\rho$: $\tau=\lambda/\rho$) sparsifies faster; with
+# $\lambda=0$ nothing is thresholded and $V$ stays dense. The exact gradient keeps its
+# tokens on their subspaces across the grid; the MSSA iteration loses them at every
+# setting, faster when its branch weight $\eta\gamma$ is larger.
+#
+# The panel below is interactive in JupyterLab (open this chapter as a notebook); the
+# book shows its code only, the grid above stands in for it.
 
-# %%
+# %% tags=["remove-output"]
 import ipywidgets as widgets  # noqa: E402
 from IPython.display import display  # noqa: E402
 
 
 def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):
+    """Both iterations for one setting of the four hyper-parameters."""
     if eta * (gamma + rho) >= 1:
-        print("eta*(gamma+rho) must stay below 1: the first branch coefficient would not be positive")
+        print("eta*(gamma+rho) must stay below 1: "
+              "the first branch coefficient would not be positive")
         return
-    hs = {g: admm_iterations(Z0, U, iters=iters, gradient=g, labels=labels, eta=eta, gamma=gamma, rho=rho, lambd=lambd)
+    hs = {g: admm_iterations(Z0, U, iters=iters, gradient=g, labels=labels, eta=eta,
+                             gamma=gamma, rho=rho, lambd=lambd)
           for g in ("exact", "mssa")}
     plot_admm_history(hs)
     plt.show()
@@ -199,41 +261,49 @@ panel = widgets.interactive(
     rho=widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1),
     lambd=widgets.FloatSlider(value=0.1, min=0.0, max=0.5, step=0.05),
 )
-display(panel)  # interactive in JupyterLab; the static grid above stands in for it in the rendered book
+display(panel)
 
 # %% [markdown]
+# (sec-layer-equals-iteration)=
 # ## The unrolled network computes the same iterates
 #
-# `aot_lib.admm.admm_layer_from_subspaces` builds an `ADMMLayer` whose shared projection is
-# $[U_1\cdots U_K]^\top$ and whose output map is $[U_1\cdots U_K]$, with the two stabilisers of the
-# trained network (pre-MSSA LayerNorm and RMS rescaling) switched off. Applying it $L$ times to
-# $(Z^0,V^0,W^0)=(Z^0,Z^0,0)$ must reproduce the ADMM iterates exactly — in float64, to rounding.
+# `aot_lib.admm.admm_layer_from_subspaces` builds an `ADMMLayer` whose shared projection
+# is $[U_1\cdots U_K]^\top$ and whose output map is $[U_1\cdots U_K]$, with the two
+# stabilisers of the trained network (pre-MSSA LayerNorm and RMS rescaling) switched
+# off. Applying it $L$ times to $(Z^0,V^0,W^0)=(Z^0,Z^0,0)$ must reproduce the ADMM
+# iterates of {eq}`eq-layer-updates` exactly — in float64, to rounding.
 
 # %%
 kw = dict(eta=0.3, gamma=1.2, rho=0.8, lambd=0.15)
 ref = admm_iterations(Z0, U, iters=iters, gradient="mssa", **kw)
 layer = admm_layer_from_subspaces(U, **kw)
-print("layer coefficients (a, b, c):", [round(x, 4) for x in layer.coefficients().tolist()], " tau:", layer.tau[0].item())
+a, b, c = layer.coefficients().tolist()
+print(f"layer coefficients a, b, c = {a:.4f}, {b:.4f}, {c:.4f};  "
+      f"threshold tau = {layer.tau[0].item():.4f}")
 z = v = Z0.T.unsqueeze(0)  # the network holds tokens as rows
 w = torch.zeros_like(z)
 worst = 0.0
 with torch.no_grad():
     for Zt, Vt, Wt in ref.iterates[1:]:
         z, v, w = layer(z, v, w)
-        worst = max(worst, *(float((a[0].T - b).abs().max()) for a, b in [(z, Zt), (v, Vt), (w, Wt)]))
-print(f"largest difference between network states and ADMM iterates over {iters} layers: {worst:.2e}")
+        pairs = [(z, Zt), (v, Vt), (w, Wt)]
+        diffs = [float((net[0].T - it).abs().max()) for net, it in pairs]
+        worst = max(worst, *diffs)
 assert worst < 1e-12
+print(f"largest difference between network states and ADMM iterates over {iters} "
+      f"layers: {worst:.2e}")
 
 # %% [markdown]
 # ## What we learned
 #
-# * One AoT-ADMM layer *is* one linearised ADMM iteration: with $U$ fixed to the true subspaces the
-#   network's states equal the iterates to $10^{-12}$.
-# * ADMM's bookkeeping shows up as it should: $Z$ and $V$ stay close (small primal residual), the
-#   dual residual decays, and $\lambda/\rho$ sets how sparse $V$ becomes.
-# * Compression and sparsity without expansion are minimised by collapse ($Z=0$): the expansion
-#   term that the paper moves into the loss is not optional.
-# * The MSSA step is an approximation with a character of its own: it compresses (the coding
-#   rate falls), but as a fixed, untrained operator it averages tokens together. The learned
-#   per-layer subspaces, learned branch weights and RMS rescaling of the trained network are not
-#   decoration.
+# * One AoT-ADMM layer *is* one linearised ADMM iteration {eq}`eq-layer-updates`: with
+#   $U$ fixed to the true subspaces the network's states equal the iterates to
+#   $10^{-12}$.
+# * ADMM's bookkeeping shows up as it should: $Z$ and $V$ stay close (small primal
+#   residual), the dual residual decays, and $\lambda/\rho$ sets how sparse $V$ becomes.
+# * Compression and sparsity without expansion are minimised by collapse ($Z=0$): the
+#   expansion term that the paper moves into the loss is not optional.
+# * The MSSA step is an approximation with a character of its own: it compresses (the
+#   coding rate falls), but as a fixed, untrained operator it averages tokens together.
+#   The learned per-layer subspaces, learned branch weights and RMS rescaling of the
+#   trained network ({ref}`ch-architecture`) are not decoration.

@@ -12,19 +12,25 @@
 # ---
 
 # %% [markdown]
+# (ch-architecture)=
 # # The architecture: AoT-ADMM next to CRATE and AoT
 #
-# Three white-box Transformers built from the same parts (`aot_lib.layers`): a CRATE-style patch
-# stem, multi-head subspace self-attention (MSSA, Eq. `mssa`) and a LayerNorm → Linear head. They
-# differ in what follows the attention:
+# **This chapter:** the three white-box Transformers side by side, and the paper's
+# parameter and FLOP tables recomputed from the live models next to its own numbers.
 #
-# * **CRATE** {cite:p}`yu2023crate`: a residual MSSA step, then one ISTA step on a learned
-#   dictionary $D$ — the sparse-coding half of sparse rate reduction, inside the network.
+# Three white-box Transformers built from the same parts (`aot_lib.layers`): a
+# CRATE-style patch stem, multi-head subspace self-attention (MSSA, the paper's Eq.
+# `mssa`) and a LayerNorm → Linear head. They differ in what follows the attention:
+#
+# * **CRATE** {cite:p}`yu2023crate`: a residual MSSA step, then one ISTA step on a
+#   learned dictionary $D$ — the sparse-coding half of sparse rate reduction
+#   {eq}`eq-srr`, inside the network.
 # * **AoT** {cite:p}`wang2025aot`: a residual MSSA step and nothing else.
-# * **AoT-ADMM** (this paper): one unrolled ADMM iteration (Eq. `layer_updates`): MSSA for the
-#   compression step, a ReLU for the sparse proximal step, and a dual state $W$; three learned
-#   branch weights on the simplex. No dictionary, no MLP: the expansion that ISTA's dictionary
-#   provided in CRATE is delegated to SIGReg in the loss.
+# * **AoT-ADMM** (this paper): one unrolled ADMM iteration {eq}`eq-layer-updates`
+#   ({ref}`ch-admm`): MSSA for the compression step, a ReLU for the sparse proximal
+#   step, and a dual state $W$; three learned branch weights on the simplex. No
+#   dictionary, no MLP: the expansion that ISTA's dictionary provided in CRATE is
+#   delegated to SIGReg in the loss ({ref}`ch-theorem1`).
 
 # %%
 import matplotlib.pyplot as plt
@@ -32,128 +38,182 @@ import torch
 
 import aot_lib
 from aot_lib import paper
-from aot_lib.book import run_record
+from aot_lib.book import run_record_box
 from aot_lib.plotting import draw_layer
+from aot_lib.tables import Col, Table
 
-print(run_record())
+run_record_box()
 
-# %%
-fig, axes = plt.subplots(1, 3, figsize=(12, 5.2), gridspec_kw=dict(width_ratios=[1.25, 1.1, 0.9]))
+# %% tags=["hide-input"]
+fig, axes = plt.subplots(1, 3, figsize=(12, 5.2),
+                         gridspec_kw=dict(width_ratios=[1.25, 1.1, 0.9]))
 for ax, name in zip(axes, ["AoT-ADMM", "CRATE", "AoT"]):
     draw_layer(name, ax)
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# (sec-parameters)=
 # ## Where the parameters are
 #
-# Per layer, with width $d$: MSSA has one shared projection $U=[U_1\cdots U_K]$ ($d^2$) and an
-# output map with a bias ($d^2+d$; official CRATE's `to_out = nn.Linear(inner_dim, dim)` — the paper
-# does not say, so we follow the official CRATE and AoT code). CRATE adds the dictionary ($d^2$) and
-# two LayerNorms ($4d$); AoT has one LayerNorm ($2d$); AoT-ADMM has one LayerNorm, a per-feature
-# threshold $\tau$ initialised to $\lambda/\rho$ ($d$) and three branch logits. Counting them from
-# the live modules:
+# Per layer, with width $d$: MSSA has one shared projection $U=[U_1\cdots U_K]$ ($d^2$)
+# and an output map with a bias ($d^2+d$; official CRATE's
+# `to_out = nn.Linear(inner_dim, dim)` — the paper does not say, so we follow the
+# official CRATE and AoT code). CRATE adds the dictionary ($d^2$) and two LayerNorms
+# ($4d$); AoT has one LayerNorm ($2d$); AoT-ADMM has one LayerNorm, a per-feature
+# threshold $\tau$ initialised to $\lambda/\rho$ ($d$) and three branch logits. Counting
+# them from the live modules:
 
 # %%
 d = 384
-formula = {"crate_tiny": ("3d^2+5d", 3 * d * d + 5 * d), "aot_tiny": ("2d^2+3d", 2 * d * d + 3 * d),
-           "aot_admm_tiny": ("2d^2+4d+3", 2 * d * d + 4 * d + 3)}
+formula = {
+    "crate_tiny": ("3d² + 5d", 3 * d * d + 5 * d),
+    "aot_tiny": ("2d² + 3d", 2 * d * d + 3 * d),
+    "aot_admm_tiny": ("2d² + 4d + 3", 2 * d * d + 4 * d + 3),
+}
+rows = []
 for name, (text, value) in formula.items():
     block = aot_lib.create_model(name, depth=1).blocks[0]
     n = sum(p.numel() for p in block.parameters())
-    print(f"{name:15s} one layer: {n:7d} parameters   {text} = {value}")
     assert n == value, name
+    rows.append((name, n, text, value))
+Table(rows, [Col("model"), Col("n", "parameters of one layer (counted)"),
+             Col("formula", "formula"), Col("value", f"formula at d = {d}")],
+      caption="One layer, counted from the module and from the formula")
 
 # %% [markdown]
+# (sec-paper-tables)=
 # ## The paper's tables, recomputed
 #
 # Parameters and FLOPs below are computed now from the registered models
-# (`aot_lib.count_params`, `aot_lib.count_flops`: `torch.utils.flop_counter`, two FLOPs per
-# multiply-add, one image). The paper counts the encoder **without the classification head**
-# (the final LayerNorm and Linear): official CRATE without its `mlp_head` has exactly the paper's
-# 5.41 / 12.10 / 21.44 M, and the paper prints the same counts for CIFAR-10 and CIFAR-100, which a
-# head would change. `count_params(m)` follows that convention; the column "+ head" is
-# `count_params(m, include_head=True)` with 10 classes. The "paper" columns are the paper's
-# printed numbers (`aot_lib.paper`).
+# (`aot_lib.count_params`, `aot_lib.count_flops`: `torch.utils.flop_counter`, two FLOPs
+# per multiply-add, one image). The paper counts the encoder **without the
+# classification head** (the final LayerNorm and Linear): official CRATE without its
+# `mlp_head` has exactly the paper's 5.41 / 12.10 / 21.44 M, and the paper prints the
+# same counts for CIFAR-10 and CIFAR-100, which a head would change. `count_params(m)`
+# follows that convention; the column "+ head" is `count_params(m, include_head=True)`
+# with 10 classes. The shaded columns are the paper's printed numbers (`aot_lib.paper`).
 
 # %%
+names = ["crate_tiny", "aot_admm_tiny", "aot_tiny", "crate_small", "aot_admm_small",
+         "aot_small", "crate_base", "aot_admm_base", "aot_base", "vit_tiny",
+         "vit_tiny_relu", "vit_small", "vit_small_relu"]
 rows = []
-for name in ["crate_tiny", "aot_admm_tiny", "aot_tiny", "crate_small", "aot_admm_small", "aot_small",
-             "crate_base", "aot_admm_base", "aot_base", "vit_tiny", "vit_tiny_relu", "vit_small", "vit_small_relu"]:
+for name in names:
     m = aot_lib.create_model(name)
-    rows.append((name, aot_lib.count_params(m), aot_lib.count_params(m, include_head=True), paper.PARAMS_M[name],
-                 aot_lib.count_flops(m) / 1e9, paper.FLOPS_G.get(name)))
-print(f"{'model':16s} {'params (M)':>11s} {'exact':>11s} {'+ head (M)':>11s} {'paper':>7s} {'FLOPs (G)':>10s} {'paper':>7s}")
-for name, n, nh, pp, f, fp in rows:
-    print(f"{name:16s} {n / 1e6:11.3f} {n:11,d} {nh / 1e6:11.3f} {pp:7.2f} {f:10.3f} {'' if fp is None else f'{fp:7.2f}'}")
+    n, f = aot_lib.count_params(m), aot_lib.count_flops(m) / 1e9
+    pp, fp = paper.PARAMS_M[name], paper.FLOPS_G.get(name)
     digits = len(str(pp).split(".")[1])
-    if name != "vit_tiny":
+    if name != "vit_tiny":  # 5.38 M, printed 5.3 M: see below
         assert round(n / 1e6, digits) == pp, name
     if fp is not None:
         assert round(f, 2) == fp, name
-
-for name, pp in paper.PARAMS_IMAGENET_M.items():
-    m = aot_lib.create_model(name, img_size=128, patch_size=16)
-    n = aot_lib.count_params(m)
-    print(f"{name} at 128 px / patch 16 (Table 2): {n:,d} = {n / 1e6:.3f} M   paper {pp} M")
-    assert round(n / 1e6, 2) == pp
+    rows.append(dict(model=name, params_m=n / 1e6, params=n,
+                     head_m=aot_lib.count_params(m, include_head=True) / 1e6,
+                     # as printed: one decimal for the ViTs (Table 4), two otherwise
+                     paper_params=f"{pp:.{1 if name.startswith('vit') else 2}f}",
+                     flops=f, paper_flops=fp))
 
 # the head does not enter the paper's count: CIFAR-100 gives the CIFAR-10 numbers
 for name in ["crate_tiny", "aot_admm_tiny"]:
-    assert aot_lib.count_params(aot_lib.create_model(name, num_classes=100)) == aot_lib.count_params(aot_lib.create_model(name))
+    n100 = aot_lib.count_params(aot_lib.create_model(name, num_classes=100))
+    assert n100 == aot_lib.count_params(aot_lib.create_model(name))
 
-# %% [markdown]
-# Every cell matches the paper to its printed rounding, with two discrepancies worth stating:
-#
-# * **ViT-T: 5.38 M, not 5.3 M.** A standard ViT-Tiny (width 192, 3 heads, depth 12, MLP ratio 4)
-#   in the CIFAR setting has 5,378,880 parameters without its head and 5,381,194 with a 10-class
-#   head. The paper's 5.3 M looks truncated rather than rounded; ViT-S (21.37 → 21.4) and both ReLU
-#   variants round correctly under either convention, so Table 4 cannot tell them apart.
-# * **CRATE's FLOPs depend on how ISTA is written.** The official CRATE code computes
-#   $x+\eta D^\top x-\eta D^\top Dx$ with three matrix products ($Dx$, $D^\top(Dx)$, $D^\top x$); the
-#   paper's 0.31 / 0.69 / 1.22 G count exactly that. The same step written as $D^\top(x-Dx)$ needs two:
+Table(
+    rows,
+    [Col("model"), Col("params_m", "params (M)", ".3f"),
+     Col("params", "params (exact)"), Col("head_m", "+ head (M)", ".3f"),
+     Col("paper_params", "params (M)", paper=True, align="right"),
+     Col("flops", "FLOPs (G)", ".3f"),
+     Col("paper_flops", "FLOPs (G)", ".2f", paper=True)],
+    caption="Tables 1, 3 and 4: CIFAR setting (32 px, patch 8, 10 classes), one image",
+)
 
 # %%
+rows = []
+for name, pp in paper.PARAMS_IMAGENET_M.items():
+    m = aot_lib.create_model(name, img_size=128, patch_size=16)
+    n = aot_lib.count_params(m)
+    assert round(n / 1e6, 2) == pp
+    rows.append((name, n, n / 1e6, pp))
+Table(rows, [Col("model"), Col("n", "params (exact)"), Col("m", "params (M)", ".3f"),
+             Col("paper", "params (M)", ".2f", paper=True)],
+      caption="Table 2: ImageNet setting (128 px, patch 16)")
+
+# %% [markdown]
+# Every cell matches the paper to its printed rounding, with two discrepancies worth
+# stating:
+#
+# * **ViT-T: 5.38 M, not 5.3 M.** A standard ViT-Tiny (width 192, 3 heads, depth 12, MLP
+#   ratio 4) in the CIFAR setting has 5,378,880 parameters without its head and
+#   5,381,194 with a 10-class head. The paper's 5.3 M looks truncated rather than
+#   rounded; ViT-S (21.37 → 21.4) and both ReLU variants round correctly under either
+#   convention, so Table 4 cannot tell them apart.
+# * **CRATE's FLOPs depend on how ISTA is written.** The official CRATE code computes
+#   $x+\eta D^\top x-\eta D^\top Dx$ with three matrix products ($Dx$, $D^\top(Dx)$,
+#   $D^\top x$); the paper's 0.31 / 0.69 / 1.22 G count exactly that. The same step
+#   written as $D^\top(x-Dx)$ needs two:
+
+# %%
+rows = []
 for scale in ["tiny", "small", "base"]:
     three = aot_lib.count_flops(aot_lib.create_model(f"crate_{scale}")) / 1e9
-    two = aot_lib.count_flops(aot_lib.create_model(f"crate_{scale}", fused_ista=True)) / 1e9
-    print(f"CRATE-{scale:5s}: ISTA with three products {three:.3f} G (paper {paper.FLOPS_G[f'crate_{scale}']}), "
-          f"with two {two:.3f} G")
-m3, m2 = aot_lib.create_model("crate_tiny", depth=2), aot_lib.create_model("crate_tiny", depth=2, fused_ista=True)
+    model_two = aot_lib.create_model(f"crate_{scale}", fused_ista=True)
+    two = aot_lib.count_flops(model_two) / 1e9
+    rows.append((f"CRATE-{scale}", three, two, paper.FLOPS_G[f"crate_{scale}"]))
+m3 = aot_lib.create_model("crate_tiny", depth=2)
+m2 = aot_lib.create_model("crate_tiny", depth=2, fused_ista=True)
 m2.load_state_dict(m3.state_dict())
 x = torch.randn(4, 3, 32, 32)
 assert torch.allclose(m3(x), m2(x), atol=1e-5)
-print("same outputs:", True)
+Table(rows, [Col("model"), Col("three", "ISTA, three products: FLOPs (G)", ".3f"),
+             Col("two", "two products: FLOPs (G)", ".3f"),
+             Col("paper", "FLOPs (G)", ".2f", paper=True)],
+      caption="CRATE's FLOPs with ISTA written two ways (same outputs: checked on "
+      "a 2-layer model)")
 
 # %% [markdown]
-# Two more remarks on the paper's arithmetic. It describes the savings of AoT-ADMM over CRATE as
-# "31.1 / 31.2 / 31.3 %"; the removed counts it prints (1.77, 3.99 and 7.08 M) are right, but as
-# fractions of CRATE's 5.41, 12.10 and 21.44 M they are 32.7 / 33.0 / 33.0 %:
+# Two more remarks on the paper's arithmetic. It describes the savings of AoT-ADMM over
+# CRATE as "31.1 / 31.2 / 31.3 %"; the removed counts it prints (1.77, 3.99 and 7.08 M)
+# are right, but as fractions of CRATE's 5.41, 12.10 and 21.44 M they are
+# 32.7 / 33.0 / 33.0 %:
 
 # %%
+paper_saving = {"tiny": 31.1, "small": 31.2, "base": 31.3}  # the paper's prose
+rows = []
 for scale in ["tiny", "small", "base"]:
     # rounded to 0.01 M first, as the paper's table prints them
-    a = round(aot_lib.count_params(aot_lib.create_model(f"aot_admm_{scale}")) / 1e6, 2)
-    c = round(aot_lib.count_params(aot_lib.create_model(f"crate_{scale}")) / 1e6, 2)
-    print(f"{scale:5s}: CRATE {c:.2f} M - AoT-ADMM {a:.2f} M = {c - a:.2f} M removed = {100 * (c - a) / c:.1f} %")
+    a, c = (aot_lib.count_params(aot_lib.create_model(f"{family}_{scale}"))
+            for family in ("aot_admm", "crate"))
+    a, c = round(a / 1e6, 2), round(c / 1e6, 2)
+    rows.append((scale, c, a, c - a, 100 * (c - a) / c, paper_saving[scale]))
+Table(rows, [Col("scale"), Col("c", "CRATE (M)", ".2f"),
+             Col("a", "AoT-ADMM (M)", ".2f"),
+             Col("removed", "removed (M)", ".2f"), Col("pct", "removed (%)", ".1f"),
+             Col("paper", "saving stated (%)", ".1f", paper=True)],
+      caption="AoT-ADMM's savings over CRATE")
 
 # %% [markdown]
-# And with 17 tokens, attention itself is a small part of the cost: almost all FLOPs are the
-# $d\times d$ projections, which is why removing CRATE's dictionary (one or two $d\times d$ products per
-# token per layer) cuts FLOPs by more than half.
+# And with 17 tokens, attention itself is a small part of the cost: almost all FLOPs are
+# the $d\times d$ projections, which is why removing CRATE's dictionary (one or two
+# $d\times d$ products per token per layer) cuts FLOPs by more than half.
 #
+# (sec-two-resolutions)=
 # ## One encoder, two resolutions
 #
-# LeJEPA sends 32-px global and 16-px local views (2×2 instead of 4×4 patches) through the same
-# encoder, so the learned position embedding must serve both grids. Official CRATE never faces this:
-# it trains at one resolution and slices its embedding. Here the grid part is resized bicubically
-# (`aot_lib.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls entry is kept. The
-# CRATE-family stems resize without antialiasing (DINO's choice), the ViT family with it (timm's
-# `resample_abs_pos_embed`, so timm weights load with equal outputs).
+# LeJEPA sends 32-px global and 16-px local views (2×2 instead of 4×4 patches) through
+# the same encoder ({ref}`sec-views`), so the learned position embedding must serve both
+# grids. Official CRATE never faces this: it trains at one resolution and slices its
+# embedding. Here the grid part is resized bicubically
+# (`aot_lib.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls entry is
+# kept. The CRATE-family stems resize without antialiasing (DINO's choice), the ViT
+# family with it (timm's `resample_abs_pos_embed`, so timm weights load with equal
+# outputs).
 #
 # ## What we learned
 #
-# * The three architectures share stem, attention and head; AoT-ADMM's extra cost over AoT is
-#   $d+3$ parameters per layer (the threshold and the branch logits) and no FLOPs to speak of.
+# * The three architectures share stem, attention and head; AoT-ADMM's extra cost over
+#   AoT is $d+3$ parameters per layer (the threshold and the branch logits) and no FLOPs
+#   to speak of.
 # * Every parameter and FLOP count in Tables 1–4 follows from this construction; the two
 #   places where the paper's prose disagrees with its own counts are listed above.

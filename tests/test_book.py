@@ -1,10 +1,34 @@
-"""The book's structure: every toc entry exists, every notebook opens through jupytext."""
+"""The book: its structure, how its chapters present results, and the checks of the built HTML.
+
+Fast by design: the chapters' sources are checked statically, the introduction is executed
+in a kernel (seconds), and the HTML checker is tested on small strings. Every chapter is
+executed top to bottom by the book build itself (``.ci/run``: ``jupyter-book build -W``,
+then ``python -m aot_lib.book check-html``); ``AOT_TEST_ALL_CHAPTERS=1`` executes all of
+them here too (minutes).
+"""
+import ast
+import os
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from aot_lib.book import (
+    Dropdown,
+    _header,
+    benchmark_tables,
+    check_built_book,
+    check_html,
+    data_label,
+    data_missing_note,
+    run_record_box,
+)
+from aot_lib.tables import Col, Table
+
 ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
+PAGE_WIDTH = 88  # characters of code a page shows without clipping
 jupytext = pytest.importorskip("jupytext")
 
 
@@ -12,6 +36,20 @@ def toc_files():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     return [toc["root"]] + [c["file"] for c in toc["chapters"]]
 
+
+def chapter_id(p):
+    return p.name
+
+
+def code_cells(path):
+    return [c for c in jupytext.read(path).cells if c.cell_type == "code"]
+
+
+def markdown_text(path):
+    return "\n\n".join(c.source for c in jupytext.read(path).cells if c.cell_type == "markdown")
+
+
+# ----------------------------------------------------------------------------- structure
 
 def test_book_links_to_root_config():
     for name in ("_config.yml", "_toc.yml", "notebooks"):
@@ -25,10 +63,316 @@ def test_toc_entry_exists(entry):
     assert any(p.exists() for p in candidates), f"{entry} listed in _toc.yml but missing"
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.py")), ids=lambda p: p.name)
+def test_every_chapter_is_in_the_toc():
+    listed = set(toc_files())
+    for path in CHAPTERS:
+        assert f"notebooks/{path.stem}" in listed, f"{path.name} is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
 def test_notebook_opens_with_jupytext(path):
     nb = jupytext.read(path)
     assert nb.metadata["kernelspec"]["name"] == "python3"
     kinds = {c.cell_type for c in nb.cells}
     assert kinds == {"markdown", "code"}
-    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    lines = first.source.splitlines()
+    assert re.fullmatch(r"\(ch-[a-z0-9-]+\)=", lines[0]), "a chapter starts with its label"
+    assert lines[1].startswith("# "), "then its title"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_chapter_opens_with_a_summary_and_ends_with_what_we_learned(path):
+    nb = jupytext.read(path)
+    first = nb.cells[0].source
+    summary = first.split("**This chapter:**", 1)
+    assert len(summary) == 2, "the first cell says what the chapter shows (**This chapter:**)"
+    paragraph = summary[1].split("\n\n")[0].strip()
+    assert 1 <= len(paragraph.splitlines()) <= 2, "the summary is at most two lines"
+    last_md = [c for c in nb.cells if c.cell_type == "markdown"][-1].source
+    assert "## What we learned" in last_md
+
+
+def test_cross_references_resolve():
+    """Every {ref} and {eq} target is defined in some chapter or page (the build checks
+    this too, with -n; here it costs milliseconds)."""
+    texts = [markdown_text(p) for p in CHAPTERS]
+    texts += [p.read_text() for p in (ROOT / "book").glob("*.md")]
+    text = "\n".join(texts)
+    labels = set(re.findall(r"^\(([\w-]+)\)=\s*$", text, re.M))
+    equations = set(re.findall(r"^\$\$\s*\(([\w-]+)\)\s*$", text, re.M))
+    for target in re.findall(r"\{(?:ref|numref)\}`(?:[^`<]*<)?([\w-]+)>?`", text):
+        assert target in labels, f"{{ref}} to an undefined label {target}"
+    for target in re.findall(r"\{eq\}`([\w-]+)`", text):
+        assert target in equations, f"{{eq}} to an undefined equation {target}"
+    assert equations, "the book restates the paper's equations with labels"
+
+
+# ----------------------------------------------------------------------------- presentation
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_no_line_wider_than_the_page(path):
+    wide = [(i, len(line)) for i, line in enumerate(path.read_text().splitlines(), 1)
+            if len(line) > PAGE_WIDTH]
+    assert not wide, f"{path.name}: lines wider than {PAGE_WIDTH} characters: {wide}"
+
+
+_RAW = {"dumps", "run_record", "hardware_summary", "vars", "dict"}
+
+
+def _call_name(node):
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+
+
+def _raw_dict_nodes(node):
+    """Whether an expression handed to print/display is itself a dict or JSON text: a dict
+    literal or comprehension, ``dict(...)``, ``json.dumps(...)``, ``run_record()``, also
+    inside f-strings, slices and operators, but not inside other calls (``Table(rows)``)."""
+    if isinstance(node, (ast.Dict, ast.DictComp)):
+        yield "a dict"
+    elif isinstance(node, ast.Call):
+        if _call_name(node) in _RAW:
+            yield f"{_call_name(node)}(...)"
+    else:
+        for child in ast.iter_child_nodes(node):
+            yield from _raw_dict_nodes(child)
+
+
+def raw_dict_output(source: str) -> list[str]:
+    """What a code cell prints or shows as a raw dict/JSON: ``print`` of a dict literal,
+    comprehension, ``json.dumps``, ``run_record()`` ...; or a cell ending in one."""
+    tree = ast.parse(source)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("print", "display"):
+            for arg in node.args:
+                found += [f"line {node.lineno}: prints {what}" for what in _raw_dict_nodes(arg)]
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body[-1].value
+        if list(_raw_dict_nodes(last)):
+            found.append(f"line {last.lineno}: the cell shows a raw dict")
+    return found
+
+
+def test_raw_dict_check_catches_what_it_should():
+    assert raw_dict_output("print({'a': 1})")
+    assert raw_dict_output("import json\nprint(json.dumps(x)[:600])")
+    assert raw_dict_output("print(run_record(seed=0))")
+    assert raw_dict_output("print({k: v for k, v in d.items()}, note)")
+    assert raw_dict_output("print(f'{json.dumps(b)}')")
+    assert raw_dict_output("x = 1\n{'a': x}")
+    assert raw_dict_output("run_record()")
+    assert not raw_dict_output("print(f'loss {x:.3f}')")
+    assert not raw_dict_output("Table(rows, cols)")
+    assert not raw_dict_output("run_record_box(seed=0)")
+    assert not raw_dict_output("d = dict(a=1)\nprint(d['a'])")
+    assert not raw_dict_output("display(Table([dict(a=1)], cols))")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_chapters_print_no_raw_dict_or_json(path):
+    problems = []
+    for cell in code_cells(path):
+        problems += raw_dict_output(cell.source)
+    assert not problems, f"{path.name}: show tables, not dicts: {problems}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_plot_only_cells_hide_their_input(path):
+    """A cell that only draws (plt.show, no assert, nothing else shown) is tagged
+    hide-input; cells that compute or check stay visible."""
+    for cell in code_cells(path):
+        src = cell.source
+        draws = "plt.show()" in src
+        checks = "assert" in src or "Table(" in src or "display(" in src
+        tags = cell.metadata.get("tags", [])
+        if draws and not checks:
+            assert "hide-input" in tags, f"{path.name}: plot cell without hide-input:\n{src}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_chapter_names_no_machine_path(path):
+    """Messages name the setting to change (AOT_DATA), never where something was looked
+    for; the sources must not hard-code one either."""
+    problems = check_html(path.read_text(), path.name)
+    assert not [p for p in problems if "path of the build machine" in p], problems
+
+
+def test_first_chapter_executes_in_a_kernel(monkeypatch):
+    _execute(CHAPTERS[0], monkeypatch)
+
+
+@pytest.mark.skipif(os.environ.get("AOT_TEST_ALL_CHAPTERS") != "1",
+                    reason="minutes: the book build executes every chapter; "
+                           "AOT_TEST_ALL_CHAPTERS=1 runs them here")
+@pytest.mark.parametrize("path", CHAPTERS[1:], ids=chapter_id)
+def test_chapter_executes_in_a_kernel(path, monkeypatch):
+    _execute(path, monkeypatch)
+
+
+def _execute(path, monkeypatch):
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    monkeypatch.setenv("AOT_BOOK_PROFILE", "fast")
+    nb = jupytext.read(path)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = "\n".join(o.get("data", {}).get("text/html", "") for o in outputs
+                     if o.output_type in ("display_data", "execute_result"))
+    assert "How this page was computed" in html
+    text = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert not re.search(r"^\s*\{['\"]", text, re.M), "a raw dict was printed"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def test_table_renders_html_with_units_and_paper_columns():
+    t = Table(
+        [{"model": "a<b", "params": 3.6371, "paper": 3.64, "n": 1234567}],
+        [Col("model"), Col("params", "params (M)", ".3f"), Col("n", "exact"),
+         Col("paper", "params (M)", ".2f", paper=True)],
+        caption="Encoder parameters",
+    )
+    html = t._repr_html_()
+    assert "<table" in html and "<strong>Encoder parameters</strong>" in html
+    assert "a&lt;b" in html, "cells are escaped"
+    assert "3.637" in html and "1,234,567" in html and "3.64" in html
+    assert html.count('class="paper"') == 2, "the paper's column: header and cell"
+    assert "paper&#x27;s printed numbers" in html
+    text = repr(t)
+    assert "params (M) [paper]" in text and "3.637" in text
+
+
+def test_table_from_sequences_and_missing_values():
+    t = Table([("x", None)], [Col("k"), Col("v", "value", ".2f")])
+    assert "\N{EM DASH}" in t._repr_html_()
+    with pytest.raises(ValueError):
+        Table([("x",)], [Col("k"), Col("v")])
+
+
+def test_run_record_box_is_a_collapsed_table_without_paths(monkeypatch):
+    monkeypatch.setenv("AOT_DATA", "/some/where/data")
+    box = run_record_box(seed=3)
+    assert isinstance(box, Dropdown)
+    html = box._repr_html_()
+    assert html.startswith("<details") and " open" not in html.split(">")[0]
+    assert "How this page was computed" in html and "<table" in html
+    assert "AOT_DATA" in html and "/some/where" not in html
+    assert not check_html(html)
+
+
+def test_benchmark_tables_show_everything_with_units():
+    b = {"benchmark": "train_step", "commit": "0123456789abcdef+dirty",
+         "hardware": {"machine": "x86_64", "cpu_count": 2, "torch_threads": 2, "torch": "2.4"},
+         "date": "2026-01-02T03:04:05", "superseded": "old code", "batch": 64,
+         "results": {"aot_admm_tiny": {"step_s": 1.5, "images_per_s": 40.0,
+                                       "timing": {"median_s": 1.5}}},
+         "targets": {"fast enough": True}}
+    out = benchmark_tables(b)
+    html = "".join(o._repr_html_() for o in out)
+    assert "Superseded" in html and "old code" in html
+    assert "step (s)" in html and "images/s" in html and "timing: median (s)" in html
+    assert "0123456789ab+dirty" in html and "2026-01-02" in html
+    assert "met" in html and "aot_admm_tiny" in html
+
+
+def test_headers_carry_units():
+    assert _header("step_s") == "step (s)"
+    assert _header("images_per_s") == "images/s"
+    assert _header("encoder_gflops_per_image") == "encoder GFLOPs/image"
+    assert _header("peak_rss_mb") == "peak RSS (MB)"
+    assert _header("linear_top1") == "linear top-1 (%)"
+
+
+def test_data_messages_name_the_setting_not_the_path():
+    note = data_missing_note("CIFAR-10")
+    assert "AOT_DATA" in note and not check_html(note)
+    assert data_label({"label": "CIFAR-10 (official)"}, "x") == "CIFAR-10 (official)"
+    assert data_label({"label": "ImageFolder folder /root/data/x"}, "fallback") == "fallback"
+    assert data_label(None, "fallback") == "fallback"
+
+
+def test_sample_photos_are_real_images_of_the_asked_size():
+    pytest.importorskip("skimage")
+    import torch
+
+    from aot_lib.book import sample_photos
+
+    small, large = sample_photos(32), sample_photos(160, names=["chelsea"])
+    assert small.shape == (4, 3, 32, 32) and small.dtype == torch.uint8
+    assert large.shape == (1, 3, 160, 160)
+    assert small.float().std() > 20, "a photograph, not a constant"
+
+
+# ----------------------------------------------------------------------------- built HTML
+
+def test_check_html_flags_other_hosts_and_local_paths():
+    ok = ('<script src="_static/mathjax/tex-chtml.js"></script>'
+          '<link rel="stylesheet" href="_static/aot.css"/>'
+          '<a href="https://arxiv.org/abs/1">paper</a><p>set AOT_DATA</p>')
+    assert check_html(ok) == []
+    cdn = '<script defer="defer" src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex.js"></script>'
+    assert any("cdn.jsdelivr.net" in p for p in check_html(cdn))
+    assert check_html('<script src="//unpkg.com/x.js"></script>')
+    assert check_html('<link href="https://fonts.example/x.css" rel="stylesheet">')
+    for leak in ["cifar10 not found under /root/.cache/aot_lib/data",
+                 "File /home/alice/aot/aot_lib/data.py, line 3",
+                 "/work/main/notebooks", "/tmp/tmpab12/x.png", "~/.cache/aot_lib",
+                 "/usr/lib/python3/site-packages/torch/x.py", r"C:\Users\bob\data"]:
+        assert check_html(f"<pre>{leak}</pre>"), leak
+    for fine in ["results/cpu/run", "https://example.org/home/page", "../work/x",
+                 "configs/base/cifar.yaml", "40,000 train / 10,000 test"]:
+        assert not check_html(f"<p>{fine}</p>"), fine
+
+
+def test_check_html_flags_raw_dicts_in_outputs():
+    out = ('<div class="output stream highlight-myst-ansi notranslate"><div class="highlight">'
+           "<pre><span></span>{&#39;profile&#39;: &#39;fast&#39;}\n</pre></div></div>")
+    assert any("raw dict" in p for p in check_html(out))
+    fine = ('<div class="output stream highlight-myst-ansi notranslate"><div class="highlight">'
+            "<pre><span></span>loss 0.1 {not a dict}\n</pre></div></div>")
+    assert not check_html(fine)
+    wide = ('<div class="output stream highlight-myst-ansi notranslate"><div class="highlight">'
+            f"<pre><span></span>{'x' * 120}\n</pre></div></div>")
+    assert any("wider than the page" in p for p in check_html(wide))
+
+
+def test_check_built_book_walks_the_pages(tmp_path):
+    assert check_built_book(tmp_path), "an empty folder is not a built book"
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "index.html").write_text("<p>ok</p>")
+    (tmp_path / "notebooks" / "05.html").write_text("<pre>no data under /root/.cache</pre>")
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "x.html").write_text('<script src="https://x.org/a.js">')
+    problems = check_built_book(tmp_path)
+    assert len(problems) == 1 and "05.html" in problems[0]
+
+
+def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_path):
+    pytest.importorskip("skimage")
+    from aot_lib.book import example_images
+
+    monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    for setting, size, name in [("cifar", 32, "CIFAR-10"), ("imagenet", 160, "Imagenette")]:
+        images, source, missing = example_images(setting)
+        assert images.shape == (4, 3, size, size)
+        assert "photographs" in source and name in missing
+        assert not check_html(source) and str(tmp_path) not in source
+
+
+def test_jupyterlab_opens_chapters_as_notebooks():
+    """README command 3 points JUPYTER_CONFIG_PATH at book/jupyter, whose override makes
+    jupytext's notebook the default viewer for .py files."""
+    import json
+
+    path = ROOT / "book" / "jupyter" / "labconfig" / "default_setting_overrides.json"
+    viewers = json.loads(path.read_text())["@jupyterlab/docmanager-extension:plugin"]
+    assert viewers["defaultViewers"]["python"] == "Jupytext Notebook"
+    readme = (ROOT / "README.md").read_text()
+    assert 'JUPYTER_CONFIG_PATH="$PWD/book/jupyter"' in readme and "[lab]" in readme

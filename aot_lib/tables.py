@@ -1,0 +1,177 @@
+"""Tables for the book: rows of values rendered as an HTML table (no pandas needed).
+
+A :class:`Table` is what a notebook cell returns or ``display``\\ s: JupyterLab and the built
+book render its ``_repr_html_``, a terminal its plain-text ``repr``. Columns say how their
+values are formatted and whether they hold **the paper's printed numbers** (``paper=True``):
+those columns are shaded and their header is marked, so a computed number and the paper's
+never share a column::
+
+    from aot_lib.tables import Col, Table
+
+    Table(
+        [{"model": "aot_admm_tiny", "params": 3.637, "paper": 3.64}],
+        [Col("model"), Col("params", "params (M)", ".3f"),
+         Col("paper", "params (M)", ".2f", paper=True)],
+        caption="Encoder parameters",
+    )
+
+Headers may hold inline math as ``\\( ... \\)``: the book's MathJax typesets it (the table sits
+in a ``tex2jax_process`` block), and so does JupyterLab.
+"""
+from __future__ import annotations
+
+import html
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE"]
+
+# Inline styles (not only classes) so that the shading also shows in JupyterLab, which does
+# not load the book's CSS. A translucent tint reads on light and dark themes alike.
+PAPER_STYLE = "background-color: rgba(255, 176, 0, 0.16);"
+MISSING = "\N{EM DASH}"
+PAPER_MARK = "\N{LEFT-POINTING DOUBLE ANGLE QUOTATION MARK}paper" \
+             "\N{RIGHT-POINTING DOUBLE ANGLE QUOTATION MARK}"
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: the row key it reads, its header (with units), how values are written.
+
+    ``fmt`` is a format spec (``".3f"``, ``",d"``) or a callable returning text; without one,
+    integers get thousands separators and floats four significant digits. ``paper=True``
+    marks a column of the paper's printed numbers. ``align`` is ``"left"`` or ``"right"``
+    (default: right for numbers, left otherwise).
+    """
+
+    key: str
+    header: str | None = None
+    fmt: str | Callable[[Any], str] | None = None
+    paper: bool = False
+    align: str | None = None
+
+
+def format_value(value: Any, fmt: str | Callable[[Any], str] | None = None) -> str:
+    """``value`` as table text; ``None`` is an em dash."""
+    if value is None:
+        return MISSING
+    if callable(fmt):
+        return str(fmt(value))
+    if fmt:
+        return format(value, fmt)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{value:,}"
+    if isinstance(value, numbers.Real):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return " \N{MULTIPLICATION SIGN} ".join(str(v) for v in value)
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+class Table:
+    """Rows (mappings keyed by column key, or sequences in column order) and their columns."""
+
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any] | Sequence[Any]],
+        columns: Sequence[Col | str],
+        caption: str | None = None,
+        notes: Sequence[str] | str = (),
+    ):
+        self.columns = [c if isinstance(c, Col) else Col(c) for c in columns]
+        keys = [c.key for c in self.columns]
+        self.rows: list[dict[str, Any]] = []
+        for row in rows:
+            if isinstance(row, Mapping):
+                self.rows.append({k: row.get(k) for k in keys})
+            else:
+                row = list(row)
+                if len(row) != len(keys):
+                    raise ValueError(f"row has {len(row)} values for {len(keys)} columns")
+                self.rows.append(dict(zip(keys, row)))
+        self.caption = caption
+        self.notes = [notes] if isinstance(notes, str) else list(notes)
+        if any(c.paper for c in self.columns):
+            self.notes.append(f"Shaded columns marked {PAPER_MARK} are the paper's printed "
+                              "numbers; the others are computed.")
+
+    def header(self, col: Col) -> str:
+        return col.header if col.header is not None else col.key
+
+    def text_cells(self) -> list[list[str]]:
+        """The formatted cells, row by row (what both renderings show)."""
+        return [[format_value(r[c.key], c.fmt) for c in self.columns] for r in self.rows]
+
+    def _align(self, col: Col) -> str:
+        if col.align:
+            return col.align
+        values = [r[col.key] for r in self.rows if r[col.key] is not None]
+        return "right" if values and all(_is_number(v) for v in values) else "left"
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        # The title sits above the table rather than in <caption>, which a narrow table
+        # would squeeze into its own width.
+        out = ['<div class="aot-table-wrap tex2jax_process">']
+        if self.caption:
+            out.append(f'<p class="aot-table-title"><strong>{esc(self.caption)}</strong></p>')
+        out.append('<table class="aot-table">')
+        if any(self.header(c) for c in self.columns):
+            out.append("<thead><tr>")
+            for c in self.columns:
+                style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
+                mark = f' <span class="aot-paper-mark">{PAPER_MARK}</span>' if c.paper else ""
+                cls = ' class="paper"' if c.paper else ""
+                out.append(f'<th{cls} style="{style}">{esc(self.header(c))}{mark}</th>')
+            out.append("</tr></thead>")
+        out.append("<tbody>")
+        for cells in self.text_cells():
+            out.append("<tr>")
+            for c, text in zip(self.columns, cells):
+                style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
+                cls = ' class="paper"' if c.paper else ""
+                out.append(f'<td{cls} style="{style}">{esc(text)}</td>')
+            out.append("</tr>")
+        out.append("</tbody></table>")
+        for note in self.notes:
+            out.append(f'<p class="aot-table-note">{esc(note)}</p>')
+        out.append("</div>")
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        heads = [self.header(c) + (" [paper]" if c.paper else "") for c in self.columns]
+        cells = self.text_cells()
+        widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(heads)]
+
+        def line(values):
+            parts = []
+            for c, v, w in zip(self.columns, values, widths):
+                parts.append(v.rjust(w) if self._align(c) == "right" else v.ljust(w))
+            return "  ".join(parts).rstrip()
+
+        out = [self.caption] if self.caption else []
+        out += [line(heads), "  ".join("-" * w for w in widths)]
+        out += [line(row) for row in cells]
+        return "\n".join(out + self.notes)
+
+
+def key_value_table(
+    items: Mapping[str, Any] | Iterable[tuple[str, Any]],
+    caption: str | None = None,
+    key_header: str = "",
+    value_header: str = "",
+) -> Table:
+    """A two-column table of named values (a run record, a benchmark's settings)."""
+    pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+    return Table(
+        [(k, format_value(v)) for k, v in pairs],
+        [Col("key", key_header, align="left"), Col("value", value_header, align="left")],
+        caption=caption,
+    )
