@@ -39,7 +39,9 @@ DEFAULTS: dict[str, Any] = {
         "stop_after": None,  # stop (with a checkpoint) after this many steps in this launch: time-sliced jobs
         "progress": True,
     },
-    "model": {"name": "aot_admm_tiny", "overrides": {}},
+    "model": {"name": "aot_admm_tiny", "overrides": {},
+              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning
+              "compile": True},
     "data": {
         "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
         "root": None,  # default: $AOT_DATA, else ~/.cache/aot_lib/data
@@ -184,7 +186,7 @@ SCHEMA: dict[str, _Spec] = {
     "run.seed": _int(0, example="0"), "run.ckpt_every": _int(1, example="500"), "run.log_every": _int(1, example="10"),
     "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
     "run.progress": _BOOL,
-    "model.name": _STR,  # checked against the registry, with the overrides, in validate_config
+    "model.name": _STR, "model.compile": _BOOL,  # checked against the registry, with the overrides, in validate_config
     "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder", "stream")),
     "data.stream_workers": _int(0, nullable=True), "data.stream_working_size": _int(8, nullable=True),
     "data.stream_fit": _Spec("str", choices=("crop", "squash")), "data.stream_decode_device": _Spec("str", nullable=True),

@@ -116,6 +116,10 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     mean, std = normalization_for(cfg)
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
+    if cfg["model"]["compile"]:
+        from .compile import compile_blocks
+
+        compile_blocks(model)  # one compiled layer reused by every layer; the first step of each view size compiles
     opt = torch.optim.AdamW(param_groups(model, oc["weight_decay"]), lr=oc["lr"])
     model, opt = fabric.setup(model, opt)
 

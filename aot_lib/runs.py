@@ -53,7 +53,7 @@ def run_dir(cfg: dict) -> Path:
 
 # Keys that may differ between the launches of one run: where things are, how often to log and save,
 # how the work is spread over devices. Anything else changes what is trained.
-RESUMABLE_KEYS = ("description", "run.out_dir", "run.ckpt_every", "run.log_every", "run.resume", "run.overwrite",
+RESUMABLE_KEYS = ("description", "model.compile", "run.out_dir", "run.ckpt_every", "run.log_every", "run.resume", "run.overwrite",
                   "run.stop_after", "run.progress", "data.root", "data.download", "fabric.", "probe.")
 
 

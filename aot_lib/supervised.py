@@ -112,6 +112,10 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
         aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
                                                jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
+        if cfg["model"]["compile"]:
+            from .compile import compile_blocks
+
+            compile_blocks(student)
         opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
                                 lr=sc["lr"])
         student, opt = fabric.setup(student, opt)

@@ -40,6 +40,7 @@ def tiny_config(data_root: Path, out_dir: Path, *extra: str) -> dict:
         "data.name=imagefolder", f"data.root={data_root}", "data.image_size=16",
         f"run.out_dir={out_dir}", "run.name=tiny", "run.progress=false", "run.log_every=1", "run.ckpt_every=2",
         "model.name=aot_admm_tiny", "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}",
+        "model.compile=false",  # compiling costs more than these few steps; tests/test_compile.py covers it
         "views.global_size=16", "views.local_size=8", "views.n_local=2",
         "projector.hidden_dim=32", "projector.out_dim=8", "loss.num_slices=16",
         "optim.batch_size=8", "optim.max_steps=4", "probe.epochs=5", "probe.knn_k=3",
