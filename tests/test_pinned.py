@@ -339,3 +339,84 @@ def test_input_and_width_errors_name_the_problem():
         check_heads_divide(50, 3)
     with pytest.raises(ValueError, match=r"\(e\.g\. 1, 2, 3, 4, 6, 8, 12, 16, 24\)\.$"):
         check_heads_divide(48, 5)
+
+
+# ----------------------------------------------------------------------------- AoT-ADMM: both layer paths, defaults, refusals
+
+def _layer_and_states(fused: bool):
+    from aot_lib.models import ADMMLayer
+
+    torch.manual_seed(0)
+    layer = ADMMLayer(8, 2, fused=fused).double()
+    with torch.no_grad():
+        layer.coef_logits.add_(torch.randn(3, dtype=torch.float64))
+        layer.tau.add_(0.05 * torch.randn(8, dtype=torch.float64))
+    z, v, w = (torch.randn(2, 5, 8, dtype=torch.float64) for _ in range(3))
+    return layer, z, v, w
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_admm_layer_state_fields_by_definition(fused):
+    layer, z, v, w = _layer_and_states(fused)
+    attn = layer.mssa(layer.norm(z))
+    a, b, c = layer.coefficients()
+    pre = a * z + b * attn + c * (v - w)
+    z1 = pre / pre.square().mean(-1, keepdim=True).add(layer.rms_eps).sqrt()
+    v1 = torch.relu(z1 + w - layer.tau)
+    w_raw = w + z1 - v1
+    w1 = w_raw / w_raw.square().mean(-1, keepdim=True).add(layer.rms_eps).sqrt()
+    for s in (layer.forward_state(z, v, w), layer.step(z, v, w)):
+        for got, want in ((s.z, z1), (s.v, v1), (s.w, w1), (s.w_raw, w_raw), (s.mssa, attn),
+                          (s.coefficients, torch.stack([a, b, c]))):
+            torch.testing.assert_close(got, want, **F64)
+        assert s.tokens is s.v
+    for got, want in zip(layer(z, v, w), (z1, v1, w1)):
+        torch.testing.assert_close(got, want, **F64)
+
+
+def test_admm_layer_takes_the_path_it_is_asked_for(monkeypatch):
+    import aot_lib.models.aot_admm as mod
+
+    calls = []
+    real = mod.admm_state_update
+    monkeypatch.setattr(mod, "admm_state_update", lambda *a: calls.append(1) or real(*a))
+    for fused in (False, True):
+        layer, z, v, w = _layer_and_states(fused)
+        layer(z, v, w)
+        layer.forward_state(z, v, w)
+        assert len(calls) == (2 if fused else 0)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_admm_first_state_and_intermediates(fused):
+    m = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=2, fused=fused).double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    states = m.forward_intermediates(x)
+    s0 = states[0]
+    assert torch.equal(s0.w_raw, torch.zeros_like(s0.z)) and torch.equal(s0.mssa, torch.zeros_like(s0.z))
+    assert s0.coefficients.shape == (3,) and torch.isnan(s0.coefficients).all()
+    z, v, w = s0.z, s0.v, s0.w
+    for layer, s in zip(m.blocks, states[1:]):
+        ref = layer.step(z, v, w)
+        torch.testing.assert_close(s.mssa, ref.mssa, **F64)
+        torch.testing.assert_close(s.w_raw, ref.w_raw, **F64)
+        z, v, w = ref.z, ref.v, ref.w
+    torch.testing.assert_close(m.forward_features(x), v[:, 0], **F64)
+
+
+def test_admm_defaults_and_refusals():
+    from aot_lib.models import ADMMLayer, AoTADMM, admm_coefficients
+
+    assert ADMMLayer(8, 2).tau.detach().tolist() == pytest.approx([0.1] * 8)  # lambda = 0.1, rho = 1
+    m = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=1, lambd=0.3, rho=2.0,
+                     eta=0.2)
+    assert m.blocks[0].tau.detach().tolist() == pytest.approx([0.15] * 8)  # tau = lambda / rho
+    d = AoTADMM(depth=1)  # the class defaults are AoT-ADMM-Tiny's
+    assert (d.embed_dim, d.num_heads, d.img_size, d.patch_size, d.num_classes) == (384, 6, 32, 8, 10)
+    assert (AoTADMM(depth=1, lambd=0.0).blocks[0].tau == 0).all()  # no threshold is allowed
+    with pytest.raises(ValueError, match=r"^lambd must be >= 0 \(the threshold tau = lambd/rho"):
+        AoTADMM(depth=1, lambd=-0.1)
+    # every branch weight must be positive: a zero one is refused as well
+    for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0)):
+        with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1 with eta, gamma, rho > 0\.$"):
+            admm_coefficients(eta, gamma, rho)
