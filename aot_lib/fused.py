@@ -15,14 +15,16 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
 
 :func:`admm_state_update` computes the same chain with a hand-written backward:
 
-* forward: 12 passes over ``(B, N, d)`` memory (4 for the mix, 2 per RMS, 2 for the threshold);
-* saved for backward: the inputs ``Z, A, V, W`` and outputs ``Z^+, V^+, W^+`` (tensors that are
-  alive anyway: ``Z`` is saved by the layer's LayerNorm, ``V`` and ``W`` are the previous layer's
-  outputs, the outputs are the next layer's inputs) plus the two ``(B, N, 1)`` reciprocal RMS;
-  the reference keeps ``A``, ``V - W``, ``P`` and ``W_raw`` on top;
-* backward: one autograd node, about 20 passes, with the ReLU mask recovered as ``V^+ > 0``
-  (``V^+ = U - min(U, tau)`` is nonzero exactly where ``U > tau``: the difference of two distinct
-  floats is never zero).
+* forward: 11 passes over ``(B, N, d)`` memory (4 for the mix, 2 per RMS, 3 for the threshold and
+  the dual update, using ``W_raw = min(U, tau)`` and ``V^+ = U - W_raw``);
+* backward: one autograd node, 22 passes (9 of them read-only reductions), with the ReLU mask
+  recovered from the output as ``sign(V^+)`` (``V^+ = U - min(U, tau)`` is nonzero exactly where
+  ``U > tau``: the difference of two distinct floats is never zero);
+* memory: no full-size temporaries, only the 3 outputs forward and the 4 input gradients
+  backward (on a CPU a fresh tensor of a few MB costs page faults comparable to the arithmetic);
+  saved for backward are ``Z, A, V, W`` and ``Z^+, V^+, W^+`` (the next layer's inputs) and two
+  ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
+  against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
 Gradients flow to ``Z, A, V, W``, to the coefficients ``(a, b, c)`` (hence through the softmax to
 ``coef_logits``) and to ``tau``. Only pure torch operations are used, so it runs on any device.
@@ -77,7 +79,7 @@ class ADMMStateUpdate(torch.autograd.Function):
     :func:`admm_state_update`, which also handles mixed precision.
 
     Forward and backward allocate no full-size tensor beyond the ones they return (3 forward, 4
-    backward): on a CPU a fresh tensor of a few MB costs page faults comparable to the arithmetic.
+    backward); an output with no gradient (the last layer's ``Z^+`` and ``W^+``) costs no work.
     """
 
     @staticmethod

@@ -23,6 +23,14 @@ is ``nn.Linear(inner_dim, dim)`` with a bias. With the CRATE-style stem and coun
 without its classification head, as the paper does, this reproduces every AoT-ADMM cell of
 Tables 1-3: 3,639,588 / 8,113,380 / 14,356,644 parameters (3.64 / 8.11 / 14.36 M; 14,837,028 =
 14.84 M at 128 px, patch 16).
+
+Cost. Beyond AoT's MSSA a layer only adds element-wise work on the state (the mix, two RMS
+rescalings, the threshold, the dual update). As plain tensor operations (:meth:`ADMMLayer.step`,
+kept as the readable definition) that chain costs, on a CPU, about as much as the matrix products.
+:meth:`ADMMLayer.forward` therefore runs it, in eager mode, as one autograd node with a
+hand-written backward (:func:`aot_lib.fused.admm_state_update`: same values to rounding, fewer
+passes over memory, no temporaries, fewer saved tensors); under ``torch.compile`` (e.g. per layer with
+:func:`aot_lib.compile.compile_blocks`) it traces :meth:`ADMMLayer.step` and lets the compiler fuse it.
 """
 from __future__ import annotations
 
@@ -92,7 +100,7 @@ class ADMMLayer(nn.Module):
             of Eq. ``layer_updates``, which the book checks iterate by iterate.
         fused: how :meth:`forward` computes the element-wise state update (mix, RMS, threshold,
             dual update, RMS) in eager mode: ``True`` (default) with the single autograd node of
-            :func:`aot_lib.fused.admm_state_update` (about half the passes over memory of the
+            :func:`aot_lib.fused.admm_state_update` (fewer passes over memory than the
             plain operations, fewer saved tensors), ``False`` with :meth:`step`'s plain tensor
             operations. Both give the same values and gradients to floating-point rounding and
             have the same parameters. Under ``torch.compile`` :meth:`forward` always traces
