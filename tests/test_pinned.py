@@ -420,3 +420,37 @@ def test_admm_defaults_and_refusals():
     for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0)):
         with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1 with eta, gamma, rho > 0\.$"):
             admm_coefficients(eta, gamma, rho)
+
+
+# ----------------------------------------------------------------------------- CRATE: defaults, the official loader's edges
+
+def test_crate_defaults_are_crate_tiny():
+    from aot_lib.models import CRATE
+
+    m = CRATE(depth=1)
+    assert (m.embed_dim, m.num_heads, m.img_size, m.patch_size, m.num_classes) == (384, 6, 32, 8, 10)
+    ista = CRATELayer(8, 2).ista
+    assert (ista.step_size, ista.lambd, ista.fused) == (0.1, 0.1, False)
+
+
+def test_official_crate_output_map_half_present_is_not_invented():
+    """Official CRATE's to_out is absent (one full-width head: the identity) or complete; a state dict with
+    only its weight or only its bias is broken, and must be reported, not patched with an identity."""
+    from aot_lib.models.crate import convert_official_crate_state_dict, load_official_crate
+    from test_model_loaders import official_crate_state_dict
+
+    for drop in ("weight", "bias"):
+        sd = official_crate_state_dict(depth=1)
+        del sd[f"transformer.layers.0.0.fn.to_out.0.{drop}"]
+        model = create_model("crate_tiny", embed_dim=64, depth=1, num_heads=2).double()
+        with pytest.raises(ValueError, match=f"1 keys missing from the checkpoint: blocks.N.mssa.proj.{drop}"):
+            load_official_crate(model, sd)
+    # absent altogether: the identity map, in the checkpoint's dtype
+    sd = official_crate_state_dict(depth=1)
+    for k in [k for k in sd if "to_out" in k]:
+        del sd[k]
+    out = convert_official_crate_state_dict(sd)
+    assert torch.equal(out["blocks.0.mssa.proj.weight"], torch.eye(64, dtype=torch.float64))
+    assert torch.equal(out["blocks.0.mssa.proj.bias"], torch.zeros(64, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"loads into a CRATE model \(crate_\*\), got AoT$"):
+        load_official_crate(create_model("aot_tiny", embed_dim=64, depth=1, num_heads=2), sd)
