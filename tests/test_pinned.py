@@ -452,5 +452,6 @@ def test_official_crate_output_map_half_present_is_not_invented():
     out = convert_official_crate_state_dict(sd)
     assert torch.equal(out["blocks.0.mssa.proj.weight"], torch.eye(64, dtype=torch.float64))
     assert torch.equal(out["blocks.0.mssa.proj.bias"], torch.zeros(64, dtype=torch.float64))
+    assert out["blocks.0.mssa.proj.weight"].dtype == out["blocks.0.mssa.proj.bias"].dtype == torch.float64
     with pytest.raises(TypeError, match=r"loads into a CRATE model \(crate_\*\), got AoT$"):
         load_official_crate(create_model("aot_tiny", embed_dim=64, depth=1, num_heads=2), sd)
