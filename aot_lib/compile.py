@@ -12,12 +12,13 @@ can fall inside a layer loop that is never traced.
 
 What to expect in a LeJEPA run (global 32 px and local 16 px views, i.e. two token counts):
 
-* one graph per view size for each layer class (``dynamic=False``, the default here: static
-  shapes, the fastest kernels; pass ``dynamic=None`` to let the second size compile one
-  dynamic-shape graph that also covers any later size);
-* nothing compiled after the first step of each size: a new batch size, a switch of grad mode
-  (``torch.no_grad()`` evaluation) or of autocast compile one more graph each, up to Dynamo's
-  ``recompile_limit`` (8 per layer class) after which new cases run eagerly;
+* one graph per view size for each layer class: with torch's default ``dynamic=None`` the first
+  size gets a static-shape graph and the second one a graph with dynamic batch and token counts,
+  which also serves any later size (an evaluation batch of another size compiles nothing);
+  ``dynamic=False`` gives one static graph per size instead, and compiles again for every new size;
+* nothing compiled after the first step of each size; a switch of grad mode (``torch.no_grad()``
+  evaluation) or of autocast compiles once more for each kind of input, up to Dynamo's
+  ``recompile_limit`` (8 graphs per layer class) after which new cases run eagerly;
 * every family works: AoT-ADMM's :class:`~aot_lib.models.ADMMLayer` takes and returns
   ``(Z, V, W)`` (under compilation it traces its readable :meth:`~aot_lib.models.ADMMLayer.step`,
   which the compiler fuses), CRATE / AoT / ViT blocks map tokens to tokens.
@@ -56,11 +57,10 @@ def encoder_blocks(model: nn.Module) -> list[nn.Module]:
 def compile_blocks(model: nn.Module, **compile_kwargs) -> nn.Module:
     """Compile the layers of every encoder in ``model`` in place; returns ``model``.
 
-    ``compile_kwargs`` go to :func:`torch.compile` (``backend``, ``mode``, ``dynamic``,
-    ``fullgraph``, ``options``); defaults here: ``dynamic=False`` (one static graph per view size)
-    and ``fullgraph=True`` (a graph break inside a layer is an error, not a silent slowdown).
+    ``compile_kwargs`` go to :func:`torch.compile` unchanged (``backend``, ``mode``, ``dynamic``,
+    ``fullgraph``, ``options``; torch's defaults otherwise: inductor, automatic dynamic shapes).
     Every block of one class gets the same compiled function, so one layer is traced per input
-    kind. Call it once, before the first forward pass (e.g. before ``fabric.setup``); calling it
+    kind (no layer of ours has a graph break: the tests check it). Call it once, before the first forward pass (e.g. before ``fabric.setup``); calling it
     again replaces the compiled functions; :func:`uncompile_blocks` undoes it.
 
     Raises ``ValueError`` if ``model`` contains no encoder.
@@ -68,7 +68,7 @@ def compile_blocks(model: nn.Module, **compile_kwargs) -> nn.Module:
     blocks = encoder_blocks(model)
     if not blocks:
         raise ValueError(f"{type(model).__name__} contains no aot_lib encoder (EncoderBase with blocks) to compile")
-    kw = {"dynamic": False, "fullgraph": True, **compile_kwargs}
+    kw = dict(compile_kwargs)
     key_kw = repr(sorted(kw.items()))
     for block in blocks:
         cls = type(block)
