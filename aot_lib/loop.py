@@ -137,7 +137,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                 skipped_total += 1
             optimizer.zero_grad(set_to_none=True)
             with warnings.catch_warnings():  # a skipped first step is not the misuse this warns about
-                warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)`")
                 scheduler.step()
             done = step + 1
             rng_state = rng.get_state()  # the generator as it is after step `done`
