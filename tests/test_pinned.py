@@ -455,3 +455,51 @@ def test_official_crate_output_map_half_present_is_not_invented():
     assert out["blocks.0.mssa.proj.weight"].dtype == out["blocks.0.mssa.proj.bias"].dtype == torch.float64
     with pytest.raises(TypeError, match=r"loads into a CRATE model \(crate_\*\), got AoT$"):
         load_official_crate(create_model("aot_tiny", embed_dim=64, depth=1, num_heads=2), sd)
+
+
+# ----------------------------------------------------------------------------- SIGReg: defaults, dtypes, messages
+
+def test_sigreg_defaults_and_quadrature():
+    from aot_lib.sigreg import SIGReg, quadrature
+
+    s = SIGReg()
+    assert (s.num_slices, s.t_max, s.n_points, s.seed) == (1024, 3.0, 17, 0)  # LeJEPA's
+    assert s.step.dtype == torch.long and s.step.item() == 0  # an exact counter, however long the run
+    t, w = quadrature()
+    torch.testing.assert_close(t, torch.linspace(0, 3, 17))
+    # trapezoid weights on [0, t_max] doubled by symmetry, times exp(-t^2/2), in the asked dtype
+    # (t_max = 1, 4 nodes: dt = 1/3 is not a float32 number, so float32 weights would show)
+    t, w = quadrature(1.0, 4, dtype=torch.float64)
+    dt = 1 / 3
+    want = torch.tensor([dt, 2 * dt, 2 * dt, dt], dtype=torch.float64) * torch.exp(-0.5 * t**2)
+    assert t.dtype == w.dtype == torch.float64
+    torch.testing.assert_close(w, want, rtol=1e-15, atol=0)
+    quadrature(0.5, 2)  # two nodes and a short interval are a valid rule
+    for bad in (dict(n_points=1), dict(t_max=0.0), dict(t_max=-1.0)):
+        with pytest.raises(ValueError, match="need n_points >= 2 and t_max > 0"):
+            quadrature(**bad)
+
+
+def test_sigreg_directions_and_float64():
+    from aot_lib.sigreg import SIGReg, epps_pulley, sample_directions
+
+    a = sample_directions(6, 5, seed=3)
+    torch.testing.assert_close(a.norm(dim=0), torch.ones(5))
+    assert sample_directions(6, 5, seed=3, dtype=torch.float64).dtype == torch.float64
+    torch.testing.assert_close(sample_directions(6, 5, seed=3, dtype=torch.float64), a.double(), rtol=0, atol=0)
+    default = torch.get_default_dtype()
+    try:  # drawn in float32 whatever the default dtype, so every process draws the same directions
+        torch.set_default_dtype(torch.float64)
+        torch.testing.assert_close(sample_directions(6, 5, seed=3).float(), a, rtol=0, atol=0)
+    finally:
+        torch.set_default_dtype(default)
+    # float64 embeddings without fixed directions: the statistic is computed in float64
+    z = torch.randn(2, 16, 6, dtype=torch.float64)
+    s = SIGReg(num_slices=5, seed=3).eval()
+    got = s(z)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, epps_pulley(z @ a.double()).mean(), rtol=1e-14, atol=0)
+    with pytest.raises(ValueError, match=r"^directions must have shape \(6, K\), got \(5, 3\)$"):
+        s(z, torch.randn(5, 3))
+    with pytest.raises(ValueError, match=r"^epps_pulley expects shape \(\.\.\., N, K\), got \(5,\)$"):
+        epps_pulley(torch.randn(5))
