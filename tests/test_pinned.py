@@ -202,14 +202,14 @@ def test_lejepa_model_groups_views_by_size_without_mixing_them():
     seen = []
     proj.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].detach()))
     # sizes interleaved, so grouping reorders them: 16, 8, 16, 8, 8 px
-    views = [torch.randn(3, 3, s, s) for s in (16, 8, 16, 8, 8)]
+    views = [torch.randn(4, 3, s, s) for s in (16, 8, 16, 8, 8)]  # batch 4 != 3 channels
     out = model(views)
     model.loss.sigreg.step.zero_()  # the same SIGReg directions for the reference
     with torch.no_grad():
         feats = torch.cat([enc.forward_features(v) for v in views])
     # float32: one batched matmul against five smaller ones rounds differently (a few ulps of O(1) values)
     torch.testing.assert_close(seen[0], feats, rtol=1e-5, atol=1e-5)
-    ref = model.loss(proj(feats).view(5, 3, -1))
+    ref = model.loss(proj(feats).view(5, 4, -1))
     for a, b in zip(out, ref):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
@@ -503,3 +503,38 @@ def test_sigreg_directions_and_float64():
         s(z, torch.randn(5, 3))
     with pytest.raises(ValueError, match=r"^epps_pulley expects shape \(\.\.\., N, K\), got \(5,\)$"):
         epps_pulley(torch.randn(5))
+
+
+# ----------------------------------------------------------------------------- LeJEPA loss: settings, energy normalisation
+
+def test_lejepa_loss_settings_reach_sigreg():
+    from aot_lib.lejepa import alpha_from_lejepa_lambda
+
+    d = LeJEPALoss().sigreg
+    assert (d.num_slices, d.t_max, d.n_points, d.seed) == (1024, 3.0, 17, 0)
+    s = LeJEPALoss(num_slices=7, t_max=2.5, n_points=9, seed=4).sigreg
+    assert (s.num_slices, s.t_max, s.n_points, s.seed) == (7, 2.5, 9, 4)
+    assert LeJEPALoss(alpha=0.0).alpha == 0.0 and alpha_from_lejepa_lambda(0.0) == 0.0  # no SIGReg is allowed
+    with pytest.raises(ValueError, match=r"^alpha must be non-negative, got -1$"):
+        LeJEPALoss(alpha=-1)
+
+
+def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
+    import aot_lib.sigreg as sigreg_mod
+    from aot_lib.lejepa import energy_normalize
+
+    y = 3 + 2 * torch.randn(2, 10, 4, dtype=torch.float64)
+    yc = y - y.mean(-2, keepdim=True)
+    for eps in (1e-12, 0.5):
+        want = yc / (yc.square().sum((-2, -1), keepdim=True) / (10 * 4) + eps).sqrt()
+        torch.testing.assert_close(energy_normalize(y, eps=eps), want, **F64)
+    out = energy_normalize(y)
+    torch.testing.assert_close(out.mean(-2), torch.zeros(2, 4, dtype=torch.float64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(out.square().sum(-1).mean(-1), torch.full((2,), 4.0, dtype=torch.float64), **F64)
+    # two processes holding the same shard: the statistics are those of the global batch (both shards)
+    monkeypatch.setattr(sigreg_mod, "_world_size", lambda: 2)
+    monkeypatch.setattr(sigreg_mod, "all_reduce_sum", lambda t: 2 * t)
+    z = y + torch.linspace(0, 1, 10, dtype=torch.float64)[:, None]  # another mean and energy than y
+    got = energy_normalize(z, eps=0.5)
+    monkeypatch.undo()
+    torch.testing.assert_close(got, energy_normalize(torch.cat([z, z], dim=-2), eps=0.5)[:, :10], **F64)
