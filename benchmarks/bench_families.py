@@ -27,8 +27,10 @@ Targets (judged on an idle machine): compiled AoT-ADMM <= 1.05 x AoT and <= 0.50
 <= 1.30 x AoT and <= 0.70 x CRATE.
 """
 import argparse
+import atexit
 import gc
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -172,8 +174,10 @@ def main():
         ap.error(f"unknown settings/modes {bad} or repeats < 1")
     if args.threads:
         torch.set_num_threads(args.threads)
-    if not args.warm_cache:
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_families_inductor_")
+    if not args.warm_cache:  # a fresh, empty compile cache, removed at exit
+        cache = tempfile.mkdtemp(prefix="bench_families_inductor_")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
     device = "cuda" if torch.cuda.is_available() else "cpu"
     runs = [run_setting(s, m, args, device) for m in args.modes for s in args.settings]
     write(args.name, {"device": device, "torch": torch.__version__, "threads": torch.get_num_threads(),
