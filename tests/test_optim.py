@@ -140,3 +140,70 @@ def test_grad_norm_is_the_global_l2_norm():
     assert grad_norm(m).item() == pytest.approx(math.sqrt(34), rel=1e-6)
     m[0].bias.grad = torch.tensor([float("nan"), 0.0])
     assert math.isnan(grad_norm(m).item())
+
+
+def test_cosine_over_a_single_step_span():
+    f = warmup_cosine(3, 1, min_ratio=0.2)  # warm-up step 0, then steps 1..2: a span of one step
+    assert [f(s) for s in range(3)] == pytest.approx([1.0, 1.0, 0.2])
+
+
+def test_epoch_order_formula():
+    # the recorded data order: a permutation from the seed seed * 1_000_003 + epoch (resumed runs rely on it)
+    for seed, epoch in ((3, 1), (0, 5)):
+        want = torch.randperm(40, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+        assert torch.equal(epoch_order(seed, epoch, 40), want)
+
+
+# ----------------------------------------------------------------------------- layer-wise lr decay
+
+def test_layer_id_by_name():
+    from aot_lib.optim import layer_id
+
+    assert [layer_id(n, 4) for n in ("stem.pos_embed", "blocks.0.norm.weight", "blocks.3.mssa.qkv.weight",
+                                     "head.fc.weight", "head")] == [0, 1, 4, 5, 5]
+    # the same names one level down (an encoder inside a LeJEPA model or a wrapper)
+    assert [layer_id(n, 4) for n in ("encoder.stem.cls_token", "encoder.blocks.2.tau", "encoder.head.fc.bias",
+                                     "encoder.head", "projector.net.0.weight")] == [0, 3, 5, 5, 0]
+
+
+@pytest.mark.parametrize("decay", [0.5, 2.0])
+def test_layer_decay_rates_by_rule(decay):
+    from aot_lib.optim import layer_id
+
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=2, num_classes=3)
+    for module in (enc, nn.ModuleDict({"encoder": enc, "projector": nn.Linear(8, 4)})):
+        groups = param_groups(module, 0.05, layer_decay=decay, lr=2.0)
+        name_of = {id(p): n for n, p in module.named_parameters()}
+        decays = expected_decay(module)[0]
+        seen = set()
+        for g in groups:
+            for p in g["params"]:
+                n = name_of[id(p)]
+                seen.add(n)
+                want = 2.0 * decay ** (2 + 1 - layer_id(n, 2))  # depth 2, read from the encoder
+                assert g["lr"] == pytest.approx(want), n
+                assert g["weight_decay"] == (0.05 if n in decays else 0.0), n
+        assert seen == set(name_of.values())
+    # a module without a depth: everything at layer 0 of a depth-0 stack
+    (g,) = [g for g in param_groups(nn.Linear(2, 2, bias=False), 0.1, layer_decay=decay, lr=1.0) if g["params"]]
+    assert g["lr"] == pytest.approx(decay)
+    with pytest.raises(ValueError, match=r"^param_groups: pass the base lr when layer_decay != 1$"):
+        param_groups(enc, 0.05, layer_decay=decay)
+
+
+def test_param_groups_keep_both_groups_and_read_top_level_names():
+    norm = nn.LayerNorm(4)  # nothing to decay: the decay group is there, empty
+    assert param_groups(norm, 0.1) == [{"params": [], "weight_decay": 0.1},
+                                        {"params": [norm.weight, norm.bias], "weight_decay": 0.0}]
+    lin = nn.Linear(2, 2, bias=False)  # nothing without decay
+    assert param_groups(lin, 0.1) == [{"params": [lin.weight], "weight_decay": 0.1}, {"params": [], "weight_decay": 0.0}]
+
+    class Bare(nn.Module):  # parameters with no dot in their names
+        def __init__(self):
+            super().__init__()
+            self.pos_embed = nn.Parameter(torch.zeros(1, 5, 4))
+            self.weight = nn.Parameter(torch.zeros(4, 4))
+
+    bare = Bare()
+    decay, no_decay = group_names(bare, param_groups(bare, 0.1))
+    assert (decay, no_decay) == ({"weight"}, {"pos_embed"})
