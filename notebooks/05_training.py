@@ -271,6 +271,56 @@ for f in sorted((RESULTS / "benchmarks").glob("*.json")):
         display(item)
 
 # %% [markdown]
+# (sec-speed)=
+# ## AoT-ADMM's FLOP savings in wall-clock time
+#
+# AoT-ADMM needs as many matrix products as AoT and well under half of CRATE's
+# (grey bars), but its layer adds element-wise state updates (the three-branch mix, two
+# RMS rescalings, the threshold and the dual update) that cost memory traffic, not
+# FLOPs. `benchmarks/bench_families.py` times one whole LeJEPA step per family, eager
+# (AoT-ADMM's state update fused into one autograd node, `aot_lib.fused`) and with
+# each family's layer compiled once and reused (`aot_lib.compile`), families interleaved
+# repeat by repeat, and was recorded three times; the dots are the three runs.
+
+# %%
+families = [json.loads(f.read_text())
+            for f in sorted((RESULTS / "benchmarks").glob("families_run*.json"))]
+print(f"{len(families)} recorded runs of benchmarks/bench_families.py")
+
+# %% tags=["hide-input"]
+if families:
+    from aot_lib.plotting import plot_speed_ratios
+
+    plot_speed_ratios(families)
+    plt.show()
+
+# %% [markdown]
+# What the paper's configs would cost on a GPU. These are **estimates**, not runs:
+# FLOPs and saved activations are counted on the real model, and the speed assumes
+# an A100 reaches the same share of its bf16 peak as the trainer measurably reaches of
+# this CPU's matrix-product ceiling (`benchmarks/bench_estimates.py`).
+
+# %%
+est_file = RESULTS / "benchmarks" / "estimates_a100.json"
+if est_file.exists():
+    est = json.loads(est_file.read_text())
+    display(Table(
+        est["rows"],
+        [Col("config", "config"), Col("epochs", "epochs"),
+         Col("gflop_per_image", "GFLOP / image (step)", ".2f"),
+         Col("hours_1xA100", "1 A100 (h, est.)", ".1f"),
+         Col("hours_8xA100", "8 A100 (h, est.)", ".1f"),
+         Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
+         Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
+        caption="Estimated pretraining cost of the paper's configs (not measured)",
+        notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
+               f"{est['utilisation_source']}; A100 bf16 peak 312 TFLOP/s."]
+        if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
+    ))
+else:
+    print("no estimates recorded (run benchmarks/bench_estimates.py)")
+
+# %% [markdown]
 # ## What we learned
 #
 # * The whole pipeline of Algorithm 1 runs on a laptop-class CPU; the recorded runs
