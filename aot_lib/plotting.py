@@ -209,7 +209,7 @@ def plot_speed_ratios(runs: list, targets: dict | None = None):
         for xi, g in zip(x, groups.values()):
             ax.plot([xi - 0.18] * len(g[base]), g[base], "k.", ms=4)
         ax.bar(x + 0.18, [g["flops"][base] for g in groups.values()], 0.36, label="encoder FLOPs", color="tab:gray")
-        for xi, (setting, mode) in zip(x, groups):
+        for xi, (_setting, mode) in zip(x, groups):
             t = targets.get((mode, base))
             if t:
                 ax.plot([xi - 0.4, xi + 0.4], [t, t], "r--", lw=1, label="target" if xi == 0 else None)
