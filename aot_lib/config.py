@@ -40,8 +40,10 @@ DEFAULTS: dict[str, Any] = {
         "progress": True,
     },
     "model": {"name": "aot_admm_tiny", "overrides": {},
-              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning
-              "compile": True},
+              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning.
+              # Off by default: on 2 CPU cores it measured no faster than eager (AoT-ADMM 1.21 vs 1.21 s/step
+              # at Tiny, 1.45 vs 1.31 s at width 192: results/benchmarks/families_run1.json); try it on a GPU
+              "compile": False},
     "data": {
         "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
         "root": None,  # default: $AOT_DATA, else ~/.cache/aot_lib/data

@@ -32,7 +32,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["epps_pulley", "SIGReg", "sample_directions", "quadrature", "full_precision"]
+__all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature", "full_precision"]
 
 
 def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
@@ -73,6 +73,58 @@ def all_reduce_sum(x: torch.Tensor) -> torch.Tensor:
         return all_reduce(x)
 
 
+class _EmpiricalCF(torch.autograd.Function):
+    """Mean over ``N`` of ``cos(x t_j)`` and ``sin(x t_j)`` on the uniform grid ``t_j = j * dt``, for
+    ``x`` of shape ``(..., N, K)`` -> two ``(..., K, T)`` tensors.
+
+    The nodes of :func:`quadrature` are equally spaced from 0, so every ``cos(x t_j), sin(x t_j)`` follows
+    from ``cos(x dt), sin(x dt)`` by the angle-addition recurrence: two transcendental evaluations per
+    entry of ``x`` instead of ``2 T`` (they dominated SIGReg's cost), and no ``(..., N, K, T)`` tensor is
+    ever stored: forward accumulates the means node by node, backward recomputes the recurrence and
+    accumulates ``d/dx = sum_j t_j (-sin(x t_j) g^c_j + cos(x t_j) g^s_j) / N``. The recurrence's rounding
+    grows by about one unit in the last place per node (``T - 1`` steps): float32-level for ``T = 17``.
+    """
+
+    @staticmethod
+    def _nodes(x, dt: float, n_nodes: int):
+        c1, s1 = torch.cos(x * dt), torch.sin(x * dt)
+        c, s = torch.ones_like(x), torch.zeros_like(x)
+        for j in range(n_nodes):
+            yield j, c, s
+            if j + 1 < n_nodes:
+                c, s = c * c1 - s * s1, s * c1 + c * s1
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, dt: float, n_nodes: int):
+        n = x.shape[-2]
+        cos_mean = x.new_empty(*x.shape[:-2], x.shape[-1], n_nodes)
+        sin_mean = torch.empty_like(cos_mean)
+        for j, c, s in _EmpiricalCF._nodes(x, dt, n_nodes):
+            cos_mean[..., j] = c.sum(-2) / n
+            sin_mean[..., j] = s.sum(-2) / n
+        ctx.save_for_backward(x)
+        ctx.dt, ctx.n_nodes = dt, n_nodes
+        return cos_mean, sin_mean
+
+    @staticmethod
+    def backward(ctx, g_cos: torch.Tensor, g_sin: torch.Tensor):
+        (x,) = ctx.saved_tensors
+        n = x.shape[-2]
+        grad = torch.zeros_like(x)
+        for j, c, s in _EmpiricalCF._nodes(x, ctx.dt, ctx.n_nodes):
+            if j == 0:  # t_0 = 0
+                continue
+            tj = j * ctx.dt / n
+            grad += (c * g_sin[..., j].unsqueeze(-2) - s * g_cos[..., j].unsqueeze(-2)) * tj
+        return grad, None, None
+
+
+def empirical_cf(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean_n cos(x_n t), mean_n sin(x_n t))`` at the nodes of :func:`quadrature`: ``(..., K, T)`` each
+    for ``x`` of shape ``(..., N, K)`` (see :class:`_EmpiricalCF` for how)."""
+    return _EmpiricalCF.apply(x, t_max / (n_points - 1), n_points)
+
+
 def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torch.Tensor:
     """Epps-Pulley normality statistic of every column of ``x`` (shape ``(..., N, K)``) -> ``(..., K)``.
 
@@ -88,8 +140,7 @@ def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torc
     with full_precision(x.device):
         x = x.to(dtype)
         t, weights = quadrature(t_max, n_points, device=x.device, dtype=dtype)
-        xt = x.unsqueeze(-1) * t  # (..., N, K, T)
-        cos_mean, sin_mean = torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)  # (..., K, T)
+        cos_mean, sin_mean = empirical_cf(x, t_max, n_points)  # (..., K, T)
         n, world = x.shape[-2], _world_size()
         if world > 1:
             cos_mean = all_reduce_sum(cos_mean) / world
