@@ -2,8 +2,10 @@
 the features, and the k-NN vote weighted as DINO's ``exp(sim / T)``, against a hand computation."""
 import math
 
+import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from aot_lib.probe import knn_probe, linear_probe
 
@@ -98,3 +100,195 @@ def test_knn_probe_on_hand_made_two_classes():
     assert knn_probe(tr, ytr, te, torch.tensor([0, 1, 2]), k=1)["knn_top1"] == 100.0
     assert knn_probe(tr, ytr, te, torch.tensor([0, 1, 0]), k=1)["knn_top1"] == pytest.approx(200 / 3)
     assert knn_probe(tr, ytr, te, torch.tensor([2, 0, 1]), k=1)["knn_top1"] == 0.0
+
+
+# ----------------------------------------------------------------------------- the quick protocol's mechanics
+
+def test_documented_defaults():
+    import inspect
+
+    from aot_lib.probe import extract_features
+
+    def defaults(f):
+        return {k: p.default for k, p in inspect.signature(f).parameters.items() if p.default is not inspect.Parameter.empty}
+
+    assert defaults(linear_probe) == {"epochs": 100, "lr": 1e-3, "weight_decay": 0.0, "batch_size": 1024, "seed": 0}
+    assert defaults(knn_probe) == {"k": 20, "temperature": 0.07, "chunk": 1024}  # DINO's k-NN
+    assert defaults(extract_features) == {"batch_size": 512, "device": "cpu"}
+
+
+def test_linear_probe_standardises_each_feature():
+    # one informative feature on a tiny scale far from 0 (class means 5 +- 1e-3, noise 1e-4: separable), three
+    # noise features of scale 0.3: only standardising each feature makes a few AdamW steps enough (98 % here;
+    # a global mean/std, no division by a std below 1, or train/test scaled differently: 46-69 %)
+    g = torch.Generator().manual_seed(0)
+
+    def split(n):
+        y = torch.randint(0, 2, (n,), generator=g)
+        signal = 5 + 1e-3 * (2 * y - 1).float() + 1e-4 * torch.randn(n, generator=g)
+        return torch.cat([signal[:, None], 0.3 * torch.randn(n, 3, generator=g)], dim=1), y
+
+    (xtr, ytr), (xte, yte) = split(200), split(100)
+    assert linear_probe(xtr, ytr, xte, yte, epochs=5, lr=0.05, batch_size=64)["linear_top1"] >= 95
+
+
+def test_linear_probe_optimiser_schedule_and_batches(monkeypatch):
+    """AdamW with the asked lr and weight decay, a cosine over epochs * ceil(n / batch) steps without warm-up,
+    and every training sample exactly once per epoch."""
+    import torch.nn.functional as F
+
+    made, lrs, targets = [], [], []
+    real_adamw, real_ce = torch.optim.AdamW, F.cross_entropy
+
+    class Recording(real_adamw):
+        def __init__(self, params, **kw):
+            made.append(kw)
+            super().__init__(params, **kw)
+
+        def step(self, *a, **kw):
+            lrs.append(self.param_groups[0]["lr"])
+            return super().step(*a, **kw)
+
+    monkeypatch.setattr(torch.optim, "AdamW", Recording)
+    monkeypatch.setattr(F, "cross_entropy", lambda logits, y, **kw: targets.append(y.clone()) or real_ce(logits, y, **kw))
+    (xtr, _), (xte, yte) = blobs(10, seed=0), blobs(5, seed=1)  # 40 training samples
+    linear_probe(xtr, torch.arange(40), xte, yte, epochs=3, lr=0.2, weight_decay=0.3, batch_size=16)
+    assert made == [{"lr": 0.2, "weight_decay": 0.3}]
+    steps = 3 * 3  # ceil(40 / 16) = 3 batches per epoch: 16, 16, 8
+    assert lrs == pytest.approx([0.2 * 0.5 * (1 + math.cos(math.pi * s / (steps - 1))) for s in range(steps)])
+    assert [len(t) for t in targets] == [16, 16, 8] * 3
+    for e in range(3):  # the labels here are the sample indices: each sample once per epoch
+        assert sorted(torch.cat(targets[3 * e:3 * e + 3]).tolist()) == list(range(40))
+
+
+def test_knn_normalises_each_test_point_on_its_own():
+    # two test points of very different norms in one chunk: each is compared by cosine similarity alone
+    tr = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6]])
+    ytr = torch.tensor([0, 1, 1])
+    te = torch.tensor([[100.0, 1.0], [0.01, 0.02]])
+    # point 1: nearest [1, 0] (class 0); point 2: nearest [0.8, 0.6]... by angle 63 deg: [0, 1] then [.8, .6]
+    r = knn_probe(tr, ytr, te, torch.tensor([0, 1]), k=2, temperature=0.1)
+    assert r["knn_top1"] == 100.0
+
+
+def test_extract_features_values_batches_and_resize():
+    from PIL import Image
+
+    from aot_lib.data import ImageData
+    from aot_lib.probe import extract_features
+
+    class Pixels(nn.Module):  # the "features" are the normalised pixels themselves
+        def __init__(self):
+            super().__init__()
+            self.batches = []
+
+        def forward_features(self, x):
+            self.batches.append(len(x))
+            return x.flatten(1)
+
+    g = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (5, 3, 8, 8), dtype=torch.uint8, generator=g)
+    data = ImageData(images, torch.zeros(5, dtype=torch.long), ["a"], "memory")
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    m, s = torch.tensor(mean).view(1, 3, 1, 1), torch.tensor(std).view(1, 3, 1, 1)
+    enc = Pixels().train()
+    f = extract_features(enc, data, 8, mean, std, batch_size=2)
+    assert not enc.training and enc.batches == [2, 2, 1]
+    torch.testing.assert_close(f, ((images.float() / 255 - m) / s).flatten(1), rtol=0, atol=1e-6)
+    # another size: PIL's bilinear resize (antialiased) of the [0, 1] images, then the normalisation
+    ref = torch.stack([torch.stack([torch.from_numpy(np.array(
+        Image.fromarray((img[c].float() / 255).numpy(), mode="F").resize((3, 3), Image.BILINEAR))) for c in range(3)])
+        for img in images])
+    torch.testing.assert_close(extract_features(enc, data, 3, mean, std), ((ref - m) / s).flatten(1), rtol=0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- probe(): what probe.json records
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    from helpers import make_imagefolder, tiny_config
+
+    from aot_lib import train
+
+    tmp = tmp_path_factory.mktemp("probe")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AOT_CACHE", str(tmp / "cache"))
+    data = make_imagefolder(tmp / "data")
+    cfg = tiny_config(data, tmp / "runs", "optim.max_steps=1", "probe.epochs=2", "probe.lr=3e-3",
+                      "probe.weight_decay=0.0", "probe.knn_k=5", "probe.knn_t=0.5")
+    train.pretrain(cfg)
+    yield cfg, tmp / "runs" / "tiny" / "last.ckpt"
+    mp.undo()
+
+
+def test_probe_records_what_it_measured(pretrained, monkeypatch):
+    import json
+
+    import aot_lib.probe as P
+    from aot_lib.pretrain import load_train_test, normalization_for
+
+    cfg, ckpt = pretrained
+    monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
+    r = P.probe(cfg)
+    train, test = load_train_test(cfg)
+    mean, std = normalization_for(cfg)
+    key = P.feature_cache_key(ckpt, train, test, 16, mean, std)
+    assert r["feature_cache"] == f"features-{key}.pt" and (ckpt.parent / r["feature_cache"]).is_file()
+    feats = torch.load(ckpt.parent / r["feature_cache"], weights_only=True)
+    encoder, _ = P.load_encoder(ckpt)
+    torch.testing.assert_close(feats["train"][0], P.extract_features(encoder, train, 16, mean, std))
+    assert torch.equal(feats["test"][1], test.labels)
+    (trf, try_), (tef, tey) = feats["train"], feats["test"]
+    want = {"checkpoint": str(ckpt), "pretrain_step": 1, "train_images": 32, "test_images": 16,
+            "dataset": "imagefolder", "protocol": P.PROTOCOLS["quick"], "probe": dict(cfg["probe"]),
+            **P.select_linear_probe(trf, try_, tef, tey, 3e-3, 0.0, epochs=2, batch_size=cfg["probe"]["batch_size"]),
+            **knn_probe(trf, try_, tef, tey, k=5, temperature=0.5)}
+    assert {k: r[k] for k in want} == want
+    assert r["data"]["train"]["n_images"] == 32 and r["data"]["test"]["n_images"] == 16
+    assert 0 <= r["linear_probe_s"] <= r["wall_time_s"] < 60 and r["hardware"] and "commit" in r
+    assert json.loads((ckpt.parent / "probe.json").read_text()) == json.loads(json.dumps(r))
+    # the second time the cached features are read, not extracted again
+    monkeypatch.setattr(P, "extract_features", lambda *a, **k: pytest.fail("features extracted again"))
+    again = P.probe(cfg)
+    assert {k: again[k] for k in want} == want
+    # an unreadable cache is rebuilt
+    (ckpt.parent / r["feature_cache"]).write_bytes(b"not a torch file")
+    monkeypatch.undo()
+    monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
+    assert {k: P.probe(cfg)[k] for k in want} == want
+
+
+def test_load_encoder_names_the_mismatch(pretrained, tmp_path):
+    from aot_lib.probe import load_encoder
+    from aot_lib.runs import CheckpointError
+
+    _, ckpt = pretrained
+    c = torch.load(ckpt, weights_only=True)
+    del c["model"]["encoder.stem.cls_token"]
+    c["model"]["encoder.extra"] = torch.zeros(1)
+    bad = tmp_path / "bad.ckpt"
+    torch.save(c, bad)
+    with pytest.raises(CheckpointError) as e:
+        load_encoder(bad)
+    msg = str(e.value)
+    assert msg.startswith(f"checkpoint {bad} does not fit aot_admm_tiny (")
+    assert 'Missing key(s) in state_dict: "stem.cls_token"' in msg and "Error(s) in loading" not in msg
+
+
+def test_feature_cache_key_format(pretrained):
+    import hashlib
+
+    from aot_lib.data import ImageData
+    from aot_lib.probe import feature_cache_key
+
+    _, ckpt = pretrained
+    a = ImageData(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 1]), ["x", "y"], "a")
+    b = ImageData(torch.ones(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([1, 0]), ["x", "y"], "b")
+
+    def digest(d):
+        return hashlib.sha256(d.images.numpy().tobytes() + d.labels.numpy().tobytes() + b"x|y").hexdigest()
+
+    parts = [hashlib.sha256(ckpt.read_bytes()).hexdigest(), digest(a), digest(b), "16", repr((0.5, 0.5, 0.5)),
+             repr((0.25, 0.25, 0.25)), "v1"]
+    key = feature_cache_key(ckpt, a, b, 16, [0.5] * 3, [0.25] * 3)
+    assert key == hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]  # caches stay valid across versions
