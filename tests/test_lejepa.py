@@ -24,8 +24,9 @@ def test_prediction_loss_is_zero_when_views_agree(num_global):
     out = LeJEPALoss(num_global=num_global)(base.expand(8, -1, -1))
     # The target is a float32 mean of identical global views: the sum of k copies divided by k equals the
     # copy up to one or two roundings (for k = 3, (x + x + x) / 3 need not be x exactly), i.e. a relative
-    # error of a few 2^-24 = 6e-8 per entry. The squared error is then below (4 * 6e-8)^2 * mean(x^2),
-    # about 6e-14 here, where any real disagreement between the views is many orders larger (below).
+    # error of at most a few float32 eps (2^-23 = 1.2e-7) per entry. The squared error is then below
+    # (4 eps)^2 * mean(x^2), about 2e-13 here, where any real disagreement between the views is many
+    # orders larger (below).
     bound = (4 * torch.finfo(torch.float32).eps) ** 2 * base.square().mean().item()
     assert 0 <= out.pred_loss.item() <= bound
     assert out.sigreg_loss.item() > 0
