@@ -162,13 +162,15 @@ def test_linear_probe_optimiser_schedule_and_batches(monkeypatch):
 
 
 def test_knn_normalises_each_test_point_on_its_own():
-    # two test points of very different norms in one chunk: each is compared by cosine similarity alone
-    tr = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.8, 0.6]])
-    ytr = torch.tensor([0, 1, 1])
-    te = torch.tensor([[100.0, 1.0], [0.01, 0.02]])
-    # point 1: nearest [1, 0] (class 0); point 2: nearest [0.8, 0.6]... by angle 63 deg: [0, 1] then [.8, .6]
-    r = knn_probe(tr, ytr, te, torch.tensor([0, 1]), k=2, temperature=0.1)
-    assert r["knn_top1"] == 100.0
+    # two test points of very different norms in one chunk: each is compared by cosine similarity alone.
+    # Training points at 0, 40, 45 and 90 degrees (classes 0, 1, 1, 1). The small test point at 0 degrees has
+    # the class-0 point as nearest neighbour, which wins at T = 0.05 (exp(1/T) against exp(0.77/T) + exp(0.71/T));
+    # scaled by the other point's norm, its similarities would all be ~0 and the two class-1 votes would win.
+    deg = torch.tensor([0.0, 40.0, 45.0, 90.0]).deg2rad()
+    tr = torch.stack([deg.cos(), deg.sin()], dim=1)
+    ytr = torch.tensor([0, 1, 1, 1])
+    te = torch.tensor([[0.0, 100.0], [0.01, 0.0]])
+    assert knn_probe(tr, ytr, te, torch.tensor([1, 0]), k=3, temperature=0.05)["knn_top1"] == 100.0
 
 
 def test_extract_features_values_batches_and_resize():
@@ -264,8 +266,7 @@ def test_load_encoder_names_the_mismatch(pretrained, tmp_path):
 
     _, ckpt = pretrained
     c = torch.load(ckpt, weights_only=True)
-    del c["model"]["encoder.stem.cls_token"]
-    c["model"]["encoder.extra"] = torch.zeros(1)
+    del c["model"]["encoder.stem.cls_token"]  # torch's message: a header line and this one
     bad = tmp_path / "bad.ckpt"
     torch.save(c, bad)
     with pytest.raises(CheckpointError) as e:
@@ -292,3 +293,54 @@ def test_feature_cache_key_format(pretrained):
              repr((0.25, 0.25, 0.25)), "v1"]
     key = feature_cache_key(ckpt, a, b, 16, [0.5] * 3, [0.25] * 3)
     assert key == hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]  # caches stay valid across versions
+
+
+def test_probe_passes_its_settings_on(pretrained, monkeypatch):
+    """probe() hands the configured settings to the probes (recorded, not rerun) and takes the model from the
+    checkpoint, whatever the config's model section says; times are seconds rounded to 0.01."""
+    import copy
+
+    import aot_lib.probe as P
+
+    cfg, ckpt = pretrained
+    monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
+    calls = {}
+
+    def recorder(name, out):
+        def f(*args, **kw):
+            calls[name] = (args, kw)
+            return out
+        return f
+
+    monkeypatch.setattr(P, "select_linear_probe", recorder("quick", {"linear_top1": 1.0}))
+    monkeypatch.setattr(P, "standard_linear_probe", recorder("standard", {"linear_top1": 2.0}))
+    monkeypatch.setattr(P, "knn_probe", recorder("knn", {"knn_top1": 3.0}))
+    c = copy.deepcopy(cfg)
+    c["model"]["name"] = "no_such_model"  # probing never builds the config's model
+    c["probe"].update(lr=[0.1, 0.2], weight_decay=[0.0, 0.3], val_fraction=0.25, epochs=3, batch_size=7, knn_k=4,
+                      knn_t=0.3, standard_lr=0.05, standard_batch_size=6)
+    c["run"]["seed"] = 11
+    r = P.probe(c)
+    args, kw = calls["quick"]
+    assert args[4:] == ([0.1, 0.2], [0.0, 0.3], 0.25) and kw == {"epochs": 3, "batch_size": 7, "seed": 11}
+    assert calls["knn"][1] == {"k": 4, "temperature": 0.3} and r["linear_top1"] == 1.0 and r["knn_top1"] == 3.0
+    for key in ("linear_probe_s", "wall_time_s"):
+        assert isinstance(r[key], float) and r[key] == round(r[key], 2)
+    assert isinstance(r["commit"], str) and r["commit"]
+    c["probe"]["protocol"] = "standard"
+    r = P.probe(c)
+    args, kw = calls["standard"]
+    assert args[3:] == (16, *P.normalization_for(cfg))
+    assert kw == {"epochs": 3, "lr": 0.05, "batch_size": 6, "seed": 11, "device": "cpu", "progress": False}
+    assert r["linear_top1"] == 2.0 and r["protocol"] == P.PROTOCOLS["standard"]
+
+
+def test_stratified_split_small_classes():
+    from aot_lib.probe import stratified_split
+
+    y = torch.tensor([0] * 10 + [1] * 2 + [2])
+    tr, va = stratified_split(y, 0.2)
+    assert torch.equal(tr, stratified_split(y, 0.2, seed=0)[0])  # seed 0 by default
+    # 10 -> 2 held out; 2 -> at least 1 held out; a class of one stays whole in the training part
+    assert torch.bincount(y[va], minlength=3).tolist() == [2, 1, 0]
+    assert torch.bincount(y[tr], minlength=3).tolist() == [8, 1, 1]
