@@ -223,11 +223,9 @@ def atomic_save(obj, path: Path) -> None:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from .files import sha256_file
+
+    return sha256_file(path)
 
 
 _VERIFIED: set[tuple] = set()  # (zip, size, mtime_ns, SHA256SUMS mtime_ns) already checked in this process

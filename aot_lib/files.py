@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["atomic_write", "write_json", "torch_save"]
+__all__ = ["atomic_write", "write_json", "torch_save", "sha256_file"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
@@ -42,3 +42,14 @@ def torch_save(obj, path: str | os.PathLike) -> Path:
     import torch
 
     return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def sha256_file(path: str | os.PathLike, block: int = 1 << 22) -> str:
+    """Hex SHA-256 of a file's bytes, read in blocks (checksums of data zips, cache keys of checkpoints)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(block), b""):
+            h.update(chunk)
+    return h.hexdigest()

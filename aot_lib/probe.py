@@ -179,11 +179,9 @@ def knn_probe(train_f, train_y, test_f, test_y, k: int = 20, temperature: float 
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
+    from .files import sha256_file
+
+    return sha256_file(path)
 
 
 def _data_digest(data) -> str:
