@@ -538,3 +538,16 @@ def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
     got = energy_normalize(z, eps=0.5)
     monkeypatch.undo()
     torch.testing.assert_close(got, energy_normalize(torch.cat([z, z], dim=-2), eps=0.5)[:, :10], **F64)
+
+
+@pytest.mark.parametrize("dim", [5, 17])  # the width equal to either grid's token count (2x2 + 1, 4x4 + 1)
+def test_official_crate_pos_embed_resized_by_token_count(dim):
+    from aot_lib.models.crate import load_official_crate
+    from test_model_loaders import official_crate_state_dict
+
+    sd = official_crate_state_dict(image_size=16, dim=dim, depth=1)  # a 2x2 grid
+    model = load_official_crate(create_model("crate_tiny", embed_dim=dim, num_heads=1, depth=1).double(), sd)  # 4x4
+    assert torch.equal(model.stem.pos_embed, interpolate_pos_embed(sd["pos_embedding"], (4, 4)))
+    del sd["pos_embedding"]  # none at all: reported as missing, not resized
+    with pytest.raises(ValueError, match="1 keys missing from the checkpoint: stem.pos_embed"):
+        load_official_crate(create_model("crate_tiny", embed_dim=dim, num_heads=1, depth=1).double(), sd)
