@@ -344,3 +344,88 @@ def test_stratified_split_small_classes():
     # 10 -> 2 held out; 2 -> at least 1 held out; a class of one stays whole in the training part
     assert torch.bincount(y[va], minlength=3).tolist() == [2, 1, 0]
     assert torch.bincount(y[tr], minlength=3).tolist() == [8, 1, 1]
+
+
+# ----------------------------------------------------------------------------- protocol mechanics (recorded)
+
+def test_select_linear_probe_chooses_on_the_validation_split(monkeypatch):
+    import aot_lib.probe as P
+
+    calls = []
+    table = {(0.1, 0.0): 50.0, (0.2, 0.0): 70.0, (0.1, 0.5): 70.0, (0.2, 0.5): 60.0}  # a tie at 70
+
+    def fake(trf, try_, tef, tey, *, epochs, lr, weight_decay, batch_size, seed):
+        calls.append((len(trf), len(tef), epochs, lr, weight_decay, batch_size, seed))
+        return {"linear_top1": table.get((lr, weight_decay), -1.0)}
+
+    monkeypatch.setattr(P, "linear_probe", fake)
+    y = torch.arange(4).repeat_interleave(10)  # 40 training images, 4 classes
+    x = torch.randn(40, 3)
+    r = P.select_linear_probe(x, y, torch.randn(7, 3), torch.zeros(7, dtype=torch.long), [0.1, 0.2], [0.0, 0.5],
+                              val_fraction=0.25, epochs=3, batch_size=5, seed=2)
+    tr, va = P.stratified_split(y, 0.25, 2)
+    assert calls[:4] == [(len(tr), len(va), 3, lr, wd, 5, 2) for lr in (0.1, 0.2) for wd in (0.0, 0.5)]
+    # the tie at 70 goes to less weight decay; the final fit is on the whole training set, scored on the test set
+    assert calls[4:] == [(40, 7, 3, 0.2, 0.0, 5, 2)]
+    assert (r["linear_lr"], r["linear_weight_decay"], r["linear_val_fraction"]) == (0.2, 0.0, 0.25)
+    assert r["linear_val_top1"] == {"lr=0.1,wd=0": 50.0, "lr=0.1,wd=0.5": 70.0, "lr=0.2,wd=0": 70.0, "lr=0.2,wd=0.5": 60.0}
+    # equal scores and equal decay: the smaller learning rate
+    table.update({(0.1, 0.0): 70.0})
+    calls.clear()
+    assert P.select_linear_probe(x, y, x, y, [0.1, 0.2], [0.0, 0.5], epochs=1)["linear_lr"] == 0.1
+    # a grid of two values is still a grid: chosen on the validation split
+    table[(0.1, 0.0)] = 50.0
+    calls.clear()
+    r = P.select_linear_probe(x, y, x, y, [0.1, 0.2], 0.0, epochs=1)
+    assert len(calls) == 3 and r["linear_lr"] == 0.2 and r["linear_val_fraction"] == 0.1
+
+
+def test_standard_probe_protocol_settings(monkeypatch):
+    """SGD (momentum 0.9, no weight decay) on a parameter-free BatchNorm + Linear, a cosine over
+    epochs * (n // batch) steps, random-resized crops (scale 0.08-1) with flips only, drawn from seed + 1."""
+    import aot_lib.augment as A
+    import aot_lib.probe as P
+    from aot_lib.data import ImageData
+
+    made = {}
+    real_sgd, real_cfg = torch.optim.SGD, A.MultiCropConfig
+    lrs = []
+
+    class SGD(real_sgd):
+        def __init__(self, params, **kw):
+            params = list(params)
+            made["sgd"], made["params"] = kw, [tuple(p.shape) for p in params]
+            super().__init__(params, **kw)
+
+        def step(self, *a, **kw):
+            lrs.append(self.param_groups[0]["lr"])
+            return super().step(*a, **kw)
+
+    def cfg(**kw):
+        made["views"] = kw
+        return real_cfg(**kw)
+
+    monkeypatch.setattr(torch.optim, "SGD", SGD)
+    monkeypatch.setattr(A, "MultiCropConfig", cfg)
+
+    class Enc(nn.Module):
+        num_features = 3
+
+        def forward_features(self, x):
+            return x.mean((2, 3))
+
+    g = torch.Generator().manual_seed(0)
+    imgs = torch.randint(0, 256, (10, 3, 8, 8), dtype=torch.uint8, generator=g)
+    data = ImageData(imgs, torch.arange(10) % 2, ["a", "b"], "m")
+    r = P.standard_linear_probe(Enc(), data, data, 8, (0.5,) * 3, (0.25,) * 3, epochs=2, lr=0.3, batch_size=4, seed=5)
+    assert made["sgd"] == {"lr": 0.3, "momentum": 0.9, "weight_decay": 0.0}
+    assert made["params"] == [(2, 3), (2,)]  # only the Linear learns: the BatchNorm has no affine parameters
+    assert made["views"] == {"n_global": 1, "n_local": 0, "global_size": 8, "global_scale": (0.08, 1.0), "jitter_p": 0.0,
+                             "grayscale_p": 0.0, "solarize_p": 0.0, "blur_p": 0.0, "mean": (0.5,) * 3, "std": (0.25,) * 3}
+    steps = 2 * (10 // 4)
+    assert lrs == pytest.approx([0.3 * 0.5 * (1 + math.cos(math.pi * s / (steps - 1))) for s in range(steps)])
+    assert set(r) == {"linear_top1", "linear_lr", "linear_epochs"} and (r["linear_lr"], r["linear_epochs"]) == (0.3, 2)
+    assert min(abs(r["linear_top1"] - 10 * k) for k in range(11)) < 1e-4  # a percentage of 10 test images
+    # deterministic in its seed (crops drawn from a generator seeded from it)
+    again = P.standard_linear_probe(Enc(), data, data, 8, (0.5,) * 3, (0.25,) * 3, epochs=2, lr=0.3, batch_size=4, seed=5)
+    assert again == r
