@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .coding_rate import subspace_coding_rate
-from .models.aot_admm import ADMMLayer, admm_coefficients
+from .models.aot_admm import ADMMLayer, admm_coefficients, inverse_softplus
 
 __all__ = ["mixture_of_subspaces", "mssa_columns", "exact_compression_gradient", "mssa_compression_gradient",
            "admm_iterations", "ADMMHistory", "admm_layer_from_subspaces", "subspace_alignment"]
@@ -168,7 +168,7 @@ def admm_layer_from_subspaces(U: torch.Tensor, *, eta: float = 0.25, gamma: floa
     with torch.no_grad():
         # re-set in the target precision: the float32 initial values would cost 1e-8
         layer.coef_logits.copy_(torch.tensor(admm_coefficients(eta, gamma, rho), dtype=torch.float64).log())
-        layer.tau.fill_(lambd / rho)
+        layer.tau_raw.fill_(inverse_softplus(lambd / rho))
         layer.mssa.qkv.weight.copy_(u_cat.T)  # x @ U: every head's U_k^T z
         layer.mssa.proj.weight.copy_(u_cat)  # sum_k U_k (head_k)
     return layer

@@ -17,7 +17,7 @@ from torch import nn
 __all__ = ["param_groups", "layer_id", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm", "NO_DECAY_NAMES"]
 
 # Parameters that are not weight matrices by role although some are 2-D or 3-D tensors.
-NO_DECAY_NAMES = ("cls_token", "pos_embed", "coef_logits", "tau")
+NO_DECAY_NAMES = ("cls_token", "pos_embed", "coef_logits", "tau_raw")
 
 
 def layer_id(name: str, depth: int) -> int:

@@ -61,7 +61,9 @@ plt.show()
 # `to_out = nn.Linear(inner_dim, dim)` — the paper does not say, so we follow the
 # official CRATE and AoT code). CRATE adds the dictionary ($d^2$) and two LayerNorms
 # ($4d$); AoT has one LayerNorm ($2d$); AoT-ADMM has one LayerNorm, a per-feature
-# threshold $\tau$ initialised to $\lambda/\rho$ ($d$) and three branch logits. Counting
+# threshold $\tau=\mathrm{softplus}(\tau_{\text{raw}})$ initialised to $\lambda/\rho$
+# ($d$; the softplus keeps it positive, so the $V$-step stays a shrinkage) and three
+# branch logits. Counting
 # them from the live modules:
 
 # %%

@@ -16,7 +16,7 @@ def model():
     with torch.no_grad():
         for blk in m.blocks:
             blk.coef_logits.add_(torch.randn(3))
-            blk.tau.add_(0.05 * torch.randn_like(blk.tau))
+            blk.tau_raw.add_(0.05 * torch.randn_like(blk.tau_raw))
     return m
 
 

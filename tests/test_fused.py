@@ -84,7 +84,7 @@ def _layer_pair(fused_kw: dict, seed: int = 0):
     layer = ADMMLayer(24, 3, **fused_kw)
     with torch.no_grad():  # away from the initial point
         layer.coef_logits.add_(torch.randn(3))
-        layer.tau.add_(0.05 * torch.randn_like(layer.tau))
+        layer.tau_raw.add_(0.05 * torch.randn_like(layer.tau_raw))
         layer.mssa.proj.bias.normal_(0, 0.1)
     return layer, copy.deepcopy(layer)
 

@@ -87,7 +87,7 @@ def test_param_groups_of_every_family(name):
         assert special in no_decay
     assert "head.fc.weight" in decay and "stem.proj.weight" in decay
     if name.startswith("aot_admm"):
-        assert {"blocks.0.tau", "blocks.0.coef_logits", "blocks.1.tau", "blocks.1.coef_logits"} <= no_decay
+        assert {"blocks.0.tau_raw", "blocks.0.coef_logits", "blocks.1.tau_raw", "blocks.1.coef_logits"} <= no_decay
     if name.startswith("crate"):
         assert {"blocks.0.ista.weight", "blocks.1.ista.weight"} <= decay
 
@@ -162,7 +162,7 @@ def test_layer_id_by_name():
     assert [layer_id(n, 4) for n in ("stem.pos_embed", "blocks.0.norm.weight", "blocks.3.mssa.qkv.weight",
                                      "head.fc.weight", "head")] == [0, 1, 4, 5, 5]
     # the same names one level down (an encoder inside a LeJEPA model or a wrapper)
-    assert [layer_id(n, 4) for n in ("encoder.stem.cls_token", "encoder.blocks.2.tau", "encoder.head.fc.bias",
+    assert [layer_id(n, 4) for n in ("encoder.stem.cls_token", "encoder.blocks.2.tau_raw", "encoder.head.fc.bias",
                                      "encoder.head", "projector.net.0.weight")] == [0, 3, 5, 5, 0]
 
 

@@ -350,7 +350,7 @@ def _layer_and_states(fused: bool):
     layer = ADMMLayer(8, 2, fused=fused).double()
     with torch.no_grad():
         layer.coef_logits.add_(torch.randn(3, dtype=torch.float64))
-        layer.tau.add_(0.05 * torch.randn(8, dtype=torch.float64))
+        layer.tau_raw.add_(0.05 * torch.randn(8, dtype=torch.float64))
     z, v, w = (torch.randn(2, 5, 8, dtype=torch.float64) for _ in range(3))
     return layer, z, v, w
 
@@ -413,13 +413,43 @@ def test_admm_defaults_and_refusals():
     assert m.blocks[0].tau.detach().tolist() == pytest.approx([0.15] * 8)  # tau = lambda / rho
     d = AoTADMM(depth=1)  # the class defaults are AoT-ADMM-Tiny's
     assert (d.embed_dim, d.num_heads, d.img_size, d.patch_size, d.num_classes) == (384, 6, 32, 8, 10)
-    assert (AoTADMM(depth=1, lambd=0.0).blocks[0].tau == 0).all()  # no threshold is allowed
-    with pytest.raises(ValueError, match=r"^lambd must be >= 0 \(the threshold tau = lambd/rho"):
-        AoTADMM(depth=1, lambd=-0.1)
+    for bad in (0.0, -0.1, float("nan")):  # a softplus threshold is positive: lambda <= 0 cannot be its start
+        with pytest.raises(ValueError, match=r"^lambd must be > 0 \(the V-step's threshold tau = lambd/rho is learned"):
+            AoTADMM(depth=1, lambd=bad)
+        with pytest.raises(ValueError, match=r"use aot_lib.admm.admm_iterations\(lambd=0\)$"):
+            ADMMLayer(8, 2, lambd=bad)
     # every branch weight must be positive: a zero one is refused as well
     for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0)):
         with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1 with eta, gamma, rho > 0\.$"):
             admm_coefficients(eta, gamma, rho)
+
+
+def test_admm_threshold_is_a_softplus_started_at_lambda_over_rho():
+    """tau = softplus(tau_raw): lambda/rho at initialisation (float64: to rounding, over six decades), positive
+    whatever tau_raw becomes, and its gradient is the chain rule through softplus. The layer holds tau_raw in
+    float32: its rounding (|tau_raw| <= 10 here, so <= 10 * 6e-8 absolute) moves tau by at most that relative
+    amount (d log tau / d tau_raw <= 1), hence rtol 2e-6; the float64 map itself is checked to 1e-12."""
+    from aot_lib.models import ADMMLayer
+    from aot_lib.models.aot_admm import inverse_softplus
+
+    for y in (1e-4, 0.05, 0.1, 1.0, 7.5, 40.0):
+        assert math.log1p(math.exp(inverse_softplus(y))) == pytest.approx(y, rel=1e-12)  # float64 round trip
+        layer = ADMMLayer(8, 2, lambd=y, rho=0.5)
+        torch.testing.assert_close(layer.tau.detach(), torch.full((8,), 2 * y), rtol=2e-6, atol=0)
+    layer = ADMMLayer(8, 2).double()
+    with torch.no_grad():  # whatever training does to tau_raw, the threshold stays positive: V^+ <= ReLU(U)
+        layer.tau_raw.copy_(torch.linspace(-30.0, 3.0, 8, dtype=torch.float64))
+    assert (layer.tau > 0).all()
+    z, v, w = (torch.randn(2, 5, 8, dtype=torch.float64) for _ in range(3))
+    s = layer.step(z, v, w)
+    assert (s.v <= torch.relu(s.z + w)).all() and (s.v >= 0).all()
+    # d tau / d tau_raw = sigmoid(tau_raw), through both paths
+    for fused in (False, True):
+        layer.fused = fused
+        tau = layer.tau.detach().requires_grad_()
+        g_tau, = torch.autograd.grad(torch.relu(s.z + w - tau).sum(), tau)
+        g_raw, = torch.autograd.grad(layer(z, v, w)[1].sum(), layer.tau_raw)
+        torch.testing.assert_close(g_raw, g_tau * torch.sigmoid(layer.tau_raw.detach()), rtol=1e-12, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- CRATE: defaults, the official loader's edges

@@ -9,12 +9,16 @@ compression + sparsity objective (Eq. ``split``):
     W^{\ell+1} &= W^\ell + Z^{\ell+1} - V^{\ell+1}
 
 with ``(a, b, c) = softmax(logits)`` initialised to ``(1 - eta*gamma - eta*rho, eta*gamma,
-eta*rho)`` (Eq. ``zupdate``) and ``tau = lambda / rho``.  Following Appendix B,
+eta*rho)`` (Eq. ``zupdate``) and ``tau = lambda / rho`` at initialisation.  Following Appendix B,
 ``Z^{l+1}`` and the updated dual ``W^{l+1}`` are rescaled feature-wise by RMS.
 
 Parameters per layer: ``2 d^2 + 4 d + 3``: MSSA (``U``, ``d^2``, and its output map with a
 bias, ``d^2 + d``), the pre-MSSA LayerNorm that CRATE and AoT also use (``2 d``), a learnable
 per-feature threshold ``tau`` initialised to ``lambda / rho`` (``d``) and the three branch logits.
+The threshold is learned as ``tau = softplus(tau_raw)``: the paper fixes ``tau = lambda / rho``, which
+"retains the proximal interpretation" of the V-step as the proximal map of ``lambda ||V||_1 + 1_{V >= 0}``
+(a shrinkage); a threshold that training could drive negative would stop being one, so it is kept
+positive by construction (same parameter count: one ``tau_raw`` per feature).
 The RMS rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).
 
 The paper is silent on whether MSSA's output map has a bias (Eq. ``mssa`` has none, and no
@@ -46,7 +50,7 @@ from ..layers import MSSA, PatchStem
 from ..registry import register_model
 from ._base import EncoderBase, LayerState
 
-__all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients"]
+__all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_softplus"]
 
 
 def admm_coefficients(eta: float, gamma: float, rho: float) -> tuple[float, float, float]:
@@ -85,6 +89,20 @@ class ADMMState(LayerState):
         self.tokens = self.v
 
 
+def inverse_softplus(y: float) -> float:
+    """``x`` with ``softplus(x) = log(1 + e^x) = y`` for ``y > 0``: ``y + log(1 - e^{-y})``, in a form
+    exact for small and large ``y`` (``expm1`` avoids cancelling ``1 - e^{-y}``)."""
+    return y + math.log(-math.expm1(-y))
+
+
+def check_threshold(lambd: float, rho: float) -> None:
+    """The V-step's threshold ``tau = lambd / rho`` must be positive: it is learned as a softplus."""
+    if not lambd > 0:
+        raise ValueError(f"lambd must be > 0 (the V-step's threshold tau = lambd/rho is learned as softplus(tau_raw) "
+                         f"> 0, a shrinkage by construction), got {lambd}; for the un-thresholded iteration use "
+                         f"aot_lib.admm.admm_iterations(lambd=0)")
+
+
 class ADMMLayer(nn.Module):
     """One AoT-ADMM layer = one unrolled ADMM iteration (Algorithm 1, lines 6-9).
 
@@ -93,7 +111,8 @@ class ADMMLayer(nn.Module):
         num_heads: number of subspaces ``K`` (each of dimension ``d/K``).
         eta, gamma, rho: step size, compression-gradient coefficient and ADMM penalty;
             they set the initial branch coefficients of Eq. ``zupdate``.
-        lambd: sparsity weight; the initial threshold is ``tau = lambd / rho``.
+        lambd: sparsity weight (> 0); the initial threshold is ``tau = lambd / rho``, learned as
+            ``tau = softplus(tau_raw)`` so that it stays positive (the V-step stays a shrinkage).
         rms_eps: epsilon of the RMS rescaling.
         pre_norm, rms_rescale: the two stabilisers of the trained network (pre-MSSA LayerNorm,
             RMS rescaling of ``Z`` and ``W``). With both off the layer is the plain ADMM iteration
@@ -122,8 +141,14 @@ class ADMMLayer(nn.Module):
         self.coef_logits = nn.Parameter(init.log())
         self.norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
         self.mssa = MSSA(dim, num_heads)
-        self.tau = nn.Parameter(torch.full((dim,), lambd / rho))
+        check_threshold(lambd, rho)
+        self.tau_raw = nn.Parameter(torch.full((dim,), inverse_softplus(lambd / rho)))
         self.rms_eps, self.rms_rescale = rms_eps, rms_rescale
+
+    @property
+    def tau(self) -> torch.Tensor:
+        """The V-step's per-feature threshold ``softplus(tau_raw) > 0`` (``lambda / rho`` at initialisation)."""
+        return F.softplus(self.tau_raw)
 
     def rms(self, x: torch.Tensor) -> torch.Tensor:
         """Feature-wise RMS rescaling (Appendix B): every token to unit root-mean-square."""
@@ -193,8 +218,7 @@ class AoTADMM(EncoderBase):
         super().__init__(img_size=img_size, patch_size=patch_size, in_chans=in_chans, num_classes=num_classes,
                          embed_dim=embed_dim, depth=depth, num_heads=num_heads)
         admm_coefficients(eta, gamma, rho)  # fail early with the clear message
-        if lambd < 0:
-            raise ValueError(f"lambd must be >= 0 (the threshold tau = lambd/rho of the V-step is a shrinkage), got {lambd}")
+        check_threshold(lambd, rho)
         self.stem = PatchStem(img_size, patch_size, in_chans, embed_dim)
         self.blocks = nn.ModuleList(
             ADMMLayer(embed_dim, num_heads, eta=eta, gamma=gamma, rho=rho, lambd=lambd, fused=fused)
