@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from .data import DATASET_STATS
 
-__all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "color_jitter", "hue_matrix",
+__all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "prepare_images", "color_jitter", "hue_matrix",
            "CIFAR_MEAN", "CIFAR_STD"]
 
 CIFAR_MEAN, CIFAR_STD = DATASET_STATS["cifar10"]  # kept importable from here (notebooks)
@@ -106,6 +106,15 @@ def normalize(x: torch.Tensor, mean, std) -> torch.Tensor:
     m = torch.tensor(mean, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
     s = torch.tensor(std, device=x.device, dtype=x.dtype).view(1, -1, 1, 1)
     return (x - m) / s
+
+
+def prepare_images(images: torch.Tensor, size: int, mean, std) -> torch.Tensor:
+    """``uint8 (B, 3, H, W)`` images -> normalised float images at ``size`` (antialiased bilinear resize when
+    needed): the un-augmented input of the probes and the monitors' fixed batch."""
+    x = images.float() / 255.0
+    if x.shape[-1] != size or x.shape[-2] != size:
+        x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    return normalize(x, mean, std)
 
 
 class _Draws:

@@ -41,8 +41,9 @@ DEFAULTS: dict[str, Any] = {
     },
     "model": {"name": "aot_admm_tiny", "overrides": {},
               # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning.
-              # Off by default: on 2 CPU cores it measured no faster than eager (AoT-ADMM 1.21 vs 1.21 s/step
-              # at Tiny, 1.45 vs 1.31 s at width 192: results/benchmarks/families_run1.json); try it on a GPU
+              # Off by default: on 2 CPU cores it is not reliably faster than eager (AoT-ADMM, median step of 3
+              # runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192: results/benchmarks/families_run*.json)
+              # and compiling costs 6-25 s per family; try it on a GPU
               "compile": False},
     "data": {
         "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
@@ -74,6 +75,9 @@ DEFAULTS: dict[str, Any] = {
                  "warmup_epochs": 5, "label_smoothing": 0.1,
                  # the usual fine-tuning regularisers, off by default (see aot_lib.supervised)
                  "mixup": 0.0, "cutmix": 0.0, "layer_decay": 1.0, "randaugment": False},
+    # training-time monitors (aot_lib.monitors), logged every `every` steps (0: off) beside the loss;
+    # theorem1 and audit use a fixed batch of the first `images` training images at the global view size
+    "monitor": {"every": 0, "images": 256, "rankme": True, "theorem1": True, "audit": True, "eps": 0.5},
     "distill": {"teacher": None, "teacher_model": "vit_tiny",
                 "student_init": None,  # checkpoint the student starts from (its head excluded); null: from scratch
                 "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
@@ -220,6 +224,8 @@ SCHEMA: dict[str, _Spec] = {
     "finetune.batch_size": _int(1), "finetune.warmup_epochs": _num(0), "finetune.label_smoothing": _num(0, 1, hi_open=True),
     "finetune.mixup": _num(0), "finetune.cutmix": _num(0), "finetune.layer_decay": _num(0, 1, lo_open=True),
     "finetune.randaugment": _BOOL,
+    "monitor.every": _int(0, example="100"), "monitor.images": _int(2, example="256"), "monitor.rankme": _BOOL,
+    "monitor.theorem1": _BOOL, "monitor.audit": _BOOL, "monitor.eps": _num(0, lo_open=True, example="0.5"),
     "distill.teacher": _Spec("str", nullable=True), "distill.student_init": _Spec("str", nullable=True),
     "distill.teacher_model": _STR, "distill.epochs": _int(1),
     "distill.lr": _num(0, lo_open=True), "distill.weight_decay": _num(0), "distill.batch_size": _int(1),
@@ -250,6 +256,10 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
             if not ok:
                 raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream" if key != "root" else
                                   "data.name=stream needs data.root: the folder `aot convert SRC DEST` wrote")
+    mc = cfg["monitor"]
+    if mc["every"] and (mc["theorem1"] or mc["audit"]) and dc["name"] == "stream":
+        raise ConfigError("monitor.theorem1 and monitor.audit use a fixed batch of in-memory images; with "
+                          "data.name=stream set monitor.theorem1=false monitor.audit=false (monitor.rankme works)")
     if not isinstance(cfg["model"]["overrides"], dict):
         raise ConfigError(f"model.overrides must be a mapping of create_model arguments, got {cfg['model']['overrides']!r}")
     v = cfg["views"]
@@ -259,11 +269,14 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
             raise ConfigError(f"views.{size_key}={v[size_key]} is not divisible by the model's patch_size={patch}; "
                               f"choose a multiple of {patch}")
     if check_model:
-        _check_model(cfg["model"]["name"], cfg["model"]["overrides"], v["global_size"])
+        model = _check_model(cfg["model"]["name"], cfg["model"]["overrides"], v["global_size"])
+        if mc["every"] and mc["audit"] and not all(hasattr(b, "mssa") for b in model.blocks):
+            raise ConfigError(f"monitor.audit measures MSSA layers (AoT-ADMM, CRATE, AoT); {cfg['model']['name']} has "
+                              "none: set monitor.audit=false")
     return cfg
 
 
-def _check_model(name: str, overrides: dict, img_size: int) -> None:
+def _check_model(name: str, overrides: dict, img_size: int):
     """Build the model once on the meta device: an unknown name or a bad override fails here, in one line,
     before any run folder is touched."""
     import torch
@@ -273,7 +286,7 @@ def _check_model(name: str, overrides: dict, img_size: int) -> None:
     kw = {"img_size": img_size, **overrides}
     try:
         with torch.device("meta"):
-            create_model(name, **kw)
+            return create_model(name, **kw)
     except TypeError as e:  # an argument the model does not take
         raise ConfigError(f"model.overrides for {name}: {e}. Remove it, or see `aot models` / the model's docstring "
                           "for its arguments") from None

@@ -207,6 +207,13 @@ class MSSA(nn.Module):
         w = self.qkv.weight  # (d_out, d_in) so U = w^T has shape (d_in, d_out)
         return w.t().reshape(w.shape[1], self.num_heads, self.head_dim).permute(1, 0, 2)
 
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention weights ``softmax((U_k^T z_i)^T (U_k^T z_j) / sqrt(p))`` of every head, ``(B, K, N, N)``
+        (rows sum to one): what :meth:`forward` averages the projected tokens with, for inspection."""
+        b, n, d = x.shape
+        w = self.qkv(x).reshape(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        return (w @ w.transpose(-1, -2) * self.head_dim**-0.5).softmax(-1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape
         w = self.qkv(x).reshape(b, n, self.num_heads, self.head_dim).transpose(1, 2)

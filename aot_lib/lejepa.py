@@ -68,11 +68,14 @@ def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
 
 
 class LeJEPAOutput(NamedTuple):
-    """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32)."""
+    """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32), and,
+    from :class:`LeJEPAModel`, the detached projector ``embeddings`` ``(V, B, D)`` they were computed from
+    (for the monitors, :mod:`aot_lib.monitors`)."""
 
     loss: torch.Tensor
     pred_loss: torch.Tensor
     sigreg_loss: torch.Tensor
+    embeddings: torch.Tensor | None = None
 
 
 class LeJEPALoss(nn.Module):
@@ -156,5 +159,6 @@ class LeJEPAModel(nn.Module):
             for i, chunk in zip(idx, f.chunk(len(idx))):
                 out[i] = chunk
         feats = torch.cat(out)
-        y = self.projector(feats).float().view(len(views), views[0].shape[0], -1)
-        return self.loss(y)
+        y = self.projector(feats)
+        y = y.to(torch.promote_types(y.dtype, torch.float32)).view(len(views), views[0].shape[0], -1)  # bf16 up, f64 kept
+        return self.loss(y)._replace(embeddings=y.detach())

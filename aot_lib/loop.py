@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch.profiler import record_function
 
+from .monitors import Monitor, StepContext
 from .optim import grad_norm
 from .runs import CHECKPOINT_FORMAT, CheckpointError, RunFolder, load_checkpoint, merge_csv_logs, save_checkpoint
 
@@ -52,14 +53,25 @@ def _scalar(v) -> float:
     return float(v.detach().float().item()) if torch.is_tensor(v) else float(v)
 
 
+def _is_scalar(v) -> bool:
+    """Logged: numbers and one-element tensors; anything larger in the step dict is for the monitors."""
+    return (torch.is_tensor(v) and v.numel() == 1) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
 def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[int], dict], *, total_steps: int,
-        rng: torch.Generator, images_per_step: int, kind: str, desc: str = "", data_state=None) -> dict:
+        rng: torch.Generator, images_per_step: int, kind: str, desc: str = "", data_state=None,
+        monitors: Sequence[Monitor] = ()) -> dict:
     """Run ``step_fn`` from the checkpointed step (or 0) to ``total_steps``; returns the last logged metrics
     with ``step`` and, when this launch stopped early (``run.stop_after``), ``paused=True``.
 
     ``data_state``: a data source with its own position (the litdata stream), with ``state_dict()``,
     ``load_state_dict()`` and ``position``; its state is taken after every completed step and checkpointed
-    with the step, and restored on resume."""
+    with the step, and restored on resume.
+
+    ``monitors`` (:mod:`aot_lib.monitors`): each is called every ``monitor.every`` completed steps and at the
+    last one with the step's dict and the model; what it returns is logged at that step, and the last values
+    are returned under ``"monitors"``. They take no gradient and draw no random number, so the trajectory
+    does not depend on them."""
     cfg = run.cfg
     rc, oc = cfg["run"], cfg["optim"]
     if total_steps < 1:
@@ -104,6 +116,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                disable=not (fabric.is_global_zero and rc["progress"]))
     model.train()
     last: dict = {}
+    monitored: dict = {}
     tick, seen, consecutive = time.time(), 0, 0
     done = start  # steps completed and applied
     updating = False
@@ -152,12 +165,19 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
             seen += images_per_step
             if done % rc["log_every"] == 0 or done == total_steps:
                 now = time.time()
-                last = {k: _scalar(v) for k, v in out.items() if k != "loss"}
+                last = {k: _scalar(v) for k, v in out.items() if k != "loss" and _is_scalar(v)}
                 last.update(loss=loss_value.item(), lr=optimizer.param_groups[0]["lr"], grad_norm=gnorm.item(),
                             skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
                 tick, seen = now, 0
                 fabric.log_dict(last, step=done)
                 bar.set_postfix({k: f"{last[k]:.4g}" for k in ("loss", "lr") if k in last}, refresh=False)
+            due = [m for m in monitors if done % m.every == 0 or done == total_steps]
+            if due:
+                with record_function("monitors"):
+                    ctx = StepContext(done, out, getattr(model, "module", model))
+                    measured = {k: v for m in due for k, v in m(ctx).items()}
+                fabric.log_dict(measured, step=done)
+                monitored.update(measured)
             bar.update()
             stop = rc["stop_after"] is not None and done - start >= rc["stop_after"]
             if done % rc["ckpt_every"] == 0 or done == total_steps or stop:
@@ -181,4 +201,4 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
             logger.finalize("success")
         if fabric.is_global_zero:
             merge_csv_logs(run.path)
-    return {"step": total_steps, **last}
+    return {"step": total_steps, **last, **({"monitors": monitored} if monitored else {})}

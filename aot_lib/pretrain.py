@@ -12,12 +12,13 @@ import json
 import torch
 from torch.profiler import record_function
 
-from .augment import BatchedMultiCrop, MultiCropConfig
+from .augment import BatchedMultiCrop, MultiCropConfig, prepare_images
 from .config import validate_config
 from .data import load_pair, load_split, normalization_stats
 from .heads import LeJEPAProjector
 from .lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from .loop import fit, make_loggers
+from .monitors import build_monitors
 from .optim import batch_indices, param_groups, warmup_cosine
 from .registry import create_model
 from .runs import RunFolder
@@ -144,10 +145,15 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
         with record_function("forward"):
             out = model(views)
         return {"loss": out.loss, "pred_loss": fabric.all_reduce(out.pred_loss.detach(), reduce_op="mean"),
-                "sigreg_loss": out.sigreg_loss.detach(), "epoch": epoch}
+                "sigreg_loss": out.sigreg_loss.detach(), "epoch": epoch, "embeddings": out.embeddings}
+
+    fixed = None  # the monitors' fixed batch: the first training images, un-augmented, at the global view size
+    if cfg["monitor"]["every"] and train is not None:
+        fixed = prepare_images(train.images[:cfg["monitor"]["images"]], cfg["views"]["global_size"], mean, std)
+    monitors = build_monitors(cfg["monitor"], fixed, seed=rc["seed"])
 
     result = fit(fabric, run, model, opt, sched, step_fn, total_steps=total, rng=aug_gen, images_per_step=gb,
-                 kind="pretrain", desc=f"pretrain {rc['name']}", data_state=stream)
+                 kind="pretrain", desc=f"pretrain {rc['name']}", data_state=stream, monitors=monitors)
     if result.get("paused"):
         return result
     if result.get("already_finished") and (run.path / "metrics.json").exists():

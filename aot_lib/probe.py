@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .augment import normalize
+from .augment import prepare_images
 from .config import validate_config
 from .optim import warmup_cosine
 from .pretrain import build_encoder, load_train_test, normalization_for
@@ -47,10 +47,8 @@ def extract_features(encoder: nn.Module, data, size: int, mean, std, batch_size:
     encoder.eval().to(device)
     feats = []
     for i in range(0, len(data), batch_size):
-        x = data.images[i:i + batch_size].to(device).float() / 255.0
-        if x.shape[-1] != size:
-            x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
-        feats.append(encoder.forward_features(normalize(x, mean, std)).float().cpu())
+        x = prepare_images(data.images[i:i + batch_size].to(device), size, mean, std)
+        feats.append(encoder.forward_features(x).float().cpu())
     return torch.cat(feats)
 
 

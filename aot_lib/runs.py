@@ -54,7 +54,8 @@ def run_dir(cfg: dict) -> Path:
 # Keys that may differ between the launches of one run: where things are, how often to log and save,
 # how the work is spread over devices. Anything else changes what is trained.
 RESUMABLE_KEYS = ("description", "model.compile", "run.out_dir", "run.ckpt_every", "run.log_every", "run.resume", "run.overwrite",
-                  "run.stop_after", "run.progress", "data.root", "data.download", "fabric.", "probe.")
+                  "run.stop_after", "run.progress", "data.root", "data.download", "fabric.", "probe.",
+                  "monitor.")  # monitors measure without gradients or random draws: the trajectory is the same
 
 
 def config_differences(old: dict, new: dict) -> list[tuple[str, Any, Any]]:
@@ -261,17 +262,21 @@ def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
 # ----------------------------------------------------------------------------- logs and records
 
 def merge_csv_logs(directory: str | os.PathLike) -> Path | None:
-    """Join ``logs/version_*/metrics.csv`` into ``metrics.csv``; for a step logged twice (a run resumed
-    from an earlier checkpoint), the later launch wins."""
+    """Join ``logs/version_*/metrics.csv`` into ``metrics.csv``, one row per step: rows of one launch for the
+    same step (the loss and a monitor's values, logged apart) are merged; for a step logged by two launches
+    (a run resumed from an earlier checkpoint), the later launch wins."""
     directory = Path(directory)
     rows: dict[int, dict] = {}
     keys: list[str] = []
     versions = sorted((directory / "logs").glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name.split("_")[1]))
     for f in versions:
+        launch: dict[int, dict] = {}
         with open(f, newline="") as fh:
             for row in csv.DictReader(fh):
                 keys += [k for k in row if k not in keys]
-                rows[int(float(row["step"]))] = row
+                merged = launch.setdefault(int(float(row["step"])), {})
+                merged.update({k: v for k, v in row.items() if v not in ("", None) or k not in merged})
+        rows.update(launch)
     if not rows:
         return None
 

@@ -210,7 +210,7 @@ def test_lejepa_model_groups_views_by_size_without_mixing_them():
     # float32: one batched matmul against five smaller ones rounds differently (a few ulps of O(1) values)
     torch.testing.assert_close(seen[0], feats, rtol=1e-5, atol=1e-5)
     ref = model.loss(proj(feats).view(5, 4, -1))
-    for a, b in zip(out, ref):
+    for a, b in zip(out[:3], ref[:3]):  # loss, pred_loss, sigreg_loss
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 

@@ -1,0 +1,241 @@
+r"""Training-time monitors: cheap, optional measurements logged beside the loss.
+
+As in stable-pretraining, the training step returns a dict and a monitor reads it; the loop
+(:func:`aot_lib.loop.fit`) does not change: every ``monitor.every`` steps it calls each monitor with
+a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like the loss).
+
+* :class:`RankMe` — effective rank of the step's embeddings (Garrido et al., 2023), read from the
+  step dict's ``"embeddings"``.
+* :class:`Theorem1Monitor` — Theorem 1 measured in practice on a fixed batch: the SIGReg value of the
+  normalised embeddings (Appendix A, Eq. ``sup_normalization``) beside the rate gap
+  ``R(I) - R(\hat\Sigma)`` (Eq. ``sup_jensen``) and the covariance component ``SIGReg^{(2)}``
+  (Eq. ``sup_sigreg_frobenius``) that links them.
+* :class:`WhiteBoxAudit` — does the trained encoder still do what it was derived to do? Per layer on
+  a fixed batch (:func:`audit_layers`): the compression term ``R^c(Z | U^\ell)`` before and after the
+  layer (Eq. ``compression_rate``; MSSA is a descent step on it), the sparsity of the state, and for
+  AoT-ADMM the primal residual ``||Z - V||``, the branch coefficients ``(a, b, c)`` and the threshold
+  ``tau`` against their initial ADMM values (Eq. ``zupdate``).
+
+The fixed-batch monitors run the model in evaluation mode without gradients on every process (the
+batch is the same everywhere, so collective operations inside agree) and leave it in training mode.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .coding_rate import subspace_coding_rate
+from .lejepa import energy_normalize
+from .sigreg import epps_pulley, sample_directions
+from .theory import cw_quadrature, rate_gap
+
+__all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
+           "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "build_monitors"]
+
+
+def rankme(embeddings: torch.Tensor, eps: float = 1e-7) -> float:
+    r"""RankMe of ``(N, D)`` embeddings: ``exp(-sum_k p_k log p_k)``, ``p_k = sigma_k / ||sigma||_1 + eps``
+    over the singular values ``sigma`` (Garrido et al., 2023, Eq. 1). Between 1 and ``min(N, D)``; equal
+    to ``k`` when the embeddings span ``k`` directions with equal energy."""
+    if embeddings.ndim != 2:
+        raise ValueError(f"rankme expects (N, D) embeddings, got shape {tuple(embeddings.shape)}")
+    s = torch.linalg.svdvals(embeddings.detach().double())
+    p = s / s.sum() + eps
+    return float(torch.exp(-(p * p.log()).sum()))
+
+
+def theorem1_terms(embeddings: torch.Tensor, eps: float = 0.5, num_slices: int = 1024, seed: int = 0,
+                   t_max: float = 3.0, n_points: int = 17) -> dict[str, float]:
+    r"""Both sides of Theorem 1 for ``(N, D)`` embeddings, after Appendix A's normalisation
+    (:func:`~aot_lib.lejepa.energy_normalize`: centred, ``tr \hat\Sigma = D``).
+
+    Returns ``sigreg``: the sliced Epps-Pulley discrepancy per sample (the statistic over ``N``: the
+    population scale of Eq. ``sup_ep``, biased up by about ``0.4 / N``), over ``num_slices`` directions fixed by
+    ``seed``; ``sigreg2``: its covariance component ``2 C_w ||\hat\Sigma - I||_F^2 / (D (D+2))``;
+    ``rate_gap``: ``R(I) - R(\hat\Sigma)`` at ``eps``. Near ``\Sigma = I`` the theorem makes
+    ``sigreg2 / rate_gap`` tend to :func:`aot_lib.theory.limit_ratio`.
+    """
+    y = energy_normalize(embeddings.detach().double())
+    n, d = y.shape
+    sigma = y.T @ y / n
+    eye = torch.eye(d, dtype=y.dtype, device=y.device)
+    directions = sample_directions(d, num_slices, seed, device=y.device, dtype=y.dtype)
+    world = torch.distributed.get_world_size() if torch.distributed.is_available() and torch.distributed.is_initialized() else 1
+    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * world)  # same batch on every rank
+    cw = cw_quadrature(t_max, n_points)
+    return {"sigreg": float(sig), "sigreg2": float(2 * cw / (d * (d + 2)) * (sigma - eye).square().sum()),
+            "rate_gap": float(rate_gap(sigma, eps))}
+
+
+def _rms(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt(x.square().mean(-1, keepdim=True).clamp_min(1e-12))
+
+
+def _rate(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> float:
+    """Mean over images of ``R^c(Z | U)``, tokens as the columns of ``Z``, each token rescaled to unit RMS
+    first so that the rate compares geometry across layers and families, not scale."""
+    z = _rms(tokens.double()).transpose(-1, -2)  # (B, d, N)
+    return float(subspace_coding_rate(z, U.double(), eps).mean())
+
+
+@torch.no_grad()
+def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5) -> list[dict[str, float]]:
+    r"""Per layer ``l = 1..L`` of an encoder whose blocks have an ``mssa`` (AoT-ADMM, CRATE, AoT), on
+    normalised ``images``:
+
+    * ``rc_in``, ``rc_out``: ``R^c(Z | U^l)`` of the layer's input and output token state, with the layer's
+      own subspaces ``U^l`` (:meth:`~aot_lib.layers.MSSA.subspaces`); the layer descends its compression
+      term when ``rc_out < rc_in``. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
+    * ``zeros``: fraction of exact zeros of the pooled state (AoT-ADMM's ``V^l``; CRATE's ISTA output);
+      ``l1``: its mean absolute entry (``||V^l||_1`` per entry).
+    * AoT-ADMM only: ``primal`` = ``||Z^l - V^l||_F / ||Z^l||_F``, the coefficients ``a, b, c`` and their
+      initial values ``a0, b0, c0``, and ``tau_mean / tau_min / tau_max`` against ``tau0 = lambda / rho``.
+    """
+    from .models.aot_admm import ADMMLayer, admm_coefficients
+
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        states = encoder.forward_intermediates(images)
+    finally:
+        encoder.train(was_training)
+    rows = []
+    for i, block in enumerate(encoder.blocks):
+        if not hasattr(block, "mssa"):
+            raise ValueError(f"audit_layers needs blocks with an MSSA (AoT-ADMM, CRATE, AoT); block {i} is "
+                             f"{type(block).__name__}")
+        U = block.mssa.subspaces()
+        before, after = states[i], states[i + 1]
+        if isinstance(block, ADMMLayer):
+            z_in, z_out, v = before.z, after.z, after.v
+        else:
+            z_in, z_out, v = before.tokens, after.tokens, after.tokens
+        row = {"rc_in": _rate(z_in, U, eps), "rc_out": _rate(z_out, U, eps),
+               "zeros": float((v == 0).double().mean()), "l1": float(v.abs().double().mean())}
+        if isinstance(block, ADMMLayer):
+            a, b, c = block.coefficients().tolist()
+            a0, b0, c0 = admm_coefficients(block.eta, block.gamma, block.rho)
+            tau = block.tau.double()
+            row.update(primal=float((after.z - after.v).double().norm() / after.z.double().norm()),
+                       a=a, b=b, c=c, a0=a0, b0=b0, c0=c0, tau_mean=float(tau.mean()), tau_min=float(tau.min()),
+                       tau_max=float(tau.max()), tau0=block.lambd / block.rho)
+        rows.append(row)
+    return rows
+
+
+@torch.no_grad()
+def cls_attention(encoder: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """``(L, B, K, N - 1)``: every layer's MSSA attention from the class token to the patches, per head
+    (:meth:`~aot_lib.layers.MSSA.attention`), for an encoder whose blocks have an ``mssa``."""
+    inputs: list[torch.Tensor] = []
+    hooks = [block.mssa.register_forward_pre_hook(lambda mod, args: inputs.append(args[0])) for block in encoder.blocks]
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        encoder.forward_features(images)
+    finally:
+        encoder.train(was_training)
+        for h in hooks:
+            h.remove()
+    return torch.stack([block.mssa.attention(x)[:, :, 0, 1:] for block, x in zip(encoder.blocks, inputs)])
+
+
+# ----------------------------------------------------------------------------- the callbacks
+
+@dataclass
+class StepContext:
+    """What a monitor sees after a completed step: ``step`` (steps done), the step function's dict
+    ``out`` and the (unwrapped) model."""
+
+    step: int
+    out: dict
+    model: nn.Module
+
+
+@dataclass
+class Monitor:
+    """A measurement taken every ``every`` steps (and at the last step); returns scalars to log."""
+
+    every: int
+
+    def __call__(self, ctx: StepContext) -> dict[str, float]:
+        raise NotImplementedError
+
+
+@dataclass
+class RankMe(Monitor):
+    """``rankme``: effective rank of the first view's embeddings of this step (the step dict's ``embeddings``,
+    shape ``(V, B, D)``)."""
+
+    def __call__(self, ctx: StepContext) -> dict[str, float]:
+        emb = ctx.out.get("embeddings")
+        if emb is None:
+            raise KeyError("RankMe reads the step dict's 'embeddings'; this step function returns none")
+        return {"rankme": rankme(emb[0])}
+
+
+def _fixed_batch_embeddings(model: nn.Module, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(features, embeddings)`` of the fixed batch, in evaluation mode (the projector's BatchNorms use their
+    running statistics: nothing is updated, nothing is all-reduced)."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            feats = model.encoder.forward_features(images)
+            emb = model.projector(feats).float()
+    finally:
+        model.train(was_training)
+    return feats, emb
+
+
+@dataclass
+class Theorem1Monitor(Monitor):
+    """:func:`theorem1_terms` of the projector's embeddings of a fixed batch (``theorem1/*``), and RankMe
+    of its features and embeddings (``rankme/features``, ``rankme/embeddings``)."""
+
+    images: torch.Tensor = field(default=None, repr=False)
+    eps: float = 0.5
+    num_slices: int = 1024
+    seed: int = 0
+
+    def __call__(self, ctx: StepContext) -> dict[str, float]:
+        images = self.images.to(next(ctx.model.parameters()).device)
+        feats, emb = _fixed_batch_embeddings(ctx.model, images)
+        terms = theorem1_terms(emb, self.eps, self.num_slices, self.seed)
+        return {**{f"theorem1/{k}": v for k, v in terms.items()},
+                "rankme/features": rankme(feats), "rankme/embeddings": rankme(emb)}
+
+
+@dataclass
+class WhiteBoxAudit(Monitor):
+    """:func:`audit_layers` on a fixed batch, logged as ``audit/l{layer}/{quantity}`` (layers from 1)."""
+
+    images: torch.Tensor = field(default=None, repr=False)
+    eps: float = 0.5
+
+    def __call__(self, ctx: StepContext) -> dict[str, float]:
+        images = self.images.to(next(ctx.model.parameters()).device)
+        rows = audit_layers(ctx.model.encoder, images, self.eps)
+        skip = {"a0", "b0", "c0", "tau0"}  # constants: in the audit table, not in every log row
+        return {f"audit/l{i}/{k}": v for i, row in enumerate(rows, 1) for k, v in row.items() if k not in skip}
+
+
+def build_monitors(mc: dict, images: torch.Tensor | None, seed: int = 0) -> list[Monitor]:
+    """The monitors the ``monitor`` config section asks for (none when ``every`` is 0); ``images`` is the
+    fixed batch (normalised, at the global view size), needed by ``theorem1`` and ``audit``."""
+    if not mc["every"]:
+        return []
+    monitors: list[Monitor] = []
+    if mc["rankme"]:
+        monitors.append(RankMe(mc["every"]))
+    if (mc["theorem1"] or mc["audit"]) and images is None:
+        raise ValueError("monitor.theorem1 and monitor.audit need a fixed batch of images (in-memory data); "
+                         "set them to false for data.name=stream")
+    if mc["theorem1"]:
+        monitors.append(Theorem1Monitor(mc["every"], images=images, eps=mc["eps"], seed=seed))
+    if mc["audit"]:
+        monitors.append(WhiteBoxAudit(mc["every"], images=images, eps=mc["eps"]))
+    return monitors
+

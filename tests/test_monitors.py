@@ -1,0 +1,251 @@
+"""Training-time monitors (aot_lib.monitors): each measurement against an independent float64 reference, and
+the trainer's wiring (logged columns, a trajectory that does not depend on them, clear refusals)."""
+import csv
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from aot_lib import create_model, train
+from aot_lib.config import ConfigError
+from aot_lib.layers import MSSA
+from aot_lib.monitors import audit_layers, cls_attention, rankme, theorem1_terms
+from helpers import make_imagefolder, tiny_config
+
+F64 = dict(rtol=1e-10, atol=1e-12)  # float64 references computed another way: agreement to rounding
+
+
+# ----------------------------------------------------------------------------- RankMe
+
+def test_rankme_counts_equal_energy_directions():
+    """k orthogonal directions of equal energy: RankMe = k. The eps = 1e-7 of the definition adds
+    (D - k) * 1e-7 * log(1e7) to the entropy and shifts the k nonzero terms by 1e-7: below 1e-4 relative."""
+    q, _ = torch.linalg.qr(torch.randn(32, 32, dtype=torch.float64))
+    for k in (1, 3, 10, 32):
+        codes = torch.randn(200, k, dtype=torch.float64)
+        u, _, _ = torch.linalg.svd(codes, full_matrices=False)  # orthonormal columns: equal singular values
+        emb = u @ q[:k] * 5.0  # (200, 32), rank k, k equal singular values
+        assert rankme(emb) == pytest.approx(k, rel=1e-4)
+
+
+def test_rankme_matches_numpy_on_a_generic_matrix():
+    g = np.random.default_rng(0)
+    a = g.normal(size=(64, 16)) @ np.diag(np.linspace(0.1, 3.0, 16))
+    s = np.linalg.svd(a, compute_uv=False)
+    p = s / s.sum() + 1e-7
+    assert rankme(torch.from_numpy(a)) == pytest.approx(math.exp(-(p * np.log(p)).sum()), rel=1e-12)
+    with pytest.raises(ValueError, match=r"^rankme expects \(N, D\) embeddings"):
+        rankme(torch.zeros(2, 3, 4))
+
+
+# ----------------------------------------------------------------------------- Theorem 1
+
+def _theorem1_reference(y: np.ndarray, eps: float, directions: np.ndarray, t_max=3.0, n_points=17):
+    """Appendix A's normalisation, the trapezoid rule for the Epps-Pulley integral and slogdet, in numpy."""
+    n, d = y.shape
+    yc = y - y.mean(0)
+    yc = yc * np.sqrt(n * d / (yc**2).sum())  # tr(Sigma) = d
+    sigma = yc.T @ yc / n
+    t = np.linspace(-t_max, t_max, 2 * n_points - 1)  # the symmetric grid the half-line rule doubles
+    w = np.full(t.shape, t[1] - t[0])
+    w[0] = w[-1] = (t[1] - t[0]) / 2
+    proj = yc @ directions  # (n, K)
+    cf = np.exp(1j * proj[:, :, None] * t).mean(0)  # (K, T)
+    ep = ((np.abs(cf - np.exp(-t**2 / 2)) ** 2) * np.exp(-t**2 / 2) * w).sum(-1).mean()
+    cw = 0.25 * ((t**4 * np.exp(-t**2) * np.exp(-t**2 / 2)) * w).sum()
+    c = d / eps**2
+    gap = 0.5 * d * math.log1p(c) - 0.5 * np.linalg.slogdet(np.eye(d) + c * sigma)[1]
+    return ep, 2 * cw / (d * (d + 2)) * ((sigma - np.eye(d)) ** 2).sum(), gap
+
+
+def test_theorem1_terms_match_a_numpy_reference():
+    from aot_lib.sigreg import sample_directions
+
+    g = np.random.default_rng(1)
+    y = g.normal(size=(300, 8)) @ np.diag([3.0, 2.0, 1.0, 1.0, 0.5, 0.5, 0.2, 0.1]) + 4.0  # anisotropic, off-centre
+    got = theorem1_terms(torch.from_numpy(y), eps=0.5, num_slices=12, seed=3)
+    directions = sample_directions(8, 12, 3, dtype=torch.float64).numpy()
+    ep, s2, gap = _theorem1_reference(y, 0.5, directions)
+    assert got["sigreg"] == pytest.approx(ep, rel=1e-9)  # the same directions; cos/sin by recurrence vs exp(i t x)
+    assert got["sigreg2"] == pytest.approx(s2, rel=1e-10)
+    assert got["rate_gap"] == pytest.approx(gap, rel=1e-10)
+
+
+def test_theorem1_terms_vanish_together_at_isotropy():
+    """Whitened embeddings have Sigma_hat = I exactly: rate gap and covariance component are 0 (to rounding),
+    while the sliced statistic keeps only its finite-sample and higher-moment part."""
+    y = torch.randn(400, 6, dtype=torch.float64)
+    y = y - y.mean(0)
+    y = y @ torch.linalg.inv(torch.linalg.cholesky(y.T @ y / 400)).T  # sample covariance = I
+    got = theorem1_terms(y, eps=0.5, num_slices=8)
+    assert abs(got["rate_gap"]) < 1e-10 and got["sigreg2"] < 1e-20
+    assert 0 < got["sigreg"] < 0.05
+
+
+# ----------------------------------------------------------------------------- MSSA attention, cls attention
+
+def test_mssa_attention_weights_reproduce_forward():
+    torch.manual_seed(0)
+    m = MSSA(12, 3).double()
+    torch.nn.init.normal_(m.proj.bias)
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    a = m.attention(x)
+    assert a.shape == (2, 3, 5, 5)
+    torch.testing.assert_close(a.sum(-1), torch.ones(2, 3, 5, dtype=torch.float64), **F64)
+    w = m.qkv(x).reshape(2, 5, 3, 4).transpose(1, 2)
+    out = (a @ w).transpose(1, 2).reshape(2, 5, 12)
+    torch.testing.assert_close(m.proj(out), m(x), **F64)
+
+
+def test_cls_attention_is_the_first_row_of_each_layers_attention():
+    torch.manual_seed(0)
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2).double()
+    x = torch.randn(3, 3, 16, 16, dtype=torch.float64)
+    att = cls_attention(enc, x)
+    assert att.shape == (2, 3, 2, 16)
+    states = enc.forward_intermediates(x)
+    for layer, (block, s) in enumerate(zip(enc.blocks, states)):
+        ref = block.mssa.attention(block.norm(s.z))[:, :, 0, 1:]
+        torch.testing.assert_close(att[layer], ref, **F64)
+
+
+# ----------------------------------------------------------------------------- the white-box audit
+
+def _rate_by_hand(z_rows: torch.Tensor, U: torch.Tensor, eps: float) -> float:
+    """Mean over images of sum_k 1/2 logdet(I_p + p/(N eps^2) U_k^T Z Z^T U_k), tokens rescaled to unit RMS,
+    with slogdet on the p x p matrix (the library uses Cholesky on the smaller Gram side)."""
+    total = 0.0
+    for img in z_rows:
+        z = img / img.square().mean(-1, keepdim=True).sqrt()
+        Z = z.T  # (d, N)
+        n = Z.shape[1]
+        for Uk in U:
+            p = Uk.shape[1]
+            M = torch.eye(p, dtype=Z.dtype) + p / (n * eps**2) * Uk.T @ Z @ Z.T @ Uk
+            total += 0.5 * torch.linalg.slogdet(M)[1].item()
+    return total / len(z_rows)
+
+
+def test_audit_of_aot_admm_by_hand():
+    torch.manual_seed(0)
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2,
+                       lambd=0.3, rho=2.0, eta=0.2).double()
+    with torch.no_grad():  # away from the initial point, so learned and initial values differ
+        for blk in enc.blocks:
+            blk.coef_logits.add_(torch.randn(3, dtype=torch.float64))
+            blk.tau_raw.add_(0.1 * torch.randn(16, dtype=torch.float64))
+    x = torch.randn(3, 3, 16, 16, dtype=torch.float64)
+    rows = audit_layers(enc, x, eps=0.7)
+    states = enc.forward_intermediates(x)
+    assert len(rows) == 2
+    for i, (row, blk) in enumerate(zip(rows, enc.blocks)):
+        U = blk.mssa.subspaces().detach()
+        s_in, s_out = states[i], states[i + 1]
+        assert row["rc_in"] == pytest.approx(_rate_by_hand(s_in.z, U, 0.7), rel=1e-10)
+        assert row["rc_out"] == pytest.approx(_rate_by_hand(s_out.z, U, 0.7), rel=1e-10)
+        v = s_out.v
+        assert row["zeros"] == pytest.approx((v == 0).sum().item() / v.numel(), abs=0) and 0 < row["zeros"] < 1
+        assert row["l1"] == pytest.approx(v.abs().sum().item() / v.numel(), rel=1e-12)
+        assert row["primal"] == pytest.approx(((s_out.z - v).norm() / s_out.z.norm()).item(), rel=1e-12)
+        a, b, c = torch.softmax(blk.coef_logits.detach(), 0).tolist()
+        assert (row["a"], row["b"], row["c"]) == pytest.approx((a, b, c), rel=1e-12)
+        assert (row["a0"], row["b0"], row["c0"]) == pytest.approx((1 - 0.2 - 0.4, 0.2, 0.4), rel=1e-12)
+        tau = torch.nn.functional.softplus(blk.tau_raw.detach())
+        assert (row["tau_mean"], row["tau_min"], row["tau_max"]) == pytest.approx(
+            (tau.mean().item(), tau.min().item(), tau.max().item()), rel=1e-12)
+        assert row["tau0"] == pytest.approx(0.15)
+    assert enc.training  # left as it was found
+
+
+def test_audit_of_crate_reads_its_tokens_and_refuses_vit():
+    torch.manual_seed(0)
+    enc = create_model("crate_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2).double()
+    x = torch.randn(2, 3, 16, 16, dtype=torch.float64)
+    rows = audit_layers(enc, x)
+    states = enc.forward_intermediates(x)
+    for i, row in enumerate(rows):
+        U = enc.blocks[i].mssa.subspaces().detach()
+        assert row["rc_in"] == pytest.approx(_rate_by_hand(states[i].tokens, U, 0.5), rel=1e-10)
+        out = states[i + 1].tokens
+        assert row["zeros"] == pytest.approx((out == 0).double().mean().item(), abs=0) and row["zeros"] > 0  # ISTA's ReLU
+        assert "tau_mean" not in row and "primal" not in row
+    vit = create_model("vit_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=1)
+    with pytest.raises(ValueError, match=r"^audit_layers needs blocks with an MSSA"):
+        audit_layers(vit, torch.randn(1, 3, 16, 16))
+
+
+# ----------------------------------------------------------------------------- in the trainer
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    return make_imagefolder(tmp_path / "data"), tmp_path / "runs"
+
+
+def _rows(run):
+    with open(run / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_trainer_logs_the_monitors_and_its_trajectory_does_not_depend_on_them(setup):
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "run.name=plain"))
+    cfg = tiny_config(data, out, "run.name=monitored", "monitor.every=2", "monitor.images=8")
+    metrics = train.pretrain(cfg)
+    plain, monitored = _rows(out / "plain"), _rows(out / "monitored")
+    loss = lambda rows: {r["step"]: r["loss"] for r in rows if r.get("loss")}  # noqa: E731
+    assert loss(plain) == loss(monitored)  # the same numbers, to the last printed digit
+    logged = {r["step"]: r for r in monitored if r.get("rankme")}
+    assert sorted(logged, key=int) == ["2", "4"]
+    for key in ("theorem1/rate_gap", "theorem1/sigreg", "rankme/features", "audit/l1/rc_in", "audit/l1/tau_mean",
+                "audit/l1/zeros"):
+        assert all(math.isfinite(float(r[key])) for r in logged.values()), key
+    assert 1 <= float(logged["4"]["rankme"]) <= 8  # (B = 8, D = 8) embeddings
+    assert set(metrics["monitors"]) >= {"rankme", "theorem1/rate_gap", "audit/l1/primal"}
+    # resuming with other monitor settings is allowed: they do not change what is trained
+    train.pretrain(tiny_config(data, out, "run.name=monitored", "monitor.every=3", "monitor.images=8",
+                               "optim.max_steps=4"))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["monitor.every=-1"], r"^monitor.every must be an integer >= 0"),
+    (["monitor.eps=0"], r"^monitor.eps must be"),
+    (["monitor.every=5", "model.name=vit_tiny", "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}"],
+     r"^monitor.audit measures MSSA layers .* vit_tiny has none: set monitor.audit=false$"),
+    (["monitor.every=5", "data.name=stream"], r"^monitor.theorem1 and monitor.audit use a fixed batch"),
+])
+def test_monitor_config_refusals(setup, overrides, message):
+    data, out = setup
+    with pytest.raises(ConfigError, match=message):
+        train.pretrain(tiny_config(data, out, *overrides, *(["data.image_size=null"] if "data.name=stream" in overrides else [])))
+
+
+def test_csv_rows_of_one_step_merge_within_a_launch_and_the_later_launch_wins(tmp_path):
+    from aot_lib.runs import merge_csv_logs
+
+    def write(version: int, text: str):
+        d = tmp_path / "logs" / f"version_{version}"
+        d.mkdir(parents=True)
+        (d / "metrics.csv").write_text(text)
+
+    write(0, "loss,rankme,step\n1.0,,1\n,5.0,1\n0.9,,2\n,4.0,2\n")  # launch 1: loss and monitor rows apart
+    write(1, "loss,rankme,step\n0.8,,2\n0.7,,3\n")  # launch 2 resumed at step 1: its step 2 replaces launch 1's
+    merge_csv_logs(tmp_path)
+    assert _rows(tmp_path) == [{"loss": "1.0", "rankme": "5.0", "step": "1"}, {"loss": "0.8", "rankme": "", "step": "2"},
+                               {"loss": "0.7", "rankme": "", "step": "3"}]
+
+
+def test_lejepa_model_hands_the_monitors_the_embeddings_it_computed_the_loss_from():
+    from aot_lib.heads import LeJEPAProjector
+    from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+
+    torch.manual_seed(0)
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=1, num_classes=0)
+    model = LeJEPAModel(enc, LeJEPAProjector(16, 32, 8), LeJEPALoss(num_global=2, num_slices=8)).double().eval()
+    views = [torch.randn(4, 3, s, s, dtype=torch.float64) for s in (16, 16, 8, 8)]
+    out = model(views)
+    want = torch.stack([model.projector(enc.forward_features(v)) for v in views])
+    torch.testing.assert_close(out.embeddings, want, **F64)
+    assert not out.embeddings.requires_grad
+    torch.testing.assert_close(out.loss, model.loss(want).loss, **F64)
