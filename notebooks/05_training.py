@@ -314,7 +314,8 @@ if est_file.exists():
          Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
         caption="Estimated pretraining cost of the paper's configs (not measured)",
         notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
-               f"{est['utilisation_source']}; A100 bf16 peak 312 TFLOP/s."]
+               f"{est['utilisation_source']}; A100 bf16 peak 312 TFLOP/s.",
+               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else [])]
         if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
     ))
 else:
