@@ -66,14 +66,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                "tests/test_admm_iterations.py"]),
     # pipeline
     "optim": ("aot_lib/optim.py", ["tests/test_optim.py", "tests/test_probe_protocols.py"]),
-    "loop": ("aot_lib/loop.py", ["tests/test_train.py", "tests/test_faults.py"]),
+    "loop": ("aot_lib/loop.py", ["tests/test_train.py", "tests/test_faults.py", "tests/test_monitors.py"]),
     "runs": ("aot_lib/runs.py", ["tests/test_pinned.py", "tests/test_faults.py", "tests/test_train.py"]),
     "probe": ("aot_lib/probe.py", ["tests/test_probe.py", "tests/test_probe_protocols.py", "tests/test_faults.py"]),
     "augment": ("aot_lib/augment.py", ["tests/test_augment.py"]),
     "data": ("aot_lib/data.py", ["tests/test_data.py", "tests/test_faults.py"]),
+    "monitors": ("aot_lib/monitors.py", ["tests/test_monitors.py"]),
 }
 SETS = {"core": ["layers", "models/aot_admm", "models/crate", "sigreg", "lejepa", "coding_rate"],
-        "pipeline": ["optim", "loop", "runs", "probe", "augment", "data"]}
+        "pipeline": ["optim", "loop", "runs", "probe", "augment", "data", "monitors"]}
 SETS["all"] = SETS["core"] + SETS["pipeline"]
 TARGETS = {"core": 90.0, "pipeline": 80.0}
 
