@@ -254,7 +254,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int) -> d
         run = {"source": f"trained now at smoke scale ({smoke_steps} steps on 2,000 images): "
                          "no recorded run", "dir": out / cfg["run"]["name"]}
     with open(run["dir"] / "metrics.csv") as f:
-        rows = list(csv.DictReader(f))
+        rows = [r for r in csv.DictReader(f) if r.get("loss")]  # not the monitors' own rows
     # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "*_loss"
     run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows]
                     for k in ("step", "loss", "pred", "sigreg")}

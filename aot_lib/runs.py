@@ -252,7 +252,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
 
 def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
     """The encoder's weights from any checkpoint: ``encoder.*`` of a pretraining checkpoint, the model of a
-    fine-tuning or distillation one. The classification head (``head.*``) only when ``with_head``."""
+    fine-tuning or distillation one or of a recorded ``encoder.pt``. The classification head (``head.*``) only when ``with_head``."""
     state = ckpt["model"]
     if ckpt.get("kind", "pretrain") == "pretrain":
         state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
@@ -289,12 +289,14 @@ def merge_csv_logs(directory: str | os.PathLike) -> Path | None:
     return atomic_write(directory / "metrics.csv", write)
 
 
+ENCODER_RECORD_LIMIT = 10 * 2**20  # bytes: record_run keeps the trained encoder's weights up to this size
 RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "finetune.json", "distill.json")
 
 
 def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
     """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
-    what the book reads. Refuses a run that is still running or failed, and one whose commit had local
+    what the book reads; with them ``encoder.pt`` (the trained encoder's weights with the run's config, a
+    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, and one whose commit had local
     changes (``+dirty``): recorded results come from a clean commit."""
     src, dest = Path(src), Path(dest)
     if not (src / "run.json").is_file():
@@ -319,4 +321,12 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
         if (src / name).exists():
             data = (src / name).read_bytes()
             copied.append(atomic_write(dest / name, lambda tmp, data=data: tmp.write_bytes(data)))
+    if (src / "last.ckpt").is_file():  # the trained encoder too, when it is small: the book inspects it
+        ckpt = load_checkpoint(src / "last.ckpt")
+        weights = {k: v.detach().clone() for k, v in encoder_state_dict(ckpt, with_head=True).items()}
+        size = sum(v.numel() * v.element_size() for v in weights.values())
+        if size <= ENCODER_RECORD_LIMIT:
+            copied.append(torch_save({"format": CHECKPOINT_FORMAT, "kind": "encoder", "trained_as": ckpt.get("kind"),
+                                      "step": ckpt["step"], "config": ckpt["config"], "model": weights},
+                                     dest / "encoder.pt"))
     return copied

@@ -42,7 +42,14 @@ def test_pretrain_checkpoint_probe_smoke(setup):
     assert result["test_images"] == 16 and (run / "probe.json").exists()
     assert len(list(run.glob("features-*.pt"))) == 1  # features extracted once, cached
     kept = train.record_run(run, out / "record", allow_dirty=True)
-    assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json"}
+    assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "encoder.pt"}
+    # the recorded encoder is the trained one: the same features as from the full checkpoint
+    from aot_lib.probe import load_encoder
+
+    x = torch.randn(3, 3, 16, 16)
+    (a, _), (b, rec) = load_encoder(run / "last.ckpt"), load_encoder(out / "record" / "encoder.pt")
+    assert rec["kind"] == "encoder" and rec["trained_as"] == "pretrain" and rec["step"] == 4
+    assert torch.equal(a.eval().forward_features(x), b.eval().forward_features(x))
 
 
 def test_resume_equals_uninterrupted(setup):
