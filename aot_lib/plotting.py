@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping
 
 __all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
-           "plot_training_curves"]
+           "plot_training_curves", "plot_speed_ratios", "plot_monitors", "plot_cls_attention"]
 
 _PANELS = [
     ("objective", "$R^c(Z|U)+\\lambda\\|V\\|_1$", "log"),
@@ -218,5 +218,70 @@ def plot_speed_ratios(runs: list, targets: dict | None = None):
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("ratio")
     axes[0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_monitors(rows: list[Mapping[str, str]], limit: float | None = None, title: str = ""):
+    """Chapter 6: the monitors over training (``metrics.csv`` rows with them): Theorem 1's two sides, their
+    ratio against the theorem's limit near isotropy, and RankMe of the features and embeddings."""
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if r.get("theorem1/rate_gap")]
+    step = [float(r["step"]) for r in rows]
+    col = {k: [float(r[k]) for r in rows] for k in ("theorem1/sigreg", "theorem1/sigreg2", "theorem1/rate_gap",
+                                                     "rankme/features", "rankme/embeddings")}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    if title:
+        fig.suptitle(title, fontsize=9)
+    ax = axes[0]
+    ax.plot(step, col["theorem1/sigreg"], label="SIGReg (per sample)")
+    ax.plot(step, col["theorem1/sigreg2"], label="covariance part")
+    ax2 = ax.twinx()
+    ax2.plot(step, col["theorem1/rate_gap"], color="black", ls="--", label=r"$R(I)-R(\hat\Sigma)$ (right)")
+    ax.set_yscale("log")
+    ax.set_title("Theorem 1's two sides", fontsize=9)
+    lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=7)
+    ax = axes[1]
+    ax.plot(step, [a / b for a, b in zip(col["theorem1/sigreg2"], col["theorem1/rate_gap"])],
+            label=r"SIGReg$^{(2)}$ / rate gap")
+    if limit is not None:
+        ax.axhline(limit, color="grey", ls=":", label="limit at $\\Sigma = I$")
+    ax.set_yscale("log")
+    ax.set_title("ratio against Theorem 1's limit", fontsize=9)
+    ax.legend(fontsize=7)
+    ax = axes[2]
+    ax.plot(step, col["rankme/features"], label="encoder features")
+    ax.plot(step, col["rankme/embeddings"], label="projector embeddings")
+    ax.set_title("RankMe (effective rank)", fontsize=9)
+    ax.legend(fontsize=7)
+    for ax in axes:
+        ax.set_xlabel("step", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
+    """Chapter 6: the class token's attention to the patches (``(L, B, K, N-1)`` from
+    :func:`aot_lib.monitors.cls_attention`, averaged over heads), one row per image, one column per layer,
+    beside the image."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    att = attention.mean(2)  # (L, B, N-1)
+    L, B = att.shape[:2]
+    fig, axes = plt.subplots(B, L + 1, figsize=(1.3 * (L + 1), 1.3 * B), squeeze=False)
+    m = torch.tensor(mean).view(3, 1, 1)
+    s = torch.tensor(std).view(3, 1, 1)
+    for b in range(B):
+        axes[b, 0].imshow((images[b].cpu() * s + m).clamp(0, 1).permute(1, 2, 0).numpy())
+        for layer in range(L):
+            axes[b, layer + 1].imshow(att[layer, b].reshape(grid).cpu().numpy(), cmap="magma")
+            if b == 0:
+                axes[b, layer + 1].set_title(f"layer {layer + 1}", fontsize=8)
+    for ax in axes.flat:
+        ax.set_xticks([])
+        ax.set_yticks([])
     fig.tight_layout()
     return fig
