@@ -40,11 +40,11 @@ DEFAULTS: dict[str, Any] = {
         "progress": True,
     },
     "model": {"name": "aot_admm_tiny", "overrides": {},
-              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning.
-              # Off by default: on 2 CPU cores it is not reliably faster than eager (AoT-ADMM, median step of 3
-              # runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192: results/benchmarks/families_run*.json)
-              # and compiling costs 6-25 s per family; try it on a GPU
-              "compile": False},
+              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning:
+              # true | false | auto. auto = on a GPU, off on the CPU, where it is not reliably faster than eager
+              # (AoT-ADMM, median step of 3 runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192:
+              # results/benchmarks/families_run*.json) and compiling costs 6-25 s per family
+              "compile": "auto"},
     "data": {
         "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
         "root": None,  # default: $AOT_DATA, else ~/.cache/aot_lib/data
@@ -100,7 +100,7 @@ class _Spec:
         if self.choices:
             what = "one of " + ", ".join(map(str, self.choices))
         else:
-            what = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string", "text": "a string",
+            what = {"int": "an integer", "float": "a number", "bool": "true or false", "switch": "true, false or auto", "str": "a non-empty string", "text": "a string",
                     "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
                     "range": "a pair [low, high] with 0 < low <= high <= 1",
                     "grid": "a number or a list of numbers"}[self.kind]
@@ -125,6 +125,10 @@ class _Spec:
             return v
         if self.kind == "bool":
             if not isinstance(v, bool):
+                raise self._error(key, v)
+            return v
+        if self.kind == "switch":
+            if not (isinstance(v, bool) or v == "auto"):
                 raise self._error(key, v)
             return v
         if self.kind in ("str", "text"):  # "text" may be empty
@@ -192,7 +196,7 @@ SCHEMA: dict[str, _Spec] = {
     "run.seed": _int(0, example="0"), "run.ckpt_every": _int(1, example="500"), "run.log_every": _int(1, example="10"),
     "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
     "run.progress": _BOOL,
-    "model.name": _STR, "model.compile": _BOOL,  # checked against the registry, with the overrides, in validate_config
+    "model.name": _STR, "model.compile": _Spec("switch"),  # checked against the registry, with the overrides, in validate_config
     "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder", "stream")),
     "data.stream_workers": _int(0, nullable=True), "data.stream_working_size": _int(8, nullable=True),
     "data.stream_fit": _Spec("str", choices=("crop", "squash")), "data.stream_decode_device": _Spec("str", nullable=True),

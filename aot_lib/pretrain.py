@@ -22,7 +22,7 @@ from .monitors import build_monitors
 from .optim import batch_indices, param_groups, warmup_cosine
 from .registry import create_model
 from .runs import RunFolder
-from .runtime import make_fabric
+from .runtime import compile_enabled, make_fabric
 
 __all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
 
@@ -117,7 +117,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     mean, std = normalization_for(cfg)
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
-    if cfg["model"]["compile"]:
+    if compile_enabled(cfg["model"]["compile"], fabric.device):
         from .compile import compile_blocks
 
         compile_blocks(model)  # one compiled layer reused by every layer; the first step of each view size compiles

@@ -3,7 +3,8 @@
 ``fabric.accelerator: auto`` picks CUDA when present, else the CPU; ``fabric.precision: auto``
 picks ``bf16-mixed`` on a GPU that supports it and ``32-true`` otherwise. ``fabric.strategy`` and
 ``fabric.devices`` go to Lightning Fabric unchanged (``ddp``, ``fsdp``, ``ddp_spawn`` ...), so a
-run moves from one CPU to many GPUs by changing the config, not the code.
+run moves from one CPU to many GPUs by changing the config, not the code. ``model.compile: auto``
+compiles the encoder's layers on a GPU and not on a CPU (:func:`compile_enabled`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import platform
 
 import torch
 
-__all__ = ["resolve_fabric_kwargs", "make_fabric", "hardware_summary", "git_commit"]
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "hardware_summary", "git_commit"]
 
 
 def resolve_fabric_kwargs(fab: dict) -> dict:
@@ -24,6 +25,15 @@ def resolve_fabric_kwargs(fab: dict) -> dict:
         precision = "bf16-mixed" if accelerator == "cuda" and torch.cuda.is_bf16_supported() else "32-true"
     return dict(accelerator=accelerator, devices=fab.get("devices", 1), num_nodes=fab.get("num_nodes", 1),
                 strategy=fab.get("strategy", "auto"), precision=precision)
+
+
+def compile_enabled(setting: bool | str, device: torch.device | str) -> bool:
+    """``model.compile``: ``true``/``false``, or ``auto``: on for CUDA, where fusing AoT-ADMM's memory-bound
+    element-wise chain is what compilation is for, off on the CPU, where it measured no faster than the fused
+    eager path and costs 6-25 s of compile time per family (``results/benchmarks/families_run*.json``)."""
+    if setting == "auto":
+        return torch.device(device).type == "cuda"
+    return bool(setting)
 
 
 def make_fabric(fab: dict, loggers=None):

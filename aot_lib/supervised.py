@@ -26,7 +26,7 @@ from .optim import batch_indices, param_groups, warmup_cosine
 from .pretrain import build_encoder, load_train_test, normalization_for, schedule_steps
 from .registry import create_model
 from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
-from .runtime import make_fabric
+from .runtime import compile_enabled, make_fabric
 
 __all__ = ["finetune", "distill", "evaluate"]
 
@@ -112,7 +112,7 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
         aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
                                                jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
-        if cfg["model"]["compile"]:
+        if compile_enabled(cfg["model"]["compile"], fabric.device):
             from .compile import compile_blocks
 
             compile_blocks(student)

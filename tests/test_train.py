@@ -284,3 +284,14 @@ def test_model_compile_switch_trains_like_eager(setup, monkeypatch):
     assert compiled["step"] == 3
     # one graph per view size (16 px global, 8 px local here), traced in step 1; steps 2-3 compile nothing
     assert counters["stats"]["unique_graphs"] == 2
+
+
+def test_model_compile_auto_means_gpu_only_and_bad_values_are_refused(tmp_path):
+    from aot_lib.runtime import compile_enabled
+
+    assert load_config(None)["model"]["compile"] == "auto"
+    assert compile_enabled("auto", "cuda") and compile_enabled("auto", torch.device("cuda", 1))
+    assert not compile_enabled("auto", "cpu") and not compile_enabled(False, "cuda") and compile_enabled(True, "cpu")
+    for bad in ("sometimes", 1, None):
+        with pytest.raises(ConfigError, match=r"^model.compile must be true, false or auto, got "):
+            load_config(None, [f"model.compile={'null' if bad is None else bad}"])
