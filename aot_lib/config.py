@@ -17,7 +17,7 @@ import yaml
 
 from .augment import MultiCropConfig
 
-__all__ = ["DEFAULTS", "SCHEMA", "load_config", "apply_overrides", "validate_config", "ConfigError", "flatten",
+__all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
            "dump_config"]
 
 
@@ -399,6 +399,13 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     if cfg["run"]["name"] is None:
         cfg["run"]["name"] = f"{cfg['model']['name']}_{cfg['data']['name']}"
     return validate_config(cfg)
+
+
+def config_stage(path: str | os.PathLike) -> str:
+    """The command a config file is written for: ``distill`` or ``finetune`` when the file itself (not what
+    it inherits) sets that section, ``pretrain`` otherwise (then ``aot probe`` reads the same file)."""
+    own = yaml.safe_load(Path(path).read_text()) or {}
+    return "distill" if "distill" in own else "finetune" if "finetune" in own else "pretrain"
 
 
 def dump_config(cfg: dict) -> str:

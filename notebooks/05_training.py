@@ -295,31 +295,8 @@ if families:
     plt.show()
 
 # %% [markdown]
-# What the paper's configs would cost on a GPU. These are **estimates**, not runs:
-# FLOPs and saved activations are counted on the real model, and the speed assumes
-# an A100 reaches the same share of its bf16 peak as the trainer measurably reaches of
-# this CPU's matrix-product ceiling (`benchmarks/bench_estimates.py`).
-
-# %%
-est_file = RESULTS / "benchmarks" / "estimates_a100.json"
-if est_file.exists():
-    est = json.loads(est_file.read_text())
-    display(Table(
-        est["rows"],
-        [Col("config", "config"), Col("epochs", "epochs"),
-         Col("gflop_per_image", "GFLOP / image (step)", ".2f"),
-         Col("hours_1xA100", "1 A100 (h, est.)", ".1f"),
-         Col("hours_8xA100", "8 A100 (h, est.)", ".1f"),
-         Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
-         Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
-        caption="Estimated pretraining cost of the paper's configs (not measured)",
-        notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
-               f"{est['utilisation_source']}; A100 bf16 peak 312 TFLOP/s.",
-               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else [])]
-        if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
-    ))
-else:
-    print("no estimates recorded (run benchmarks/bench_estimates.py)")
+# What the paper's configs would cost on a GPU (estimates from these measurements and
+# counted FLOPs) is in {ref}`ch-gpu`.
 
 # %% [markdown]
 # ## What we learned

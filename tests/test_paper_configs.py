@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from aot_lib import train
-from aot_lib.config import load_config
+from aot_lib.config import config_stage, load_config
 from helpers import make_imagefolder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,12 +22,7 @@ PAPER = sorted((ROOT / "configs" / "paper").glob("*/*.yaml"))
 
 
 def _kind(path: Path) -> str:
-    raw = path.read_text()
-    if "distill:" in raw:
-        return "distill"
-    if "finetune:" in raw:
-        return "finetune"
-    return "pretrain"
+    return config_stage(path)
 
 
 def test_every_paper_config_is_covered():
