@@ -105,3 +105,21 @@ def test_inductor_smoke():
     assert_matches(model, eager, *SIZES[0], seed=7)
     assert unique_graphs() == len(SIZES)
     assert compile_s < 300  # about 35 s cold on 2 busy cores, 10 s with inductor's cache warm
+
+
+def test_compiled_layers_under_bf16_autocast_match_eager():
+    """fabric.precision=bf16-mixed runs the step under autocast: the compiled layer (one graph per view size, traced
+    under autocast) gives eager-under-autocast's values to bf16 rounding (8 significant bits: 2^-8 = 0.4 %
+    relative per rounding, a few roundings deep), and nothing recompiles on a second step."""
+    torch.manual_seed(0)
+    model = create_model("aot_admm_tiny", **TINY)
+    eager = copy.deepcopy(model)
+    compile_blocks(model, backend="aot_eager")
+    for seed in range(2):
+        for batch, size in SIZES:
+            x = torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(seed))
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out_c, out_e = model.forward_features(x), eager.forward_features(x)
+            assert out_c.dtype == out_e.dtype
+            torch.testing.assert_close(out_c.float(), out_e.float(), rtol=0.05, atol=0.05)
+    assert unique_graphs() == len(SIZES)
