@@ -163,8 +163,9 @@ if have_runs:
 # ## AoT-ADMM on CIFAR-10 at CPU scale
 #
 # `configs/cpu/aot_admm_cifar10.yaml`: width 192, depth 6, 6 heads (Tiny is 384/12/6),
-# the paper's views, optimiser, batch and learning rate, and a few epochs instead of
-# 800. The record:
+# the paper's views, optimiser and batch, 10 epochs instead of 800, and the learning
+# rate and projector the CPU recipe sweep of {ref}`ch-recipe-audit` chose
+# (`configs/cpu/recipe.yaml`). The record (its own config is in the run folder):
 
 # %%
 if have_runs:
