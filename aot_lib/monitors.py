@@ -184,7 +184,8 @@ def _fixed_batch_embeddings(model: nn.Module, images: torch.Tensor) -> tuple[tor
     try:
         with torch.no_grad():
             feats = model.encoder.forward_features(images)
-            emb = model.projector(feats).float()
+            emb = model.projector(feats)
+            emb = emb.to(torch.promote_types(emb.dtype, torch.float32))  # bf16 up, float64 kept
     finally:
         model.train(was_training)
     return feats, emb

@@ -249,3 +249,68 @@ def test_lejepa_model_hands_the_monitors_the_embeddings_it_computed_the_loss_fro
     torch.testing.assert_close(out.embeddings, want, **F64)
     assert not out.embeddings.requires_grad
     torch.testing.assert_close(out.loss, model.loss(want).loss, **F64)
+
+
+def _tiny_lejepa():
+    from aot_lib.heads import LeJEPAProjector
+    from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+
+    torch.manual_seed(0)
+    enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2, num_classes=0)
+    return LeJEPAModel(enc, LeJEPAProjector(16, 32, 8), LeJEPALoss(num_global=2, num_slices=8)).double()
+
+
+def test_build_monitors_builds_what_the_config_asks_for():
+    from aot_lib.monitors import RankMe, Theorem1Monitor, WhiteBoxAudit, build_monitors
+
+    images = torch.randn(4, 3, 16, 16)
+    mc = {"every": 7, "images": 4, "rankme": True, "theorem1": True, "audit": True, "eps": 0.3}
+    built = build_monitors(mc, images, seed=5)
+    assert [type(m) for m in built] == [RankMe, Theorem1Monitor, WhiteBoxAudit]
+    assert all(m.every == 7 for m in built)
+    assert built[1].images is images and built[1].eps == 0.3 and built[1].seed == 5
+    assert built[2].images is images and built[2].eps == 0.3
+    assert build_monitors({**mc, "every": 0}, images) == []
+    assert [type(m) for m in build_monitors({**mc, "rankme": False, "theorem1": False}, images)] == [WhiteBoxAudit]
+    assert [type(m) for m in build_monitors({**mc, "theorem1": False, "audit": False}, None)] == [RankMe]
+    for flags in ({"audit": False}, {"theorem1": False}):
+        with pytest.raises(ValueError, match=r"^monitor.theorem1 and monitor.audit need a fixed batch of images "
+                                             r"\(in-memory data\); set them to false for data.name=stream$"):
+            build_monitors({**mc, **flags}, None)
+
+
+def test_monitor_callbacks_log_their_functions_values_under_their_names():
+    from aot_lib.monitors import RankMe, StepContext, Theorem1Monitor, WhiteBoxAudit
+
+    model = _tiny_lejepa()
+    images = torch.randn(6, 3, 16, 16, dtype=torch.float64)
+    emb = torch.randn(3, 6, 8, dtype=torch.float64)
+    ctx = StepContext(step=4, out={"embeddings": emb}, model=model)
+    assert RankMe(1)(ctx) == {"rankme": rankme(emb[0])}
+    with pytest.raises(KeyError, match="RankMe reads the step dict's 'embeddings'"):
+        RankMe(1)(StepContext(step=4, out={}, model=model))
+
+    got = Theorem1Monitor(1, images=images, eps=0.7, num_slices=5, seed=2)(ctx)
+    model.eval()
+    with torch.no_grad():
+        feats = model.encoder.forward_features(images)
+        proj = model.projector(feats)
+    model.train()
+    want = {f"theorem1/{k}": v for k, v in theorem1_terms(proj, eps=0.7, num_slices=5, seed=2).items()}
+    want.update({"rankme/features": rankme(feats), "rankme/embeddings": rankme(proj)})
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-9), k
+    assert model.training  # left as it was found
+
+    got = WhiteBoxAudit(1, images=images, eps=0.7)(ctx)
+    rows = audit_layers(model.encoder, images, eps=0.7)
+    want = {f"audit/l{i}/{k}": v for i, row in enumerate(rows, 1) for k, v in row.items()
+            if k not in ("a0", "b0", "c0", "tau0")}
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_theorem1_terms_defaults_are_eps_one_half_1024_slices_seed_0():
+    y = torch.randn(50, 6, dtype=torch.float64)
+    assert theorem1_terms(y) == theorem1_terms(y, eps=0.5, num_slices=1024, seed=0, t_max=3.0, n_points=17)
+    assert theorem1_terms(y)["rate_gap"] != theorem1_terms(y, eps=0.6)["rate_gap"]
