@@ -159,3 +159,58 @@ def test_view_defaults_have_one_source():
     assert MultiCropConfig.from_config(d) == MultiCropConfig()
     # until config.py builds its "views" section from defaults_dict(), the two must agree key by key
     assert {k: v for k, v in d.items() if k in DEFAULTS["views"]} == {k: v for k, v in DEFAULTS["views"].items() if k in d}
+
+
+# ---------------------------------------------------------------------------- blur, per view; prepare_images; the reference
+
+@pytest.mark.parametrize("sigma, size", [(0.7, 16), (1.6, 24)])
+def test_blur_is_torchvision_gaussian_blur_with_a_tenth_of_the_view(sigma, size):
+    """blur_p = 1 with a fixed sigma: torchvision's Gaussian blur (reflect padding, separable kernel) of odd size
+    about a tenth of the view (at least 3), to float32 rounding (two 5-tap sums of values <= 1: 1e-5 is ample);
+    a view whose blur_p is 0 is untouched."""
+    x = _images(b=3, size=size)
+    k = max(3, int(2 * round(0.1 * size) + 1))
+    want = TF.gaussian_blur(x.float() / 255, [k, k], [sigma, sigma])
+    torch.testing.assert_close(_view(x, blur_p=1.0, blur_sigma=(sigma, sigma)), want, atol=1e-5, rtol=0)
+    views = BatchedMultiCrop(MultiCropConfig(**{**OFF, "n_global": 2, "global_size": size, "blur_p": [1.0, 0.0, 0.0],
+                                                "blur_sigma": (sigma, sigma)}))(x, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(views[0], want, atol=1e-5, rtol=0)
+    # identity crop: grid_sample at pixel centres whose float32 coordinates round by ~size * 6e-8 pixels
+    torch.testing.assert_close(views[1], x.float() / 255, atol=1e-5, rtol=0)
+    assert not torch.allclose(views[0], views[1])
+
+
+def test_normalisation_and_prepare_images_by_definition():
+    from aot_lib.augment import prepare_images
+
+    x = _images(b=2, size=8)
+    mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
+    ref = (x.float() / 255 - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
+    torch.testing.assert_close(_view(x, mean=mean, std=std), ref, **EXACT)
+    torch.testing.assert_close(prepare_images(x, 8, mean, std), ref, **EXACT)  # same size: no resampling
+    up = F.interpolate(x.float() / 255, size=(12, 12), mode="bilinear", antialias=True, align_corners=False)
+    ref12 = (up - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
+    torch.testing.assert_close(prepare_images(x, 12, mean, std), ref12, **EXACT)
+    wide = torch.randint(0, 256, (1, 3, 8, 10), dtype=torch.uint8)
+    assert prepare_images(wide, 8, mean, std).shape == (1, 3, 8, 8)  # a non-square image is resized too
+
+
+def test_per_image_reference_pipeline_by_definition():
+    """The torchvision reference (benchmarks/multicrop): with every random op off it is resize + normalise,
+    per view at that view's size; with solarize / grayscale / blur on, torchvision's own op."""
+    from aot_lib.augment import per_image_multicrop
+
+    x = _images(b=2, size=16)
+    base = dict(OFF, n_global=1, n_local=1, global_size=16, local_size=8, local_scale=(1.0, 1.0))
+    views = per_image_multicrop(MultiCropConfig(**base))(x)
+    assert [v.shape for v in views] == [(2, 3, 16, 16), (2, 3, 8, 8)]
+    torch.testing.assert_close(views[0], x.float() / 255, **EXACT)
+    torch.testing.assert_close(views[1], TF.resize(x, [8, 8], antialias=True).float() / 255, **EXACT)
+    solar = per_image_multicrop(MultiCropConfig(**{**base, "solarize_p": 1.0}))(x)[0]
+    torch.testing.assert_close(solar, torch.where(x >= 128, 255 - x, x).float() / 255, **EXACT)
+    gray = per_image_multicrop(MultiCropConfig(**{**base, "grayscale_p": 1.0}))(x)[0]
+    torch.testing.assert_close(gray, TF.rgb_to_grayscale(x, 3).float() / 255, **EXACT)
+    blur = per_image_multicrop(MultiCropConfig(**{**base, "blur_p": 1.0, "blur_sigma": (1.0, 1.0)}))(x)[0]
+    torch.testing.assert_close(blur, TF.gaussian_blur(x, [5, 5], [1.0, 1.0]).float() / 255, **EXACT)  # 16 px: k = 5
+    flip = per_image_multicrop(MultiCropConfig(**{**base, "flip_p": 1.0}))(x)[0]
+    torch.testing.assert_close(flip, x.flip(-1).float() / 255, **EXACT)
