@@ -245,7 +245,8 @@ if best:
     t, w = quadrature(cfg["loss"]["t_max"], cfg["loss"]["n_points"],
                       dtype=torch.float64)
     cw = 0.25 * float((t**4 * torch.exp(-(t**2)) * w).sum())
-    print(f"run {best} ({r['source']}); d = {d}, eps = {eps}")
+    print(f"run {best}: {r['source']}")
+    print(f"embedding width d = {d}, eps = {eps}")
 
 # %% tags=["hide-input"]
 if best and any(x.get("theorem1/rate_gap") for x in logged):
@@ -323,7 +324,8 @@ if enc_file is not None:
     side = size // encoder.patch_size
     plot_cls_attention(att, x, mean, std, grid=(side, side))
     plt.show()
-    print(f"images: {source}; weights: {enc_file.relative_to(ROOT)}")
+    print(f"images: {source}")
+    print(f"weights: {enc_file.relative_to(ROOT)}")
 else:
     print("no trained encoder recorded for this run")
 
