@@ -158,7 +158,10 @@ class LeJEPAModel(nn.Module):
             f = self.encoder.forward_features(torch.cat([views[i] for i in idx]))
             for i, chunk in zip(idx, f.chunk(len(idx))):
                 out[i] = chunk
-        feats = torch.cat(out)
-        y = self.projector(feats)
-        y = y.to(torch.promote_types(y.dtype, torch.float32)).view(len(views), views[0].shape[0], -1)  # bf16 up, f64 kept
+        y = self.project(torch.cat(out)).view(len(views), views[0].shape[0], -1)
         return self.loss(y)._replace(embeddings=y.detach())
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """The projector's embeddings of pooled features, at least float32 (bf16 up, float64 kept)."""
+        y = self.projector(features)
+        return y.to(torch.promote_types(y.dtype, torch.float32))

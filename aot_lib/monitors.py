@@ -28,7 +28,7 @@ from torch import nn
 
 from .coding_rate import subspace_coding_rate
 from .lejepa import energy_normalize
-from .sigreg import epps_pulley, sample_directions
+from .sigreg import _world_size, epps_pulley, sample_directions
 from .theory import cw_quadrature, rate_gap
 
 __all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
@@ -62,8 +62,7 @@ def theorem1_terms(embeddings: torch.Tensor, eps: float = 0.5, num_slices: int =
     sigma = y.T @ y / n
     eye = torch.eye(d, dtype=y.dtype, device=y.device)
     directions = sample_directions(d, num_slices, seed, device=y.device, dtype=y.dtype)
-    world = torch.distributed.get_world_size() if torch.distributed.is_available() and torch.distributed.is_initialized() else 1
-    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * world)  # same batch on every rank
+    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * _world_size())  # same batch on every rank
     cw = cw_quadrature(t_max, n_points)
     return {"sigreg": float(sig), "sigreg2": float(2 * cw / (d * (d + 2)) * (sigma - eye).square().sum()),
             "rate_gap": float(rate_gap(sigma, eps))}
@@ -184,8 +183,7 @@ def _fixed_batch_embeddings(model: nn.Module, images: torch.Tensor) -> tuple[tor
     try:
         with torch.no_grad():
             feats = model.encoder.forward_features(images)
-            emb = model.projector(feats)
-            emb = emb.to(torch.promote_types(emb.dtype, torch.float32))  # bf16 up, float64 kept
+            emb = model.project(feats)
     finally:
         model.train(was_training)
     return feats, emb

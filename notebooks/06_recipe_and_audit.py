@@ -36,7 +36,6 @@ import csv
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import torch
 from IPython.display import Markdown, display
 
 from aot_lib.augment import prepare_images
@@ -48,9 +47,8 @@ from aot_lib.models import admm_coefficients
 from aot_lib.monitors import cls_attention
 from aot_lib.plotting import plot_cls_attention, plot_monitors
 from aot_lib.probe import load_encoder
-from aot_lib.sigreg import quadrature
 from aot_lib.tables import Col, Table
-from aot_lib.theory import limit_ratio
+from aot_lib.theory import cw_quadrature, limit_ratio
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 SWEEP_DIR = ROOT / "configs" / "cpu" / "sweep"
@@ -242,9 +240,7 @@ if best:
         logged = list(csv.DictReader(fh))
     cfg = load_config(r["dir"] / "config.yaml")
     d, eps = cfg["projector"]["out_dim"], cfg["monitor"]["eps"]
-    t, w = quadrature(cfg["loss"]["t_max"], cfg["loss"]["n_points"],
-                      dtype=torch.float64)
-    cw = 0.25 * float((t**4 * torch.exp(-(t**2)) * w).sum())
+    cw = cw_quadrature(cfg["loss"]["t_max"], cfg["loss"]["n_points"])
     print(f"run {best}: {r['source']}")
     print(f"embedding width d = {d}, eps = {eps}")
 
