@@ -1,7 +1,7 @@
 """Figures the book draws (matplotlib is imported lazily: it is an optional ``[book]`` dependency)."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 __all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
            "plot_training_curves", "plot_speed_ratios", "plot_monitors", "plot_cls_attention"]
@@ -160,19 +160,29 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     return fig
 
 
-def plot_training_curves(curve: Mapping[str, list], note: str = ""):
-    """Chapter 5: total loss, prediction loss and the SIGReg statistic against the step."""
+def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
+    """Total loss, prediction loss and the SIGReg statistic against the step, one panel each
+    (chapter 5 for one run; the paper's Figure 3 for several).
+
+    ``curves`` is one run's curve (a mapping with ``step``, ``loss``, ``pred`` and ``sigreg``
+    lists) or several, keyed by their legend label.
+    """
     import matplotlib.pyplot as plt
 
+    if "step" in curves:  # a single curve
+        curves = {"": curves}
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
     if note:
         fig.suptitle(note, fontsize=8, color="darkred")
     panels = (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
     for ax, (key, title) in zip(axes, panels):
-        ax.plot(curve["step"], curve[key])
+        for label, curve in curves.items():
+            ax.plot(curve["step"], curve[key], label=label or None, lw=1.2)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
     axes[2].set_yscale("log")
+    if len(curves) > 1:
+        axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
