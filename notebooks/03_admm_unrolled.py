@@ -254,6 +254,10 @@ def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):
     plt.show()
 
 
+# %% tags=["skip-execution"]
+# Skipped when the book is built (the page shows the code only; JupyterLab runs it):
+# two builds hung in this chapter waiting on an idle kernel, the widget's messages the
+# likely cause.
 panel = widgets.interactive(
     explore,
     eta=widgets.FloatSlider(value=0.25, min=0.05, max=0.45, step=0.05),
