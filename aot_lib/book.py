@@ -227,39 +227,65 @@ def superseded(run: Mapping) -> str:
     return (run.get("run") or {}).get("superseded") or ""
 
 
-def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int) -> dict:
-    """``results/cpu/<name>`` if recorded; otherwise a smoke-sized run of ``configs/cpu/<config>``
-    trained now (which needs the data: :class:`aot_lib.data.DataError` otherwise).
+RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json"}
 
-    Returns ``source`` (a sentence), ``dir``, the ``curve`` (step, loss, pred, sigreg),
-    ``run``/``probe``/``metrics`` (the JSON files) and ``config_text``.
+
+def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, start_from: Path | None = None) -> dict:
+    """``results/cpu/<name>`` if recorded; otherwise a smoke-sized run of ``configs/cpu/<config>`` trained
+    now (which needs the data: :class:`aot_lib.data.DataError` otherwise).
+
+    The config's stage (:func:`aot_lib.config.config_stage`) says what a run is: pretraining (then probed),
+    fine-tuning or distillation. A smoke fine-tuning or distillation starts from ``start_from`` (the
+    checkpoint or recorded ``encoder.pt`` of the run it builds on) and trains one epoch of 2,000 images.
+
+    Returns ``source`` (a sentence), ``dir``, ``recorded`` (bool), ``stage``, the ``curve`` (``step``,
+    ``loss`` and, for pretraining, ``pred`` and ``sigreg``), ``run``/``metrics`` and ``result`` (the
+    stage's result file: the probe's, the fine-tuning's or the distillation's; for pretraining also as
+    ``probe``) and ``config_text``.
     """
     import csv
     import json
 
+    from .config import config_stage, load_config
+
+    path = root / "configs" / "cpu" / config
+    stage = config_stage(path)
     rec = root / "results" / "cpu" / name
-    if (rec / "probe.json").exists():
-        run: dict = {"source": f"recorded in results/cpu/{name}", "dir": rec}
+    if (rec / RESULT_FILES[stage]).exists():
+        run: dict = {"source": f"recorded in results/cpu/{name}", "dir": rec, "recorded": True}
     else:
         from . import train
-        from .config import load_config
 
         out = root / "runs" / "book"
-        cfg = load_config(root / "configs" / "cpu" / config, [
-            f"run.out_dir={out}", "run.progress=false", "data.train_subset=2000",
-            "data.test_subset=1000", f"optim.max_steps={smoke_steps}", "optim.batch_size=64",
-            "probe.epochs=30"])
-        train.pretrain(cfg)
-        train.probe(cfg)
-        run = {"source": f"trained now at smoke scale ({smoke_steps} steps on 2,000 images): "
-                         "no recorded run", "dir": out / cfg["run"]["name"]}
+        overrides = [f"run.out_dir={out}", "run.progress=false", "data.train_subset=2000", "data.test_subset=1000"]
+        if stage == "pretrain":
+            overrides += [f"optim.max_steps={smoke_steps}", "optim.batch_size=64", "probe.epochs=30"]
+        else:
+            if start_from is None:
+                raise ValueError(f"{config} is a {stage} config: give start_from, the checkpoint it starts from")
+            key = "checkpoint" if stage == "finetune" else "teacher"
+            overrides += [f"{stage}.{key}={start_from}", f"{stage}.epochs=1", f"{stage}.warmup_epochs=0",
+                          f"{stage}.batch_size=64"]
+        cfg = load_config(path, overrides)
+        if stage == "pretrain":
+            train.pretrain(cfg)
+            train.probe(cfg)
+        else:
+            getattr(train, stage)(cfg)
+        what = (f"{smoke_steps} steps" if stage == "pretrain" else "one epoch") + " on 2,000 images"
+        run = {"source": f"trained now at smoke scale ({what}): no recorded run",
+               "dir": out / cfg["run"]["name"], "recorded": False}
+    run["stage"] = stage
     with open(run["dir"] / "metrics.csv") as f:
         rows = [r for r in csv.DictReader(f) if r.get("loss")]  # not the monitors' own rows
     # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "*_loss"
-    run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows]
-                    for k in ("step", "loss", "pred", "sigreg")}
-    for k in ("run", "probe", "metrics"):
+    keys = ("step", "loss", "pred", "sigreg") if stage == "pretrain" else ("step", "loss")
+    run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows] for k in keys}
+    for k in ("run", "metrics"):
         run[k] = json.loads((run["dir"] / f"{k}.json").read_text())
+    run["result"] = json.loads((run["dir"] / RESULT_FILES[stage]).read_text())
+    if stage == "pretrain":
+        run["probe"] = run["result"]
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
     return run
 

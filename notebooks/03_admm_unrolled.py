@@ -236,7 +236,10 @@ plt.show()
 # The panel below is interactive in JupyterLab (open this chapter as a notebook); the
 # book shows its code only, the grid above stands in for it.
 
-# %% tags=["remove-output"]
+# %% tags=["skip-execution"]
+# Skipped when the book is built (the page shows the code only; JupyterLab runs it):
+# two builds hung in this chapter waiting on an idle kernel, the widget's messages the
+# likely cause.
 import ipywidgets as widgets  # noqa: E402
 from IPython.display import display  # noqa: E402
 
@@ -254,10 +257,6 @@ def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):
     plt.show()
 
 
-# %% tags=["skip-execution"]
-# Skipped when the book is built (the page shows the code only; JupyterLab runs it):
-# two builds hung in this chapter waiting on an idle kernel, the widget's messages the
-# likely cause.
 panel = widgets.interactive(
     explore,
     eta=widgets.FloatSlider(value=0.25, min=0.05, max=0.45, step=0.05),

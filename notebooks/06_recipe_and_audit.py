@@ -84,7 +84,7 @@ if not runs:
             "again.",
             kind="warning"))
 for r in runs.values():
-    if not r["source"].startswith("recorded"):
+    if not r["recorded"]:
         display(Admonition("Trained now", f"{r['dir'].name}: {r['source']}.",
                            kind="note"))
 

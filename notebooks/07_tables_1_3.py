@@ -94,7 +94,6 @@ for fam, data, seed, config in SPECS:
     except DataError:
         missing.append(name)
         continue
-    r["recorded"] = r["source"].startswith("recorded")
     runs[fam, data, seed] = r
 if missing:
     display(Admonition(

@@ -70,7 +70,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "runs": ("aot_lib/runs.py", ["tests/test_pinned.py", "tests/test_faults.py", "tests/test_train.py"]),
     "probe": ("aot_lib/probe.py", ["tests/test_probe.py", "tests/test_probe_protocols.py", "tests/test_faults.py"]),
     "augment": ("aot_lib/augment.py", ["tests/test_augment.py", "tests/test_pinned.py"]),
-    "data": ("aot_lib/data.py", ["tests/test_data.py", "tests/test_faults.py"]),
+    "data": ("aot_lib/data.py", ["tests/test_data.py", "tests/test_data_values.py", "tests/test_faults.py"]),
     "monitors": ("aot_lib/monitors.py", ["tests/test_monitors.py"]),
 }
 SETS = {"core": ["layers", "models/aot_admm", "models/crate", "sigreg", "lejepa", "coding_rate"],

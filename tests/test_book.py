@@ -7,6 +7,7 @@ then ``python -m aot_lib.book check-html``); ``AOT_TEST_ALL_CHAPTERS=1`` execute
 them here too (minutes).
 """
 import ast
+import json
 import os
 import re
 from pathlib import Path
@@ -22,6 +23,7 @@ from aot_lib.book import (
     check_html,
     data_label,
     data_missing_note,
+    load_recorded_run,
     run_record_box,
 )
 from aot_lib.tables import Col, Table
@@ -376,3 +378,34 @@ def test_jupyterlab_opens_chapters_as_notebooks():
     assert viewers["defaultViewers"]["python"] == "Jupytext Notebook"
     readme = (ROOT / "README.md").read_text()
     assert 'JUPYTER_CONFIG_PATH="$PWD/book/jupyter"' in readme and "[lab]" in readme
+
+
+def _recorded(root: Path, name: str, files: dict, csv_text: str) -> None:
+    d = root / "results" / "cpu" / name
+    d.mkdir(parents=True)
+    for f, obj in files.items():
+        (d / f).write_text(json.dumps(obj))
+    (d / "metrics.csv").write_text(csv_text)
+    (d / "config.yaml").write_text("run: {name: %s}\n" % name)
+
+
+def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_start(tmp_path):
+    cpu = tmp_path / "configs" / "cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "pre.yaml").write_text("run: {name: pre}\n")
+    (cpu / "ft.yaml").write_text("run: {name: ft}\nfinetune: {epochs: 1}\n")
+    common = {"run.json": {"status": "finished", "wall_time_s": 60.0}, "metrics.json": {"step": 20}}
+    # a monitor-only row (no loss) is not part of the curve; the old column names still read
+    _recorded(tmp_path, "pre", {**common, "probe.json": {"linear_top1": 51.5}},
+              "step,loss,pred,sigreg,rankme\n10,2.5,1.5,20.0,\n20,2.0,1.25,10.0,\n20,,,,33.0\n")
+    _recorded(tmp_path, "ft", {**common, "finetune.json": {"top1": 70.25}}, "step,loss\n10,1.5\n20,1.0\n")
+    pre = load_recorded_run(tmp_path, "pre", "pre.yaml", smoke_steps=5)
+    assert (pre["recorded"], pre["stage"], pre["source"]) == (True, "pretrain", "recorded in results/cpu/pre")
+    assert pre["curve"] == {"step": [10.0, 20.0], "loss": [2.5, 2.0], "pred": [1.5, 1.25], "sigreg": [20.0, 10.0]}
+    assert pre["probe"] == pre["result"] == {"linear_top1": 51.5} and pre["metrics"]["step"] == 20
+    ft = load_recorded_run(tmp_path, "ft", "ft.yaml", smoke_steps=0)
+    assert (ft["stage"], ft["result"]["top1"], ft["curve"]) == ("finetune", 70.25, {"step": [10.0, 20.0],
+                                                                                    "loss": [1.5, 1.0]})
+    assert "probe" not in ft
+    with pytest.raises(ValueError, match=r"ft\.yaml is a finetune config: give start_from"):
+        load_recorded_run(tmp_path, "not_recorded", "ft.yaml", smoke_steps=0)
