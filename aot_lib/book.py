@@ -239,7 +239,8 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, star
     checkpoint or recorded ``encoder.pt`` of the run it builds on) and trains one epoch of 2,000 images.
 
     Returns ``source`` (a sentence), ``dir``, ``recorded`` (bool), ``stage``, the ``curve`` (``step``,
-    ``loss`` and, for pretraining, ``pred`` and ``sigreg``), ``run``/``metrics`` and ``result`` (the
+    ``loss`` and, for pretraining, ``pred`` and ``sigreg``), ``run``, ``metrics`` (empty but for
+    pretraining) and ``result`` (the
     stage's result file: the probe's, the fine-tuning's or the distillation's; for pretraining also as
     ``probe``) and ``config_text``.
     """
@@ -281,8 +282,9 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, star
     # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "*_loss"
     keys = ("step", "loss", "pred", "sigreg") if stage == "pretrain" else ("step", "loss")
     run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows] for k in keys}
-    for k in ("run", "metrics"):
-        run[k] = json.loads((run["dir"] / f"{k}.json").read_text())
+    run["run"] = json.loads((run["dir"] / "run.json").read_text())
+    metrics = run["dir"] / "metrics.json"  # the last logged values: pretraining runs write it
+    run["metrics"] = json.loads(metrics.read_text()) if metrics.exists() else {}
     run["result"] = json.loads((run["dir"] / RESULT_FILES[stage]).read_text())
     if stage == "pretrain":
         run["probe"] = run["result"]

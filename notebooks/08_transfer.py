@@ -173,10 +173,10 @@ if ft:
     display(Table(
         rows,
         [Col("model"), Col("params", "params (M)", ".2f"),
-         Col("cifar10", "CIFAR-10 top-1 (%)", ".2f"), Col("cifar10_status", "run"),
-         Col("cifar10_wall", "fine-tuning (min)", ".1f"),
-         Col("cifar100", "CIFAR-100 top-1 (%)", ".2f"), Col("cifar100_status", "run"),
-         Col("cifar100_wall", "fine-tuning (min)", ".1f"),
+         *[c for d, label in DATASETS.items() for c in (
+             Col(d, f"{label} top-1 (%)", ".2f"),
+             Col(f"{d}_wall", f"{label} fine-tuning (min)", ".1f"),
+             Col(f"{d}_status", f"{label} run"))],
          Col("paper_params", "params (M), Base", ".2f", paper=True),
          Col("paper_cifar10", "CIFAR-10 (%), Base", ".2f", paper=True),
          Col("paper_cifar100", "CIFAR-100 (%), Base", ".2f", paper=True)],

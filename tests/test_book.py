@@ -398,7 +398,8 @@ def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_s
     # a monitor-only row (no loss) is not part of the curve; the old column names still read
     _recorded(tmp_path, "pre", {**common, "probe.json": {"linear_top1": 51.5}},
               "step,loss,pred,sigreg,rankme\n10,2.5,1.5,20.0,\n20,2.0,1.25,10.0,\n20,,,,33.0\n")
-    _recorded(tmp_path, "ft", {**common, "finetune.json": {"top1": 70.25}}, "step,loss\n10,1.5\n20,1.0\n")
+    _recorded(tmp_path, "ft", {"run.json": common["run.json"], "finetune.json": {"top1": 70.25}},
+              "step,loss\n10,1.5\n20,1.0\n")  # fine-tuning writes no metrics.json
     pre = load_recorded_run(tmp_path, "pre", "pre.yaml", smoke_steps=5)
     assert (pre["recorded"], pre["stage"], pre["source"]) == (True, "pretrain", "recorded in results/cpu/pre")
     assert pre["curve"] == {"step": [10.0, 20.0], "loss": [2.5, 2.0], "pred": [1.5, 1.25], "sigreg": [20.0, 10.0]}
@@ -406,6 +407,6 @@ def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_s
     ft = load_recorded_run(tmp_path, "ft", "ft.yaml", smoke_steps=0)
     assert (ft["stage"], ft["result"]["top1"], ft["curve"]) == ("finetune", 70.25, {"step": [10.0, 20.0],
                                                                                     "loss": [1.5, 1.0]})
-    assert "probe" not in ft
+    assert "probe" not in ft and ft["metrics"] == {}
     with pytest.raises(ValueError, match=r"ft\.yaml is a finetune config: give start_from"):
         load_recorded_run(tmp_path, "not_recorded", "ft.yaml", smoke_steps=0)
