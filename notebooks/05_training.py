@@ -15,8 +15,8 @@
 # (ch-training)=
 # # Training AoT-ADMM with LeJEPA, at CPU scale
 #
-# **This chapter:** the views LeJEPA trains on; pretraining and linear probes of three
-# families at a scale two CPU cores manage; the recorded speed benchmarks.
+# **This chapter:** the views LeJEPA trains on; AoT-ADMM pretrained and probed at a
+# scale two CPU cores manage; the recorded speed benchmarks.
 #
 # The paper pretrains on an A100 for 800 epochs (Table 1). This chapter runs the same
 # pipeline — multi-crop views, the AoT-ADMM encoder ({ref}`ch-architecture`), the
@@ -35,10 +35,6 @@
 # export AOT_DATA=../shared/data
 # aot pretrain -c configs/cpu/aot_admm_cifar10.yaml
 # aot probe -c configs/cpu/aot_admm_cifar10.yaml
-# for f in aot_admm crate aot; do
-#   aot pretrain -c configs/cpu/compare_${f}_cifar10.yaml
-#   aot probe -c configs/cpu/compare_${f}_cifar10.yaml
-# done
 # aot record runs/<name> results/cpu/<name>
 # ```
 
@@ -51,7 +47,6 @@ import torch
 import yaml
 from IPython.display import display
 
-import aot_lib
 from aot_lib import paper
 from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.book import (PHOTO_CREDITS, Admonition, benchmark_tables, data_label,
@@ -137,11 +132,6 @@ plt.show()
 try:
     main_run = load_recorded_run(ROOT, "cpu_aot_admm_cifar10", "aot_admm_cifar10.yaml",
                                  smoke_steps=pick(30, 150))
-    families = {
-        f: load_recorded_run(ROOT, f"cpu3ep_{f}_cifar10", f"compare_{f}_cifar10.yaml",
-                             smoke_steps=pick(30, 150))
-        for f in ("aot_admm", "crate", "aot")
-    }
     have_runs = True
 except DataError:
     have_runs = False
@@ -150,13 +140,8 @@ except DataError:
         "results/cpu/ holds no recorded run and CIFAR-10 is not configured, so nothing "
         "can be trained here: set AOT_DATA to a folder holding CIFAR-10 (see the "
         "README) and build again.", kind="warning"))
-if have_runs:
-    notes = {}  # one notice per reason, naming the runs it concerns
-    for r in [main_run, *families.values()]:
-        if superseded(r):
-            notes.setdefault(superseded(r), []).append(r["dir"].name)
-    for note, runs in notes.items():
-        display(Admonition("Superseded", f"{', '.join(runs)}: {note}"))
+if have_runs and superseded(main_run):
+    display(Admonition("Superseded", f"{main_run['dir'].name}: {superseded(main_run)}"))
 
 # %% [markdown]
 # (sec-main-run)=
@@ -212,52 +197,8 @@ if have_runs:
     ))
 
 # %% [markdown]
-# (sec-families)=
-# ## Three families under identical settings
-#
-# AoT-ADMM, CRATE and AoT at the same width and depth, 3 epochs each: the small-scale
-# analogue of the paper's Figure 3 (pretraining dynamics) and of Tables 1 and 3.
-
-# %% tags=["hide-input"]
-if have_runs:
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    for fam, run in families.items():
-        label = fam + (" (superseded)" if superseded(run) else "")
-        ax.plot(run["curve"]["step"], run["curve"]["loss"], label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("LeJEPA loss")
-    ax.legend()
-    fig.tight_layout()
-    plt.show()
-
-# %%
-if have_runs:
-    rows = []
-    for fam, run in families.items():
-        cfg = load_config(ROOT / "configs" / "cpu" / f"compare_{fam}_cifar10.yaml")
-        # the encoder as the code builds it now (without a head, as the paper counts)
-        model = aot_lib.create_model(cfg["model"]["name"], num_classes=0,
-                                     **cfg["model"]["overrides"])
-        rows.append(dict(
-            model=fam + (" (superseded)" if superseded(run) else ""),
-            params=aot_lib.count_params(model) / 1e6,
-            linear=run["probe"]["linear_top1"],
-            paper=paper.LINEAR_PROBE_ACC["cifar10"].get(f"{fam}_tiny"),
-            knn=run["probe"]["knn_top1"], loss=run["metrics"]["loss"],
-            wall=run["run"]["wall_time_s"] / 60))
-    sources = sorted({run["source"] for run in families.values()})
-    display(Table(
-        rows,
-        [Col("model"), Col("params", "params (M)", ".2f"),
-         Col("linear", "linear top-1 (%)", ".2f"),
-         Col("paper", "linear top-1 (%), Tiny, 800 epochs", ".2f", paper=True),
-         Col("knn", "k-NN top-1 (%)", ".2f"), Col("loss", "final loss", ".4f"),
-         Col("wall", "wall time (min)", ".1f")],
-        caption="Three families, 3 epochs each on CIFAR-10 (width 192, depth 6)",
-        notes=["Runs: " + "; ".join(sources) + ".",
-               "The paper's numbers are the Tiny models (width 384, depth 12) after "
-               "800 epochs (Tables 1 and 3)."],
-    ))
+# The three families (AoT-ADMM, CRATE and AoT) under this same recipe, with the paper's
+# Tables 1 and 3 beside them, are in {ref}`ch-tables-1-3`.
 
 # %% [markdown]
 # (sec-benchmarks)=
