@@ -86,3 +86,20 @@ def test_paper_config_trains_one_step(path, tiny):
         assert math.isfinite(result["loss"]) and result["step"] == 1
     else:
         assert 0 <= result["top1"] <= 100 and result["steps"] == 2
+
+
+CPU = sorted((ROOT / "configs" / "cpu").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CPU, ids=lambda p: p.relative_to(ROOT / "configs" / "cpu").as_posix())
+def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path):
+    """The CPU configs the book's recorded runs come from: each passes the config checks, and a fine-tuning or
+    distillation config starts from the run of a pretraining or teacher config in configs/cpu/."""
+    from aot_lib.config import validate_config
+
+    cfg = validate_config(load_config(path))
+    stage = config_stage(path)
+    start = {"finetune": cfg["finetune"]["checkpoint"], "distill": cfg["distill"]["teacher"]}.get(stage)
+    if start:
+        names = {load_config(p)["run"]["name"] for p in CPU}
+        assert Path(start).parts[-2] in names and Path(start).name == "last.ckpt", start
