@@ -6,6 +6,7 @@ only the archives' MD5 sums (class attributes that name the official files) poin
 "download" writes them instead of reaching the network.
 """
 import hashlib
+import os
 import pickle
 import re
 import warnings
@@ -370,7 +371,8 @@ def test_an_unusable_cache_entry_is_rebuilt_with_a_warning_at_the_callers_line(t
     _tamper(entry, **change)
     with pytest.warns(UserWarning, match=r"(?s)cache entry .* is unusable \(.+\); decoding the images again") as rec:
         again = load_split("imagefolder", "train", root=tree, image_size=8)
-    assert rec[0].filename == __file__  # stacklevel: the warning points at the caller of load_split
+    if "MUTANT_UNDER_TEST" not in os.environ:  # mutmut's trampolines add a frame between caller and callee
+        assert rec[0].filename == __file__  # stacklevel: the warning points at the caller of load_split
     assert torch.equal(again.images, good.images) and torch.equal(again.labels, good.labels)
     blob = torch.load(entry, weights_only=True)  # rewritten whole
     assert blob["version"] == data_mod.CACHE_VERSION and "extra" not in blob
