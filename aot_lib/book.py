@@ -23,7 +23,7 @@ from .tables import Col, Table, format_value, key_value_table
 
 __all__ = ["PROFILE", "pick", "run_record", "run_record_box", "Dropdown", "Admonition",
            "equation", "equations", "data_label", "data_missing_note", "example_images",
-           "sample_photos", "PHOTO_CREDITS", "load_recorded_run", "superseded",
+           "sample_photos", "PHOTO_CREDITS", "load_recorded_run", "superseded", "run_status", "run_notices",
            "benchmark_tables", "check_html", "check_built_book"]
 
 T = TypeVar("T")
@@ -290,6 +290,34 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, star
         run["probe"] = run["result"]
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
     return run
+
+
+def run_status(run: Mapping) -> str:
+    """How far a table row read from :func:`load_recorded_run` can be trusted, in one word: ``smoke``
+    (trained while the page was built), ``superseded`` or ``recorded``."""
+    if not run["recorded"]:
+        return "smoke"
+    return "superseded" if superseded(run) else "recorded"
+
+
+def run_notices(runs: Iterable[Mapping], missing: Iterable[str] = ()) -> list:
+    """The notices a page shows above tables of :func:`load_recorded_run` runs: runs that could not be
+    trained for want of data (``missing``: their names), runs trained now at smoke scale, superseded runs."""
+    runs, missing = list(runs), list(missing)
+    notes = []
+    if missing:
+        notes.append(Admonition(
+            "Data not configured",
+            f"{', '.join(missing)}: not recorded, and its data set is not configured, so nothing can be "
+            "trained here: set AOT_DATA to the data folder (see the README).", kind="warning"))
+    live = [r["dir"].name for r in runs if not r["recorded"]]
+    if live:
+        notes.append(Admonition(
+            "Trained now, at smoke scale",
+            f"{', '.join(live)}: no recorded run, so a few steps on 2,000 images were trained while this page "
+            "was built; their rows are marked 'smoke' and are not results.", kind="note"))
+    notes += [Admonition("Superseded", f"{r['dir'].name}: {superseded(r)}") for r in runs if superseded(r)]
+    return notes
 
 
 # ----------------------------------------------------------------------------- benchmarks

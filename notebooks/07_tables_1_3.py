@@ -53,7 +53,8 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib import paper
-from aot_lib.book import Admonition, load_recorded_run, pick, run_record_box, superseded
+from aot_lib.book import (load_recorded_run, pick, run_notices, run_record_box,
+                          run_status)
 from aot_lib.config import load_config
 from aot_lib.data import DataError
 from aot_lib.plotting import plot_training_curves
@@ -95,31 +96,8 @@ for fam, data, seed, config in SPECS:
         missing.append(name)
         continue
     runs[fam, data, seed] = r
-if missing:
-    display(Admonition(
-        "Data not configured",
-        f"{', '.join(missing)}: not recorded, and its data set is not configured, "
-        "so nothing can be trained here: set AOT_DATA to the data folder (see the "
-        "README).",
-        kind="warning"))
-live = [r["dir"].name for r in runs.values() if not r["recorded"]]
-if live:
-    display(Admonition(
-        "Trained now, at smoke scale",
-        f"{', '.join(live)}: no recorded run, so a few steps on 2,000 images were "
-        "trained while this page was built; their rows are marked 'smoke' and are not "
-        "results.",
-        kind="note"))
-for r in runs.values():
-    if superseded(r):
-        display(Admonition("Superseded", f"{r['dir'].name}: {superseded(r)}"))
-
-
-def status(r: dict) -> str:
-    """How far a row can be trusted, in one word."""
-    if not r["recorded"]:
-        return "smoke"
-    return "superseded" if superseded(r) else "recorded"
+for note in run_notices(runs.values(), missing):
+    display(note)
 
 
 # %% [markdown]
@@ -143,7 +121,8 @@ def table_row(fam: str, data: str, seed: int, r: dict) -> dict:
     p = r["probe"]
     return dict(model=NAMES[fam], data=label(data), seed=seed,
                 params=size[fam][0], flops=size[fam][1], linear=p["linear_top1"],
-                knn=p["knn_top1"], wall=r["run"]["wall_time_s"] / 60, status=status(r),
+                knn=p["knn_top1"], wall=r["run"]["wall_time_s"] / 60,
+                status=run_status(r),
                 paper=paper.LINEAR_PROBE_ACC[data].get(f"{fam}_tiny"),
                 paper_params=paper.PARAMS_M.get(f"{fam}_tiny"),
                 paper_flops=paper.FLOPS_G.get(f"{fam}_tiny"))
@@ -242,7 +221,7 @@ def final(curve: dict, key: str, n: int = 20) -> float:
     return mean(curve[key][-n:])
 
 
-rows = [dict(model=NAMES[fam], status=status(r), loss=final(r["curve"], "loss"),
+rows = [dict(model=NAMES[fam], status=run_status(r), loss=final(r["curve"], "loss"),
              pred=final(r["curve"], "pred"), sigreg=final(r["curve"], "sigreg"),
              steps=r["metrics"]["step"])
         for (fam, data, seed), r in runs.items() if data == "cifar10" and seed == 0]

@@ -49,7 +49,8 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib import paper
-from aot_lib.book import Admonition, load_recorded_run, pick, run_record_box, superseded
+from aot_lib.book import (load_recorded_run, pick, run_notices, run_record_box,
+                          run_status)
 from aot_lib.config import load_config
 from aot_lib.data import DataError
 from aot_lib.plotting import plot_training_curves
@@ -87,29 +88,8 @@ for fam in NAMES:
                                               start_from=start)
         except DataError:
             missing.append(name)
-if missing:
-    display(Admonition(
-        "Data not configured",
-        f"{', '.join(missing)}: not recorded, and its data set is not configured, "
-        "so nothing can be trained here: set AOT_DATA to the data folder (see the "
-        "README).", kind="warning"))
-live = [r["dir"].name for r in [*pre.values(), *ft.values()] if not r["recorded"]]
-if live:
-    display(Admonition(
-        "Trained now, at smoke scale",
-        f"{', '.join(live)}: no recorded run, so a few steps on 2,000 images were "
-        "trained while this page was built; their rows are marked 'smoke' and are not "
-        "results.", kind="note"))
-for r in [*pre.values(), *ft.values()]:
-    if superseded(r):
-        display(Admonition("Superseded", f"{r['dir'].name}: {superseded(r)}"))
-
-
-def status(r: dict) -> str:
-    """How far a row can be trusted, in one word."""
-    if not r["recorded"]:
-        return "smoke"
-    return "superseded" if superseded(r) else "recorded"
+for note in run_notices([*pre.values(), *ft.values()], missing):
+    display(note)
 
 
 # %% [markdown]
@@ -137,7 +117,8 @@ if pre:
     display(Table(
         [dict(model=NAMES[f], params=size[f], steps=r["metrics"]["step"],
               wall=r["run"]["wall_time_s"] / 60, linear=r["probe"]["linear_top1"],
-              knn=r["probe"]["knn_top1"], n=r["probe"]["test_images"], status=status(r))
+              knn=r["probe"]["knn_top1"], n=r["probe"]["test_images"],
+              status=run_status(r))
          for f, r in pre.items()],
         [Col("model"), Col("params", "params (M)", ".2f"), Col("steps"),
          Col("wall", "pretraining (min)", ".1f"),
@@ -165,7 +146,7 @@ for fam in NAMES:
         r = ft.get((fam, data))
         if r is not None:
             row[data] = r["result"]["top1"]
-            row[f"{data}_status"] = status(r)
+            row[f"{data}_status"] = run_status(r)
             row[f"{data}_wall"] = r["run"]["wall_time_s"] / 60
         row[f"paper_{data}"] = paper.FINETUNE_ACC[data][f"{fam}_base"]
     rows.append(row)

@@ -410,3 +410,18 @@ def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_s
     assert "probe" not in ft and ft["metrics"] == {}
     with pytest.raises(ValueError, match=r"ft\.yaml is a finetune config: give start_from"):
         load_recorded_run(tmp_path, "not_recorded", "ft.yaml", smoke_steps=0)
+
+
+def test_run_status_and_notices():
+    from aot_lib.book import run_notices, run_status
+
+    rec = {"recorded": True, "dir": Path("a"), "run": {}}
+    old = {"recorded": True, "dir": Path("b"), "run": {"superseded": "the code changed"}}
+    smoke = {"recorded": False, "dir": Path("c"), "run": {}}
+    assert [run_status(r) for r in (rec, old, smoke)] == ["recorded", "superseded", "smoke"]
+    notes = run_notices([rec, old, smoke], missing=["d"])
+    assert [n.title for n in notes] == ["Data not configured", "Trained now, at smoke scale", "Superseded"]
+    assert [n.kind for n in notes[:2]] == ["warning", "note"]
+    assert notes[0].text.startswith("d: not recorded") and notes[1].text.startswith("c: no recorded run")
+    assert notes[2].text == "b: the code changed"
+    assert run_notices([rec]) == []
