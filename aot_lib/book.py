@@ -230,13 +230,24 @@ def superseded(run: Mapping) -> str:
 RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json"}
 
 
-def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, start_from: Path | None = None) -> dict:
+def is_recorded(root: Path, name: str, config: str) -> bool:
+    """Whether ``results/cpu/<name>`` holds the result of ``configs/cpu/<config>``'s stage."""
+    from .config import config_stage
+
+    stage = config_stage(root / "configs" / "cpu" / config)
+    return (root / "results" / "cpu" / name / RESULT_FILES[stage]).exists()
+
+
+def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
+                      start_from: Path | Mapping[str, Path] | None = None) -> dict:
     """``results/cpu/<name>`` if recorded; otherwise a smoke-sized run of ``configs/cpu/<config>`` trained
     now (which needs the data: :class:`aot_lib.data.DataError` otherwise).
 
     The config's stage (:func:`aot_lib.config.config_stage`) says what a run is: pretraining (then probed),
     fine-tuning or distillation. A smoke fine-tuning or distillation starts from ``start_from`` (the
-    checkpoint or recorded ``encoder.pt`` of the run it builds on) and trains one epoch of 2,000 images.
+    checkpoint or recorded ``encoder.pt`` of the run it builds on: ``finetune.checkpoint`` or
+    ``distill.teacher``; or a mapping of config keys to such files, e.g. a distillation's
+    ``{"distill.teacher": ..., "distill.student_init": ...}``) and trains one epoch of 2,000 images.
 
     Returns ``source`` (a sentence), ``dir``, ``recorded`` (bool), ``stage``, the ``curve`` (``step``,
     ``loss`` and, for pretraining, ``pred`` and ``sigreg``), ``run``, ``metrics`` (empty but for
@@ -252,7 +263,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, star
     path = root / "configs" / "cpu" / config
     stage = config_stage(path)
     rec = root / "results" / "cpu" / name
-    if (rec / RESULT_FILES[stage]).exists():
+    if is_recorded(root, name, config):
         run: dict = {"source": f"recorded in results/cpu/{name}", "dir": rec, "recorded": True}
     else:
         from . import train
@@ -264,9 +275,10 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int, star
         else:
             if start_from is None:
                 raise ValueError(f"{config} is a {stage} config: give start_from, the checkpoint it starts from")
-            key = "checkpoint" if stage == "finetune" else "teacher"
-            overrides += [f"{stage}.{key}={start_from}", f"{stage}.epochs=1", f"{stage}.warmup_epochs=0",
-                          f"{stage}.batch_size=64"]
+            if not isinstance(start_from, Mapping):
+                start_from = {f"{stage}.{'checkpoint' if stage == 'finetune' else 'teacher'}": start_from}
+            overrides += [f"{k}={v}" for k, v in start_from.items()]
+            overrides += [f"{stage}.epochs=1", f"{stage}.warmup_epochs=0", f"{stage}.batch_size=64"]
         cfg = load_config(path, overrides)
         if stage == "pretrain":
             train.pretrain(cfg)

@@ -79,6 +79,7 @@ DEFAULTS: dict[str, Any] = {
     # theorem1 and audit use a fixed batch of the first `images` training images at the global view size
     "monitor": {"every": 0, "images": 256, "rankme": True, "theorem1": True, "audit": True, "eps": 0.5},
     "distill": {"teacher": None, "teacher_model": "vit_tiny",
+                "alpha": 0.5,  # weight of the teacher's label (the paper: equal weights); 0: labels alone, no teacher
                 "student_init": None,  # checkpoint the student starts from (its head excluded); null: from scratch
                 "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
                 "batch_size": 256, "warmup_epochs": 5},
@@ -231,7 +232,7 @@ SCHEMA: dict[str, _Spec] = {
     "monitor.every": _int(0, example="100"), "monitor.images": _int(2, example="256"), "monitor.rankme": _BOOL,
     "monitor.theorem1": _BOOL, "monitor.audit": _BOOL, "monitor.eps": _num(0, lo_open=True, example="0.5"),
     "distill.teacher": _Spec("str", nullable=True), "distill.student_init": _Spec("str", nullable=True),
-    "distill.teacher_model": _STR, "distill.epochs": _int(1),
+    "distill.teacher_model": _STR, "distill.alpha": _num(0, 1), "distill.epochs": _int(1),
     "distill.lr": _num(0, lo_open=True), "distill.weight_decay": _num(0), "distill.batch_size": _int(1),
     "distill.warmup_epochs": _num(0),
 }

@@ -162,25 +162,29 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
 
 def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
     """Total loss, prediction loss and the SIGReg statistic against the step, one panel each
-    (chapter 5 for one run; the paper's Figure 3 for several).
+    (chapter 5 for one run; the paper's Figure 3 for several); a supervised run's curve, which has
+    only ``loss``, gets the first panel alone.
 
-    ``curves`` is one run's curve (a mapping with ``step``, ``loss``, ``pred`` and ``sigreg``
-    lists) or several, keyed by their legend label.
+    ``curves`` is one run's curve (a mapping with ``step``, ``loss`` and, for pretraining, ``pred``
+    and ``sigreg`` lists) or several, keyed by their legend label.
     """
     import matplotlib.pyplot as plt
 
     if "step" in curves:  # a single curve
         curves = {"": curves}
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    panels = [(k, t) for k, t in (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
+              if all(k in c for c in curves.values())]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
+    axes = axes[0]
     if note:
         fig.suptitle(note, fontsize=8, color="darkred")
-    panels = (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
     for ax, (key, title) in zip(axes, panels):
         for label, curve in curves.items():
             ax.plot(curve["step"], curve[key], label=label or None, lw=1.2)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
-    axes[2].set_yscale("log")
+        if key == "sigreg":
+            ax.set_yscale("log")
     if len(curves) > 1:
         axes[0].legend(fontsize=8)
     fig.tight_layout()

@@ -28,7 +28,23 @@ from .registry import create_model
 from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
 from .runtime import compile_enabled, make_fabric
 
-__all__ = ["finetune", "distill", "evaluate"]
+__all__ = ["finetune", "distill", "evaluate", "hard_label_distillation_loss"]
+
+
+def hard_label_distillation_loss(logits: torch.Tensor, label_loss: torch.Tensor, teacher_logits: torch.Tensor,
+                                 alpha: float = 0.5) -> torch.Tensor:
+    """DeiT's hard-label distillation (Sec. Black-Box Transformer Validation, Table 4 ``tab:vit``):
+    "the student minimizes an equal-weighted sum of cross-entropy losses against the ground-truth label and
+    the teacher pseudo-label", the pseudo-label being the teacher's highest-confidence class:
+
+        (1 - alpha) * label_loss + alpha * CE(logits, argmax teacher_logits)
+
+    ``label_loss`` is the ground-truth cross-entropy as the caller computed it (label smoothing or mixing
+    included; DeiT uses the teacher's label as given). ``alpha`` = 0.5 is the paper's equal weighting;
+    0 trains on the labels alone (``distill.alpha``)."""
+    if alpha == 0:
+        return label_loss
+    return (1 - alpha) * label_loss + alpha * F.cross_entropy(logits, teacher_logits.argmax(1))
 
 
 @torch.no_grad()
@@ -151,9 +167,10 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
                 ce = F.cross_entropy(logits, y, label_smoothing=smoothing)
             if teacher is None:
                 return {"loss": ce, "epoch": epoch}
-            with torch.no_grad():  # DeiT hard-label distillation: 1/2 CE(label) + 1/2 CE(teacher's argmax)
-                pseudo = teacher(x).argmax(1)
-            return {"loss": 0.5 * ce + 0.5 * F.cross_entropy(logits, pseudo), "ce_label": ce.detach(), "epoch": epoch}
+            with torch.no_grad():
+                teacher_logits = teacher(x)
+            loss = hard_label_distillation_loss(logits, ce, teacher_logits, sc["alpha"])
+            return {"loss": loss, "ce_label": ce.detach(), "epoch": epoch}
 
         result = fit(fabric, run, student, opt, sched, step_fn, total_steps=total, rng=gen, images_per_step=gb,
                      kind=kind)
@@ -172,8 +189,10 @@ def finetune(cfg: dict) -> dict:
     """Full fine-tuning of a pretrained encoder (Table 2), or supervised training from scratch when
     ``finetune.checkpoint`` is null (e.g. a ViT teacher for :func:`distill`).
 
-    With a checkpoint, inputs are normalised with the statistics of the data it was pretrained on (the
-    features were learned for those), and the position embedding is interpolated to ``finetune.image_size``.
+    With a checkpoint, the model is the checkpoint's (its ``model`` section replaces the config's, and the
+    run's ``config.yaml`` records it), inputs are normalised with the statistics of the data it was
+    pretrained on (the features were learned for those), and the position embedding is interpolated to
+    ``finetune.image_size``.
     """
     validate_config(cfg)
     fc = cfg["finetune"]
@@ -181,6 +200,9 @@ def finetune(cfg: dict) -> dict:
     if fc["checkpoint"]:
         pcfg = load_checkpoint(fc["checkpoint"])["config"]
         model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
+        # the model is the checkpoint's: the run's config records it, so a later distillation or resume
+        # that rebuilds this network from the config gets the same one
+        cfg["model"] = {**pcfg["model"], "compile": cfg["model"]["compile"]}
         info = _load_into(model, fc["checkpoint"], "finetune.checkpoint")
         model.img_size = fc["image_size"] or pcfg["views"]["global_size"]
         mean, std = normalization_for(pcfg)
@@ -194,28 +216,36 @@ def finetune(cfg: dict) -> dict:
 
 
 def distill(cfg: dict) -> dict:
-    """Hard-label distillation (DeiT; Table 4): the student ``model.name`` learns from the label and from the
-    argmax of a teacher loaded from a local checkpoint (never from a hub). The student starts from
-    ``distill.student_init`` (any aot_lib checkpoint; its head is not used) or from scratch — never from the
-    teacher's own weights, which would hand it the teacher's solution."""
+    """Hard-label distillation (DeiT; Table 4, :func:`hard_label_distillation_loss`): the student
+    ``model.name`` learns from the label and from the argmax of a teacher loaded from a local checkpoint
+    (never from a hub), weighted by ``distill.alpha`` (0.5, the paper's equal weights; 0: no teacher, labels
+    alone). The student starts from ``distill.student_init`` (any aot_lib checkpoint; its head is not used)
+    or from scratch — never from the teacher's own weights, which would hand it the teacher's solution."""
     validate_config(cfg)
     dc = cfg["distill"]
-    if not dc["teacher"]:
+    if dc["alpha"] == 0 and dc["teacher"]:
+        raise ValueError(f"distill.alpha is 0, so the teacher {dc['teacher']} would never be used: "
+                         "set distill.teacher=null, or distill.alpha above 0 to distil")
+    if dc["alpha"] > 0 and not dc["teacher"]:
         raise CheckpointError("distill.teacher is not set: train a teacher first, e.g. "
-                              "'aot finetune --config configs/cpu/vit_tiny_teacher_cifar10.yaml', then pass its last.ckpt")
-    ckpt = load_checkpoint(dc["teacher"])
+                              "'aot finetune --config configs/cpu/table4/vit_tiny_teacher.yaml', then pass its "
+                              "last.ckpt (or set distill.alpha=0 to train on the labels alone)")
     classes = len(load_train_test(cfg)[1].classes)
-    tcfg = ckpt["config"]
-    teacher = create_model(dc["teacher_model"], num_classes=classes,
-                           **{**tcfg["model"]["overrides"], "img_size": cfg["views"]["global_size"]})
-    try:
-        teacher.load_state_dict(encoder_state_dict(ckpt, with_head=True))
-    except RuntimeError as e:
-        raise CheckpointError(f"teacher checkpoint {dc['teacher']} does not fit {dc['teacher_model']} "
-                              f"with {classes} classes ({str(e).splitlines()[0]}); check distill.teacher_model") from None
-    for p in teacher.parameters():
-        p.requires_grad_(False)
+    teacher = None
+    if dc["teacher"]:
+        ckpt = load_checkpoint(dc["teacher"])
+        tcfg = ckpt["config"]
+        teacher = create_model(dc["teacher_model"], num_classes=classes,
+                               **{**tcfg["model"]["overrides"], "img_size": cfg["views"]["global_size"]})
+        try:
+            teacher.load_state_dict(encoder_state_dict(ckpt, with_head=True))
+        except RuntimeError as e:
+            raise CheckpointError(f"teacher checkpoint {dc['teacher']} does not fit {dc['teacher_model']} "
+                                  f"with {classes} classes ({str(e).splitlines()[0]}); check distill.teacher_model") from None
+        for p in teacher.parameters():
+            p.requires_grad_(False)
     student = build_encoder(cfg, num_classes=classes)
     info = _load_into(student, dc["student_init"], "distill.student_init") if dc["student_init"] else {"loaded_from": None}
-    mean, std = normalization_for(tcfg)
+    # inputs as the teacher saw them; without one (alpha 0), as the initial weights did
+    mean, std = normalization_for(tcfg if teacher is not None else info.get("checkpoint_config") or cfg)
     return _supervised(cfg, "distill", student, teacher, mean, std, info)

@@ -23,6 +23,7 @@ from aot_lib.book import (
     check_html,
     data_label,
     data_missing_note,
+    is_recorded,
     load_recorded_run,
     run_record_box,
 )
@@ -402,6 +403,7 @@ def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_s
               "step,loss\n10,1.5\n20,1.0\n")  # fine-tuning writes no metrics.json
     pre = load_recorded_run(tmp_path, "pre", "pre.yaml", smoke_steps=5)
     assert (pre["recorded"], pre["stage"], pre["source"]) == (True, "pretrain", "recorded in results/cpu/pre")
+    assert is_recorded(tmp_path, "pre", "pre.yaml") and not is_recorded(tmp_path, "ft", "pre.yaml")
     assert pre["curve"] == {"step": [10.0, 20.0], "loss": [2.5, 2.0], "pred": [1.5, 1.25], "sigreg": [20.0, 10.0]}
     assert pre["probe"] == pre["result"] == {"linear_top1": 51.5} and pre["metrics"]["step"] == 20
     ft = load_recorded_run(tmp_path, "ft", "ft.yaml", smoke_steps=0)
@@ -410,6 +412,36 @@ def test_load_recorded_run_reads_each_stage_and_refuses_a_finetune_without_its_s
     assert "probe" not in ft and ft["metrics"] == {}
     with pytest.raises(ValueError, match=r"ft\.yaml is a finetune config: give start_from"):
         load_recorded_run(tmp_path, "not_recorded", "ft.yaml", smoke_steps=0)
+
+
+def test_smoke_distillation_starts_from_every_checkpoint_it_is_given(tmp_path, monkeypatch):
+    """Table 4's students need a teacher and an init: a mapping ``start_from`` sets both config keys (a
+    plain path sets only the teacher), with the smoke schedule, before the distillation is called."""
+    from aot_lib import train
+
+    cpu = tmp_path / "configs" / "cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "kd.yaml").write_text("run: {name: kd}\nmodel: {name: vit_tiny_relu}\ndistill: {epochs: 9}\n")
+    seen = []
+
+    def fake_distill(cfg):
+        seen.append(cfg)
+        d = Path(cfg["run"]["out_dir"]) / cfg["run"]["name"]
+        d.mkdir(parents=True, exist_ok=True)
+        for f, obj in {"run.json": {"status": "finished"}, "distill.json": {"top1": 12.5}}.items():
+            (d / f).write_text(json.dumps(obj))
+        (d / "metrics.csv").write_text("step,loss\n1,2.0\n")
+        (d / "config.yaml").write_text("run: {name: kd}\n")
+
+    monkeypatch.setattr(train, "distill", fake_distill)
+    both = {"distill.teacher": tmp_path / "t.ckpt", "distill.student_init": tmp_path / "s.ckpt"}
+    run = load_recorded_run(tmp_path, "kd", "kd.yaml", smoke_steps=0, start_from=both)
+    d = seen[0]["distill"]
+    assert (d["teacher"], d["student_init"]) == (str(tmp_path / "t.ckpt"), str(tmp_path / "s.ckpt"))
+    assert (d["epochs"], d["warmup_epochs"], d["batch_size"]) == (1, 0, 64)
+    assert (run["recorded"], run["stage"], run["result"]["top1"]) == (False, "distill", 12.5)
+    load_recorded_run(tmp_path, "kd", "kd.yaml", smoke_steps=0, start_from=tmp_path / "t.ckpt")
+    assert seen[1]["distill"]["teacher"] == str(tmp_path / "t.ckpt") and seen[1]["distill"]["student_init"] is None
 
 
 def test_run_status_and_notices():
@@ -425,3 +457,26 @@ def test_run_status_and_notices():
     assert notes[0].text.startswith("d: not recorded") and notes[1].text.startswith("c: no recorded run")
     assert notes[2].text == "b: the code changed"
     assert run_notices([rec]) == []
+
+
+def test_training_curves_draw_the_panels_every_run_has():
+    """Pretraining curves get three panels (SIGReg on a log axis); supervised curves, which log only the
+    loss, one; a mix of the two draws only what all of them have. Each line is the data it was given."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from aot_lib.plotting import plot_training_curves
+
+    pre = {"step": [1, 2], "loss": [3.0, 2.0], "pred": [1.0, 0.5], "sigreg": [10.0, 1.0]}
+    sup = {"step": [1, 2, 3], "loss": [2.3, 1.9, 1.5]}
+    fig = plot_training_curves(pre)
+    assert [a.get_title() for a in fig.axes] == ["total loss", "prediction loss", "SIGReg statistic"]
+    assert [a.get_yscale() for a in fig.axes] == ["linear", "linear", "log"]
+    assert list(fig.axes[1].lines[0].get_ydata()) == [1.0, 0.5]
+    fig = plot_training_curves({"a": sup, "b": pre})
+    assert [a.get_title() for a in fig.axes] == ["total loss"]
+    assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [[2.3, 1.9, 1.5], [3.0, 2.0]]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b"]
+    plt.close("all")

@@ -99,7 +99,14 @@ def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path)
 
     cfg = validate_config(load_config(path))
     stage = config_stage(path)
-    start = {"finetune": cfg["finetune"]["checkpoint"], "distill": cfg["distill"]["teacher"]}.get(stage)
-    if start:
-        names = {load_config(p)["run"]["name"] for p in CPU}
+    starts = {"finetune": [cfg["finetune"]["checkpoint"]],
+              "distill": [cfg["distill"]["teacher"], cfg["distill"]["student_init"]]}.get(stage, [])
+    names = {load_config(p)["run"]["name"] for p in CPU}
+    for start in filter(None, starts):
         assert Path(start).parts[-2] in names and Path(start).name == "last.ckpt", start
+    import yaml
+
+    bases = {(q.parent / yaml.safe_load(q.read_text())["inherit"]).resolve() for q in CPU
+             if "inherit" in yaml.safe_load(q.read_text())}
+    if stage == "distill" and path.resolve() not in bases:  # a run: a teacher unless it trains on labels alone
+        assert bool(cfg["distill"]["teacher"]) == (cfg["distill"]["alpha"] > 0)

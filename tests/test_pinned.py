@@ -17,7 +17,7 @@ from aot_lib.layers import ISTA, ConvPatchStem, PatchStem, interpolate_pos_embed
 from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
 from aot_lib.models import CRATELayer
 from aot_lib.runs import encoder_state_dict
-from aot_lib.supervised import evaluate
+from aot_lib.supervised import evaluate, hard_label_distillation_loss
 
 F64 = dict(rtol=1e-12, atol=1e-12)  # float64 references: a few ulps of O(1) values
 
@@ -229,6 +229,28 @@ def test_encoder_state_dict_of_every_checkpoint_kind():
         assert encoder_state_dict({"kind": kind, "model": sup}) == {"stem.w": t["encoder.stem.w"]}
         assert encoder_state_dict({"kind": kind, "model": sup}, with_head=True) == sup
     assert all(v is t["encoder.stem.w"] for k, v in encoder_state_dict({"model": t}).items() if k == "stem.w")  # not copied
+
+
+# ----------------------------------------------------------------------------- distillation loss
+
+def test_hard_label_distillation_loss_against_a_float64_reference():
+    """(1 - alpha) CE(label) + alpha CE(teacher's argmax), the DeiT loss of Table 4, written out by hand in
+    float64: log-softmax of the logits picked at the label and at the teacher's top class."""
+    g = torch.Generator().manual_seed(0)
+    logits, teacher = torch.randn(6, 5, generator=g), torch.randn(6, 5, generator=g)
+    labels = torch.tensor([0, 1, 2, 3, 4, 0])
+    teacher[:, 2] += 10  # the teacher says class 2 for every image, so its label differs from most true ones
+    logp = logits.double() - logits.double().exp().sum(1, keepdim=True).log()
+    ce_label = -logp[torch.arange(6), labels].mean()
+    ce_teacher = -logp[:, 2].mean()
+    label_loss = torch.nn.functional.cross_entropy(logits, labels)
+    for alpha in (0.0, 0.25, 0.5, 1.0):
+        got = hard_label_distillation_loss(logits, label_loss, teacher, alpha)
+        want = (1 - alpha) * ce_label + alpha * ce_teacher
+        assert got.item() == pytest.approx(want.item(), rel=1e-6)  # float32 log-softmax of 5 logits
+    assert hard_label_distillation_loss(logits, label_loss, teacher) == hard_label_distillation_loss(logits, label_loss, teacher, 0.5)
+    # the pseudo-label is the argmax, not the teacher's distribution: rescaling its logits changes nothing
+    assert hard_label_distillation_loss(logits, label_loss, teacher * 7) == hard_label_distillation_loss(logits, label_loss, teacher)
 
 
 # ----------------------------------------------------------------------------- supervised evaluation

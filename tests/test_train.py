@@ -21,7 +21,7 @@ def _losses(run, key="loss"):
     import csv
 
     with open(run / "metrics.csv") as f:
-        return {int(r["step"]): float(r[key]) for r in csv.DictReader(f)}
+        return {int(r["step"]): float(r[key]) for r in csv.DictReader(f) if r.get(key)}
 
 
 def test_pretrain_checkpoint_probe_smoke(setup):
@@ -153,6 +153,40 @@ def test_finetune_and_distill(setup):
     assert 0 <= student["top1"] <= 100
     with pytest.raises(train.CheckpointError, match="distill.teacher is not set"):
         train.distill(tiny_config(data, out, "run.name=s2", "model.name=vit_tiny_relu", vit))
+
+
+def test_table4_chain_pretrained_vit_teacher_and_students(setup):
+    """Table 4's chain at toy size: a LeJEPA-pretrained ViT (depth 2, not the registry's 12) is fine-tuned into
+    a teacher, which is rebuilt at depth 2 from the fine-tuning's own config; the ReLU student starts from
+    the pretrained weights with distillation (alpha 0.5) or on labels alone (alpha 0), and the latter is
+    exactly a fine-tuning of the same init with the same schedule."""
+    data, out = setup
+    vit = "model.overrides={depth: 2, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    train.pretrain(tiny_config(data, out, "run.name=vpre", "model.name=vit_tiny", vit, "optim.max_steps=2"))
+    pre = out / "vpre" / "last.ckpt"
+    # the fine-tuning config names no model: the checkpoint's is used, and recorded as the run's
+    train.finetune(tiny_config(data, out, "run.name=vteacher", f"finetune.checkpoint={pre}"))
+    recorded = load_config(out / "vteacher" / "config.yaml")["model"]
+    assert recorded["name"] == "vit_tiny" and recorded["overrides"]["depth"] == 2
+    relu = ["model.name=vit_tiny_relu", vit, f"distill.student_init={pre}"]
+    kd = train.distill(tiny_config(data, out, "run.name=vkd", *relu, f"distill.teacher={out / 'vteacher' / 'last.ckpt'}"))
+    nokd = train.distill(tiny_config(data, out, "run.name=vnokd", *relu, "distill.alpha=0"))
+    assert 0 <= kd["top1"] <= 100 and _losses(out / "vkd", "ce_label")  # the distilled run logs its label term
+    # alpha 0 = plain supervised training: the same steps as fine-tuning the same model from the same init
+    from aot_lib.pretrain import build_encoder
+    from aot_lib.supervised import _load_into, _supervised, normalization_for
+
+    cfg = tiny_config(data, out, "run.name=vplain", *relu, "distill.alpha=0")
+    student = build_encoder(cfg, num_classes=2)
+    info = _load_into(student, pre, "distill.student_init")
+    plain = _supervised(cfg, "distill", student, None, *normalization_for(info["checkpoint_config"]), info)
+    assert plain["top1"] == nokd["top1"] and _losses(out / "vplain") == _losses(out / "vnokd")
+    assert not _losses(out / "vnokd", "ce_label")
+    with pytest.raises(ValueError, match="distill.alpha is 0.*set distill.teacher=null"):
+        train.distill(tiny_config(data, out, "run.name=vbad", *relu, "distill.alpha=0",
+                                  f"distill.teacher={out / 'vteacher' / 'last.ckpt'}"))
+    with pytest.raises(ValueError, match="distill.alpha"):
+        tiny_config(data, out, "run.name=vbad", *relu, "distill.alpha=1.5")
 
 
 def test_cli_pretrain_and_probe(setup, capsys):
