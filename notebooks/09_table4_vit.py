@@ -28,7 +28,7 @@
 # 1.8 M parameters), and ViT-S rises from 93.58 % to 93.67 % (21.4 M to 7.2 M). Both
 # students start from pretrained weights and minimise an equal-weighted sum of two
 # cross-entropies, one against the label and one against the teacher's top class
-# ({func}`aot_lib.supervised.hard_label_distillation_loss`).
+# (`aot_lib.supervised.hard_label_distillation_loss`).
 #
 # **What is scaled down** (`configs/cpu/table4/`, one budget for the table):
 #
