@@ -39,8 +39,8 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from aot_lib.augment import prepare_images
-from aot_lib.book import (Admonition, example_images, load_recorded_run, pick,
-                          run_record_box)
+from aot_lib.book import (Admonition, example_images, is_recorded, load_recorded_run,
+                          pick, run_record_box)
 from aot_lib.config import load_config
 from aot_lib.data import DataError, normalization_stats
 from aot_lib.models import admm_coefficients
@@ -68,7 +68,7 @@ run_record_box(seed=0)
 runs = {}
 for f in RECIPE + ADMM:
     name = load_config(f)["run"]["name"]
-    if (ROOT / "results" / "cpu" / "sweep" / name / "probe.json").exists():
+    if is_recorded(ROOT, f"sweep/{name}", f"sweep/{f.name}"):
         runs[f.stem] = load_recorded_run(ROOT, f"sweep/{name}", f"sweep/{f.name}",
                                          smoke_steps=0)
 if not runs:
