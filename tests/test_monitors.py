@@ -72,6 +72,48 @@ def test_theorem1_terms_match_a_numpy_reference():
     assert got["rate_gap"] == pytest.approx(gap, rel=1e-10)
 
 
+def test_theorem1_terms_follow_the_quadrature_they_are_given():
+    """A grid other than the default (t_max 2.5, 9 nodes) reaches both the statistic and C_w: against the
+    numpy reference on that grid, and unequal to the default grid's values (so the test can tell them apart)."""
+    from aot_lib.sigreg import sample_directions
+
+    y = np.random.default_rng(2).normal(size=(200, 6)) @ np.diag([2.0, 1.5, 1.0, 1.0, 0.7, 0.3])
+    got = theorem1_terms(torch.from_numpy(y), num_slices=7, seed=1, t_max=2.5, n_points=9)
+    directions = sample_directions(6, 7, 1, dtype=torch.float64).numpy()
+    ep, s2, _ = _theorem1_reference(y, 0.5, directions, t_max=2.5, n_points=9)
+    assert got["sigreg"] == pytest.approx(ep, rel=1e-9)  # as in the test above
+    assert got["sigreg2"] == pytest.approx(s2, rel=1e-10)
+    default = theorem1_terms(torch.from_numpy(y), num_slices=7, seed=1)
+    assert abs(default["sigreg"] - got["sigreg"]) > 1e-3 * got["sigreg"]
+    assert abs(default["sigreg2"] - got["sigreg2"]) > 1e-3 * got["sigreg2"]
+
+
+def _theorem1_worker(rank, world, port, y, out):
+    import os
+
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    out[rank] = theorem1_terms(y, num_slices=5, seed=4)
+    dist.destroy_process_group()
+
+
+def test_theorem1_terms_of_one_batch_on_two_processes_equal_one_process():
+    """The monitor's fixed batch is the same on every rank; the statistic is all-reduced over ranks inside
+    epps_pulley, so the per-sample value must divide by the global count n * world and come out unchanged."""
+    import os
+
+    import torch.multiprocessing as mp
+
+    y = torch.randn(60, 5, dtype=torch.float64)
+    out = mp.Manager().dict()
+    mp.spawn(_theorem1_worker, args=(2, 29600 + os.getpid() % 1000, y, out), nprocs=2, join=True)
+    ref = theorem1_terms(y, num_slices=5, seed=4)
+    for rank in range(2):
+        assert out[rank] == pytest.approx(ref, rel=1e-12)  # the same float64 sums in another order
+
+
 def test_theorem1_terms_vanish_together_at_isotropy():
     """Whitened embeddings have Sigma_hat = I exactly: rate gap and covariance component are 0 (to rounding),
     while the sliced statistic keeps only its finite-sample and higher-moment part."""
@@ -171,7 +213,8 @@ def test_audit_of_crate_reads_its_tokens_and_refuses_vit():
         assert row["zeros"] == pytest.approx((out == 0).double().mean().item(), abs=0) and row["zeros"] > 0  # ISTA's ReLU
         assert "tau_mean" not in row and "primal" not in row
     vit = create_model("vit_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=1)
-    with pytest.raises(ValueError, match=r"^audit_layers needs blocks with an MSSA"):
+    with pytest.raises(ValueError, match=r"^audit_layers needs blocks with an MSSA \(AoT-ADMM, CRATE, AoT\); "
+                                         r"block 0 is ViTBlock$"):
         audit_layers(vit, torch.randn(1, 3, 16, 16))
 
 
@@ -269,6 +312,7 @@ def test_build_monitors_builds_what_the_config_asks_for():
     assert [type(m) for m in built] == [RankMe, Theorem1Monitor, WhiteBoxAudit]
     assert all(m.every == 7 for m in built)
     assert built[1].images is images and built[1].eps == 0.3 and built[1].seed == 5
+    assert build_monitors(mc, images)[1].seed == 0  # the SIGReg directions of a run without a seed
     assert built[2].images is images and built[2].eps == 0.3
     assert build_monitors({**mc, "every": 0}, images) == []
     assert [type(m) for m in build_monitors({**mc, "rankme": False, "theorem1": False}, images)] == [WhiteBoxAudit]

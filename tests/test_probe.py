@@ -429,3 +429,243 @@ def test_standard_probe_protocol_settings(monkeypatch):
     # deterministic in its seed (crops drawn from a generator seeded from it)
     again = P.standard_linear_probe(Enc(), data, data, 8, (0.5,) * 3, (0.25,) * 3, epochs=2, lr=0.3, batch_size=4, seed=5)
     assert again == r
+
+
+# ----------------------------------------------------------------------------- defaults, seeds and the record
+
+def _knn_reference(trf, ytr, tef, k, t):
+    """DINO's weighted k-NN in float64, one test point at a time (argsort, not topk; no chunks): the k most
+    cosine-similar training points vote exp(sim / T). Also the smallest gap between the k-th and (k+1)-th
+    similarity and the smallest relative margin of the winning vote, over the test points."""
+    tr = trf.double() / trf.double().norm(dim=1, keepdim=True)
+    preds, gap, margin = [], math.inf, math.inf
+    for x in tef.double():
+        s = (tr @ (x / x.norm())).tolist()
+        order = sorted(range(len(s)), key=lambda j: -s[j])
+        if k < len(s):
+            gap = min(gap, s[order[k - 1]] - s[order[k]])
+        v = [0.0] * (int(ytr.max()) + 1)
+        for j in order[:k]:
+            v[int(ytr[j])] += math.exp(s[j] / t)
+        top = sorted(v, reverse=True)
+        margin = min(margin, (top[0] - top[1]) / top[0])
+        preds.append(v.index(top[0]))
+    return torch.tensor(preds), gap, margin
+
+
+def test_knn_probe_defaults_are_dinos_k20_t007():
+    # overlapping classes (the k-NN gets 75 % right): called without k and T, knn_probe must predict what the
+    # float64 reference predicts with k = 20, T = 0.07. Its predictions are handed in as the test labels, so
+    # agreeing on every point is 100 %. T = 1.07 predicts 5 of the 60 points differently.
+    g = torch.Generator().manual_seed(0)
+    means = torch.randn(3, 4, generator=g)
+    ytr, yte = torch.arange(3).repeat(14)[:40], torch.arange(3).repeat(20)[:60]
+    trf = means[ytr] + torch.randn(40, 4, generator=g)
+    tef = means[yte] + torch.randn(60, 4, generator=g)
+    want, gap, margin = _knn_reference(trf, ytr, tef, 20, 0.07)
+    # exact agreement with float32 is safe: the 20th and 21st similarities differ by > 1e-4 (float32 error
+    # ~1e-7) and the winning vote leads by > 1 % (float32 error of exp(s / 0.07) ~1e-6 relative)
+    assert gap > 1e-4 and margin > 1e-2
+    assert (_knn_reference(trf, ytr, tef, 20, 1.07)[0] != want).sum() >= 1  # the temperature matters here
+    assert knn_probe(trf, ytr, tef, want) == {"knn_top1": 100.0, "knn_k": 20}
+    assert knn_probe(trf, ytr, tef, yte)["knn_top1"] == pytest.approx(100 * (want == yte).float().mean().item())
+
+
+def test_linear_probe_default_settings(monkeypatch):
+    """Without settings: AdamW at lr 1e-3 without weight decay, 100 epochs of batches of 1024 (1025 samples:
+    a batch of 1024 and one of 1 per epoch, 200 steps)."""
+    import torch.nn.functional as F
+
+    made, sizes = [], []
+    real_adamw, real_ce = torch.optim.AdamW, F.cross_entropy
+
+    class Recording(real_adamw):
+        def __init__(self, params, **kw):
+            made.append(kw)
+            super().__init__(params, **kw)
+
+    monkeypatch.setattr(torch.optim, "AdamW", Recording)
+    monkeypatch.setattr(F, "cross_entropy", lambda logits, y, **kw: sizes.append(len(y)) or real_ce(logits, y, **kw))
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(1025, 2, generator=g), torch.arange(1025) % 2
+    linear_probe(x, y, x[:4], y[:4])
+    assert made == [{"lr": 1e-3, "weight_decay": 0.0}]
+    assert sizes == [1024, 1] * 100
+
+
+def test_linear_probe_batch_order_depends_on_the_seed_alone(monkeypatch):
+    """The samples are visited in an order drawn from the seed alone: probes of features of another width
+    (another classifier to initialise) see the same batches; another seed, other batches."""
+    import torch.nn.functional as F
+
+    targets = []
+    real_ce = F.cross_entropy
+    monkeypatch.setattr(F, "cross_entropy", lambda logits, y, **kw: targets.append(y.clone()) or real_ce(logits, y, **kw))
+
+    def order(dim, seed):
+        targets.clear()
+        x = torch.randn(40, dim, generator=torch.Generator().manual_seed(dim))
+        linear_probe(x, torch.arange(40), x[:2], torch.arange(2), epochs=2, lr=0.1, batch_size=16, seed=seed)
+        return torch.cat(targets).tolist()  # the labels are the sample indices
+
+    a = order(3, seed=0)
+    assert sorted(a[:40]) == list(range(40)) and a[:40] != a[40:]  # a fresh shuffle every epoch
+    assert order(7, seed=0) == a
+    assert order(3, seed=1) != a
+
+
+def test_select_linear_probe_defaults_split_seed_and_ties(monkeypatch):
+    import aot_lib.probe as P
+
+    calls = []
+    table = {}
+
+    def fake(trf, try_, tef, tey, *, epochs, lr, weight_decay, batch_size, seed):
+        calls.append((trf, tef, {"epochs": epochs, "lr": lr, "weight_decay": weight_decay, "batch_size": batch_size,
+                                 "seed": seed}))
+        return {"linear_top1": table.get((lr, weight_decay), -1.0)}
+
+    monkeypatch.setattr(P, "linear_probe", fake)
+    y = torch.arange(4).repeat_interleave(10)
+    x = torch.arange(40.0)[:, None]  # row i is the number i: which rows were passed is visible
+    # one setting: no validation split, nothing recorded for it; 100 epochs of batches of 1024, seed 0
+    r = P.select_linear_probe(x, y, x, y, 0.1, 0.0)
+    assert [c[2] for c in calls] == [{"epochs": 100, "lr": 0.1, "weight_decay": 0.0, "batch_size": 1024, "seed": 0}]
+    assert r["linear_val_top1"] is None and r["linear_val_fraction"] is None
+    # a grid: the validation split is the seeded stratified split of that seed (seed 2 here, not 0)
+    calls.clear()
+    table.update({(0.2, 0.0): 70.0, (0.1, 0.0): 70.0})
+    r = P.select_linear_probe(x, y, x, y, [0.2, 0.1], 0.0, val_fraction=0.25, epochs=1, seed=2)
+    tr, va = P.stratified_split(y, 0.25, 2)
+    assert not torch.equal(va, P.stratified_split(y, 0.25, 0)[1])
+    for trf, tef, _ in calls[:2]:
+        assert trf.flatten().tolist() == tr.tolist() and tef.flatten().tolist() == va.tolist()
+    # equal scores and decay with the larger learning rate listed first: still the smaller learning rate
+    assert r["linear_lr"] == 0.1 and calls[2][2]["lr"] == 0.1
+
+
+def test_probe_times_are_rounded_to_hundredths(pretrained, monkeypatch):
+    import types
+
+    import aot_lib.probe as P
+
+    cfg, ckpt = pretrained
+    monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
+    monkeypatch.setattr(P, "select_linear_probe", lambda *a, **k: {"linear_top1": 1.0})
+    monkeypatch.setattr(P, "knn_probe", lambda *a, **k: {"knn_top1": 2.0})
+    ticks = iter([100.0, 101.0, 101.0 + 1.23456, 101.0 + 4.56789])  # start, probe start, probe end, end
+    monkeypatch.setattr(P, "time", types.SimpleNamespace(time=lambda: next(ticks)))
+    r = P.probe(cfg)
+    assert r["linear_probe_s"] == 1.23 and r["wall_time_s"] == 5.57
+
+
+class _MeanColour(nn.Module):
+    """Features: the mean of each normalised colour channel, times ``scale`` plus ``shift``; records its inputs."""
+
+    def __init__(self, scale=(1.0, 1.0, 1.0), shift=(0.0, 0.0, 0.0)):
+        super().__init__()
+        self.num_features = 3
+        self.scale, self.shift = torch.tensor(scale), torch.tensor(shift)
+        self.seen = []
+
+    def forward_features(self, x):
+        self.seen.append(x.clone())
+        return x.mean((2, 3)) * self.scale + self.shift
+
+
+def _image_data(n, classes=2, size=8, seed=0):
+    from aot_lib.data import ImageData
+
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % classes
+    return ImageData(torch.randint(0, 256, (n, 3, size, size), dtype=torch.uint8, generator=g), y,
+                     [str(c) for c in range(classes)], "memory")
+
+
+def test_standard_probe_defaults(monkeypatch, capsys):
+    """Without settings: SGD at lr 0.1, 100 epochs of batches of 256 in pretraining's order of seed 0
+    (optim.epoch_order), no progress bar."""
+    import torch.nn.functional as F
+
+    import aot_lib.probe as P
+    from aot_lib.optim import epoch_order
+
+    lrs, targets = [], []
+    real_sgd, real_ce = torch.optim.SGD, F.cross_entropy
+
+    class SGD(real_sgd):
+        def __init__(self, params, **kw):
+            lrs.append(kw["lr"])
+            super().__init__(params, **kw)
+
+    monkeypatch.setattr(torch.optim, "SGD", SGD)
+    monkeypatch.setattr(F, "cross_entropy", lambda logits, y, **kw: targets.append(y.clone()) or real_ce(logits, y, **kw))
+    train = _image_data(512, classes=512, size=4)  # label = index: the targets name the samples of each batch
+    P.standard_linear_probe(_MeanColour(), train, _image_data(4, size=4), 4, (0.5,) * 3, (0.25,) * 3)
+    assert lrs == [0.1]
+    want = [epoch_order(0, e, 512)[i * 256:(i + 1) * 256].tolist() for e in range(100) for i in range(2)]
+    assert [t.tolist() for t in targets] == want
+    assert capsys.readouterr().err == ""
+
+
+def test_standard_probe_progress_bar(capsys):
+    import re
+
+    import aot_lib.probe as P
+
+    data = _image_data(8, size=4)
+    P.standard_linear_probe(_MeanColour(), data, data, 4, (0.5,) * 3, (0.25,) * 3, epochs=1, batch_size=4,
+                            progress=True)
+    assert re.search(r"(^|\r)standard linear probe: 100%.* 2/2 ", capsys.readouterr().err)
+    P.standard_linear_probe(_MeanColour(), data, data, 4, (0.5,) * 3, (0.25,) * 3, epochs=1, batch_size=4)
+    assert capsys.readouterr().err == ""
+
+
+def test_standard_probe_views_are_the_documented_crops():
+    """The encoder sees, step by step, batch i of epoch e in pretraining's order (optim.batch_indices of the
+    seed), as one random-resized crop (scale 0.08-1) with flips, drawn from a generator of its own seeded
+    seed + 1, so that the views do not depend on the classifier's initialisation; epochs * max(1, n // batch)
+    steps, then the un-augmented test images."""
+    import aot_lib.probe as P
+    from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.optim import batch_indices
+
+    train, test = _image_data(10, seed=1), _image_data(3, seed=2)
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    enc = _MeanColour()
+    P.standard_linear_probe(enc, train, test, 6, mean, std, epochs=3, lr=0.1, batch_size=8, seed=4)
+    aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=6, global_scale=(0.08, 1.0), jitter_p=0.0,
+                                           grayscale_p=0.0, solarize_p=0.0, blur_p=0.0, mean=mean, std=std))
+    gen = torch.Generator().manual_seed(5)
+    want = [aug(train.images[batch_indices(4, e, 0, 10, 8)], gen)[0] for e in range(3)]  # 10 // 8: one step an epoch
+    assert len(enc.seen) == 3 + 1  # three training steps, one batch of test images
+    for got, w in zip(enc.seen, want):
+        torch.testing.assert_close(got, w, rtol=0, atol=0)
+
+
+def test_standard_probe_is_invariant_to_an_affine_change_of_the_features(monkeypatch):
+    """The parameter-free BatchNorm standardises each feature on the batch: features scaled and shifted per
+    channel train the same classifier (the logits of every step agree); dark against bright images: 100 %."""
+    import torch.nn.functional as F
+
+    import aot_lib.probe as P
+    from aot_lib.data import ImageData
+
+    logits = []
+    real_ce = F.cross_entropy
+    monkeypatch.setattr(F, "cross_entropy", lambda z, y, **kw: logits.append(z.detach().clone()) or real_ce(z, y, **kw))
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(16) % 2
+    images = (torch.randint(0, 60, (16, 3, 8, 8), generator=g) + 190 * y[:, None, None, None]).to(torch.uint8)
+    data = ImageData(images, y, ["dark", "bright"], "memory")
+    args = (data, data, 8, (0.5,) * 3, (0.25,) * 3)
+    r = P.standard_linear_probe(_MeanColour(), *args, epochs=4, lr=0.1, batch_size=8, seed=0)
+    plain, logits[:] = list(logits), []
+    P.standard_linear_probe(_MeanColour(scale=(3.0, 0.5, 2.0), shift=(5.0, -3.0, 40.0)), *args, epochs=4, lr=0.1,
+                            batch_size=8, seed=0)
+    assert len(plain) == len(logits) == 8
+    # features of variance ~2 (channel means at about +-1.5): BatchNorm's eps = 1e-5 and float32 rounding of
+    # the shifted features (~4e-6 at 40) move the standardised features by ~1e-5, so 1e-4 is ample
+    for a, b in zip(plain, logits):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
+    assert r["linear_top1"] == 100.0
