@@ -143,11 +143,11 @@ if table1:
         caption="Table 1 at CPU scale: LeJEPA pretraining (width 192, depth 6, "
                 "10 epochs), linear probe",
         notes=["Pretraining wall time on 2 CPU cores (the probe adds about half a "
-               "minute); the machine is shared, so times are indicative. The CIFAR-100 "
-               "AoT-ADMM run shared it with test runs for its first 17 minutes, when its "
-               "steps ran 1.5–3× slower than the 1 s they took afterwards, so its time "
-               "is inflated by several minutes; the speed comparison below uses the "
-               "CIFAR-10 pair of seed 0.",
+               "minute); the machine is shared, so times are indicative. The "
+               "CIFAR-100 AoT-ADMM run shared it with test runs for its first 17 "
+               "minutes, when its steps ran 1.5–3× slower than the 1 s they took "
+               "afterwards, so its time is inflated by several minutes; the speed "
+               "comparison below uses the CIFAR-10 pair of seed 0.",
                "Linear probe: the quick protocol of chapter 5 (features of "
                "un-augmented images; lr and weight decay chosen on a validation "
                "split); k-NN: the 20 nearest neighbours by cosine similarity, "
@@ -191,7 +191,7 @@ def gap_sentence(data: str) -> str | None:
     s = (f"**{label(data)}:** AoT-ADMM − CRATE = {ours:+.2f} points here, "
          f"{theirs:+.2f} in the paper (Tiny, 800 epochs), with {fewer:.0%} fewer "
          "parameters")
-    if data == "cifar10":  # the pair timed on an otherwise idle machine (see the table's notes)
+    if data == "cifar10":  # the pair timed on an otherwise idle machine (table notes)
         speed = c["run"]["wall_time_s"] / a["run"]["wall_time_s"]
         s += f" and CRATE's pretraining taking {speed:.2f}× as long"
     s += "."
