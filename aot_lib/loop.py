@@ -81,7 +81,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
         if run.ckpt.is_file():
             saved = load_checkpoint(run.ckpt)  # one clear error if corrupt, before Fabric touches it
             if saved.get("kind", "pretrain") != kind:
-                raise CheckpointError(f"{run.ckpt} is a {saved.get('kind')} checkpoint, not {kind}; "
+                raise CheckpointError(f"{run.ckpt} is a {saved.get('kind', 'pretrain')} checkpoint, not {kind}; "
                                       "use another run.name")
         try:
             rest = fabric.load(run.ckpt, {"model": model, "optimizer": optimizer}, weights_only=True)
@@ -149,6 +149,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                 consecutive += 1
                 skipped_total += 1
             optimizer.zero_grad(set_to_none=True)
+            lr = optimizer.param_groups[0]["lr"]  # the lr this step used, logged beside its loss
             with warnings.catch_warnings():  # a skipped first step is not the misuse this warns about
                 warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)`")
                 scheduler.step()
@@ -166,7 +167,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
             if done % rc["log_every"] == 0 or done == total_steps:
                 now = time.time()
                 last = {k: _scalar(v) for k, v in out.items() if k != "loss" and _is_scalar(v)}
-                last.update(loss=loss_value.item(), lr=optimizer.param_groups[0]["lr"], grad_norm=gnorm.item(),
+                last.update(loss=loss_value.item(), lr=lr, grad_norm=gnorm.item(),
                             skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
                 tick, seen = now, 0
                 fabric.log_dict(last, step=done)

@@ -66,8 +66,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
                                                "tests/test_admm_iterations.py"]),
     # pipeline
     "optim": ("aot_lib/optim.py", ["tests/test_optim.py", "tests/test_probe_protocols.py"]),
-    "loop": ("aot_lib/loop.py", ["tests/test_train.py", "tests/test_faults.py", "tests/test_monitors.py"]),
-    "runs": ("aot_lib/runs.py", ["tests/test_pinned.py", "tests/test_faults.py", "tests/test_train.py"]),
+    "loop": ("aot_lib/loop.py", ["tests/test_train.py", "tests/test_faults.py", "tests/test_monitors.py",
+                                 "tests/test_loop_values.py"]),
+    "runs": ("aot_lib/runs.py", ["tests/test_pinned.py", "tests/test_faults.py", "tests/test_train.py",
+                                 "tests/test_runs_values.py", "tests/test_loop_values.py"]),
     "probe": ("aot_lib/probe.py", ["tests/test_probe.py", "tests/test_probe_protocols.py", "tests/test_faults.py"]),
     "augment": ("aot_lib/augment.py", ["tests/test_augment.py", "tests/test_pinned.py"]),
     "data": ("aot_lib/data.py", ["tests/test_data.py", "tests/test_data_values.py", "tests/test_faults.py"]),

@@ -1,0 +1,561 @@
+"""Values of the run-folder bookkeeping (aot_lib/runs.py): what each function writes, returns and refuses.
+
+Every refusal is matched in full (anchored), every record field against a value set up here (a fake clock,
+a fake commit and hardware), every written file byte for byte. No model is trained here: the training
+loop's use of these functions is tested in tests/test_loop_values.py.
+"""
+import csv
+import json
+import os
+import pickle
+import re
+import time as _time
+
+import pytest
+import torch
+import yaml
+
+from aot_lib import runs
+from aot_lib.config import ConfigError, dump_config, load_config
+
+STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$"  # time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _cfg(out, *extra):
+    return load_config(None, [f"run.out_dir={out}", "run.name=r", "fabric.accelerator=cpu", "fabric.precision=32-true",
+                              *extra])
+
+
+class Clock:
+    """``runs.time`` with a time() the test sets; strftime is the real one."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def time(self):
+        return self.now
+
+    strftime = staticmethod(_time.strftime)
+
+
+@pytest.fixture
+def env(monkeypatch):
+    for k in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    clock = Clock()
+    monkeypatch.setattr(runs, "time", clock)
+    monkeypatch.setattr(runs, "git_commit", lambda: "c0ffee")
+    monkeypatch.setattr(runs, "hardware_summary", lambda: {"cpu": "toy"})
+    return clock
+
+
+def _json(p):
+    return json.loads(p.read_text())
+
+
+# ----------------------------------------------------------------------------- folders and ranks
+
+def test_run_folder_paths_and_initial_state(tmp_path, env):
+    cfg = _cfg(tmp_path / "out")
+    assert runs.run_dir(cfg) == tmp_path / "out" / "r"
+    rf = runs.RunFolder(cfg, "finetune")
+    assert rf.cfg is cfg and rf.kind == "finetune" and rf.path == tmp_path / "out" / "r"
+    assert rf.ckpt == tmp_path / "out" / "r" / "last.ckpt"
+    assert rf.record == {} and rf._lock is None and rf.t0 == 1000.0 and rf.main is True
+
+
+@pytest.mark.parametrize("var", ["RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"])
+def test_rank_zero_is_read_from_every_launcher_variable(monkeypatch, var):
+    for k in ("RANK", "LOCAL_RANK", "NODE_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(k, raising=False)
+    assert runs._is_rank_zero() is True  # none set: a plain launch
+    monkeypatch.setenv(var, "0")
+    assert runs._is_rank_zero() is True
+    monkeypatch.setenv(var, "1")
+    assert runs._is_rank_zero() is False
+
+
+def test_a_process_other_than_rank_zero_touches_nothing(tmp_path, env, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    rf = runs.RunFolder(_cfg(tmp_path), "pretrain")
+    assert rf.main is False
+    with pytest.raises(ValueError, match="^boom$"):
+        with rf as entered:
+            assert entered is rf
+            rf.update(step=3)
+            rf.finish()
+            assert rf.write_result("metrics.json", {"a": 1}) is None
+            raise ValueError("boom")
+    assert not (tmp_path / "r").exists() and rf._lock is None and rf.record == {}
+
+
+def test_getstate_leaves_the_lock_with_the_launcher(tmp_path, env):
+    with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+        lock = rf._lock
+        state = rf.__getstate__()
+        assert state == {**rf.__dict__, "_lock": None} and state["_lock"] is None and rf._lock is lock
+        clone = pickle.loads(pickle.dumps(rf))
+        assert clone._lock is None and clone.path == rf.path and clone.record == rf.record
+
+
+# ----------------------------------------------------------------------------- lock
+
+def test_second_launch_is_refused_at_once_and_the_lock_is_released_on_exit(tmp_path, env, monkeypatch):
+    import filelock
+
+    timeouts = []
+
+    class Recording(filelock.FileLock):
+        def acquire(self, timeout=None, *args, **kwargs):
+            timeouts.append(timeout)
+            return super().acquire(timeout, *args, **kwargs)
+
+    monkeypatch.setattr(filelock, "FileLock", Recording)
+    cfg = _cfg(tmp_path / "a" / "b")  # parents created
+    first = runs.RunFolder(cfg, "pretrain").__enter__()
+    assert (tmp_path / "a" / "b" / "r" / ".lock").exists()
+    second = runs.RunFolder(cfg, "pretrain")
+    with pytest.raises(runs.RunLockedError, match="^" + re.escape(
+            f"run folder {tmp_path / 'a' / 'b' / 'r'} is in use by another launch; wait for it to finish, "
+            "or choose another run.name") + "$"):
+        second.__enter__()
+    assert timeouts == [0, 0]  # one try, no waiting for the other launch
+    assert second._lock is None
+    first.__exit__(None, None, None)
+    assert first._lock is None
+    first._release()  # twice is harmless
+    with runs.RunFolder(cfg, "pretrain") as third:  # free again, in the existing folder
+        assert third._lock is not None
+
+
+# ----------------------------------------------------------------------------- record
+
+def test_run_json_of_a_first_and_a_second_launch(tmp_path, env):
+    cfg = _cfg(tmp_path, "run.seed=7")
+    with runs.RunFolder(cfg, "distill") as rf:
+        path = rf.path
+        assert (path / "config.yaml").read_text() == dump_config(cfg)
+        first = _json(path / "run.json")
+        assert re.match(STAMP, first.pop("started")) and re.match(STAMP, first.pop("updated"))
+        assert first == {"kind": "distill", "commit": "c0ffee", "seed": 7, "hardware": {"cpu": "toy"},
+                         "fabric": {"accelerator": "cpu", "devices": 1, "num_nodes": 1, "strategy": "auto",
+                                    "precision": "32-true"},
+                         "launches": 1, "wall_time_s_before": 0.0, "status": "running", "wall_time_s": 0.0}
+        env.now = 1001.234
+        rf.update(step=5)
+        assert _json(path / "run.json")["wall_time_s"] == 1.23 and _json(path / "run.json")["step"] == 5
+        env.now = 1002.5
+        rf.finish(metrics={"x": 1})
+        done = _json(path / "run.json")
+        assert done["status"] == "finished" and re.match(STAMP, done["finished"]) and done["metrics"] == {"x": 1}
+        assert done["wall_time_s"] == 2.5
+        rf.finish("stopped")
+        assert _json(path / "run.json")["status"] == "stopped"
+        assert rf.write_result("probe.json", {"top1": 50.0}) == path / "probe.json"
+        assert _json(path / "probe.json") == {"top1": 50.0}
+    record = _json(path / "run.json")
+    record["started"] = "2000-01-01T00:00:00+0000"
+    (path / "run.json").write_text(json.dumps(record))
+    (path / "last.ckpt").write_bytes(b"x")  # a run to resume
+    env.now = 2000.0
+    with runs.RunFolder(cfg, "distill") as rf:
+        second = _json(path / "run.json")
+        assert second["started"] == "2000-01-01T00:00:00+0000" and second["launches"] == 2
+        assert second["wall_time_s_before"] == 2.5 and second["wall_time_s"] == 2.5 and second["status"] == "running"
+        env.now = 2001.0
+        rf.update()
+        assert _json(path / "run.json")["wall_time_s"] == 3.5  # this launch's second on top of the last one's 2.5
+
+
+def test_corrupt_run_json_starts_a_fresh_record(tmp_path, env):
+    path = tmp_path / "r"
+    path.mkdir()
+    (path / "run.json").write_text("{not json")
+    with runs.RunFolder(_cfg(tmp_path), "pretrain"):
+        record = _json(path / "run.json")
+    assert record["launches"] == 1 and record["wall_time_s_before"] == 0.0 and re.match(STAMP, record["started"])
+
+
+@pytest.mark.parametrize("exc, status", [(ValueError("bad value"), "failed: ValueError: bad value"),
+                                         (KeyboardInterrupt(), "interrupted")])
+def test_exit_records_how_a_running_launch_ended(tmp_path, env, exc, status):
+    with pytest.raises(type(exc)):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain"):
+            raise exc
+    assert _json(tmp_path / "r" / "run.json")["status"] == status
+
+
+def test_exit_keeps_a_status_already_set_and_a_clean_exit_changes_nothing(tmp_path, env):
+    with pytest.raises(KeyboardInterrupt):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+            rf.update(status="interrupted at step 3")
+            raise KeyboardInterrupt
+    assert _json(tmp_path / "r" / "run.json")["status"] == "interrupted at step 3"
+    (tmp_path / "r" / "last.ckpt").write_bytes(b"x")
+    with runs.RunFolder(_cfg(tmp_path), "pretrain"):
+        pass
+    assert _json(tmp_path / "r" / "run.json")["status"] == "running"  # the command, not __exit__, finishes a run
+
+
+# ----------------------------------------------------------------------------- an existing run
+
+@pytest.mark.parametrize("present", [("last.ckpt",), ("metrics.csv",), ("logs",), ("last.ckpt", "metrics.csv", "logs")])
+def test_an_existing_run_is_refused_without_resume(tmp_path, env, present):
+    path = tmp_path / "r"
+    path.mkdir()
+    for name in present:
+        (path / name).mkdir() if name == "logs" else (path / name).write_bytes(b"old")
+    before = sorted(os.listdir(path))
+    with pytest.raises(ConfigError, match="^" + re.escape(
+            f"run folder {path} already holds a run ({', '.join(present)}) and run.resume=false; choose another "
+            "run.name, resume it (run.resume=true), or replace it (run.overwrite=true)") + "$"):
+        with runs.RunFolder(_cfg(tmp_path, "run.resume=false"), "pretrain"):
+            pass
+    assert sorted(os.listdir(path)) == sorted([*before, ".lock"])
+    with runs.RunFolder(_cfg(tmp_path / "x", "run.resume=false"), "pretrain"):  # an empty folder is no run
+        pass
+    with runs.RunFolder(_cfg(tmp_path), "pretrain"):  # resume=true: the same folder is taken up again
+        pass
+
+
+def test_overwrite_removes_exactly_the_old_results(tmp_path, env):
+    path = tmp_path / "r"
+    (path / "logs" / "version_0").mkdir(parents=True)
+    (path / "logs" / "version_0" / "metrics.csv").write_text("step\n1\n")
+    (path / "tensorboard").mkdir()
+    for name in ("last.ckpt", "metrics.csv", "metrics.json", "run.json", "finetune.json", "probe.json",
+                 "features-1.pt", "features-abc.pt", "notes.txt", "encoder.pt"):
+        (path / name).write_text("old")
+    (path / "config.yaml").write_text(dump_config(_cfg(tmp_path, "optim.lr=0.25")))
+    cfg = _cfg(tmp_path, "run.resume=false", "run.overwrite=true")
+    with runs.RunFolder(cfg, "pretrain"):
+        pass
+    # distill.json absent: removing what is not there is fine
+    assert sorted(os.listdir(path)) == [".lock", "config.yaml", "encoder.pt", "notes.txt", "run.json"]
+    assert (path / "notes.txt").read_text() == "old" and (path / "config.yaml").read_text() == dump_config(cfg)
+    assert _json(path / "run.json")["launches"] == 1  # the old record went with the old run
+
+
+def test_resume_checks_the_config_it_was_started_with(tmp_path, env):
+    first = _cfg(tmp_path, "optim.lr=0.0005")
+    with runs.RunFolder(first, "pretrain"):
+        pass
+    path = tmp_path / "r"
+    # no checkpoint yet (the first launch died before one): the new config replaces the old one
+    other = _cfg(tmp_path, "optim.lr=0.001")
+    with runs.RunFolder(other, "pretrain"):
+        pass
+    assert (path / "config.yaml").read_text() == dump_config(other)
+    (path / "last.ckpt").write_bytes(b"x")
+    with pytest.raises(ConfigError, match="^" + re.escape(
+            f"run {path} was started with another config (optim.lr: 0.001 -> 0.002); resume with the same settings, "
+            "or start a new run (another run.name, or run.resume=false run.overwrite=true)") + "$"):
+        with runs.RunFolder(_cfg(tmp_path, "optim.lr=0.002", "run.log_every=3"), "pretrain"):
+            pass
+    six = ["optim.lr=0.002", "optim.epochs=7", "optim.batch_size=3", "optim.weight_decay=0.5", "run.seed=4",
+           "views.n_local=3"]
+    o = other
+    want = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in sorted([
+        ("optim.lr", 0.001, 0.002), ("optim.epochs", o["optim"]["epochs"], 7),
+        ("optim.batch_size", o["optim"]["batch_size"], 3), ("optim.weight_decay", o["optim"]["weight_decay"], 0.5),
+        ("run.seed", o["run"]["seed"], 4), ("views.n_local", o["views"]["n_local"], 3)])[:5])  # the first five
+    with pytest.raises(ConfigError, match="^" + re.escape(f"run {path} was started with another config ({want}); ")):
+        with runs.RunFolder(_cfg(tmp_path, *six), "pretrain"):
+            pass
+    # what may change on resume passes, and the recorded config stays the one the run was started with
+    with runs.RunFolder(_cfg(tmp_path, "optim.lr=0.001", "run.log_every=3", "fabric.devices=2"), "pretrain"):
+        pass
+    assert (path / "config.yaml").read_text() == dump_config(other)
+
+
+def test_config_differences_lists_what_may_not_change():
+    old = {"a": {"x": 1, "y": 2}, "description": "d", "fabric": {"devices": 1}, "fabricx": {"n": 1},
+           "run": {"ckpt_every": 5, "ckpt_everyx": 1, "name": "r"}, "same": 3}
+    new = {"a": {"x": 3, "z": 4}, "description": "e", "fabric": {"devices": 2}, "fabricx": {"n": 2},
+           "run": {"ckpt_every": 6, "ckpt_everyx": 2, "name": "r"}, "same": 3}
+    assert runs.config_differences(old, new) == [("a.x", 1, 3), ("a.y", 2, "<absent>"), ("a.z", "<absent>", 4),
+                                                 ("fabricx.n", 1, 2), ("run.ckpt_everyx", 1, 2)]
+    assert runs.config_differences(new, new) == []
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+class FakeFabric:
+    """Records what save_checkpoint asks of Fabric, and what the target file holds at each barrier."""
+
+    def __init__(self, world_size=1, zero=True, sharded=False):
+        self.world_size, self.is_global_zero, self.sharded = world_size, zero, sharded
+        self.events = []
+
+    def save(self, tmp, state):
+        self.events.append(("save", tmp))
+        if self.sharded:
+            tmp.mkdir()
+            (tmp / "shard0").write_text(state["tag"])
+        else:
+            tmp.write_text(state["tag"])
+
+    def barrier(self):
+        self.events.append(("barrier", self.target_content()))
+
+    def target_content(self):
+        t = self.target
+        return (t / "shard0").read_text() if t.is_dir() else t.read_text() if t.exists() else None
+
+
+def test_save_checkpoint_writes_a_temporary_file_and_renames_it(tmp_path):
+    target = tmp_path / "last.ckpt"
+    target.write_text("old")
+    fab = FakeFabric()
+    fab.target = target
+    runs.save_checkpoint(fab, str(target), {"model": {"w": torch.ones(2)}, "tag": "new"})
+    tmp = tmp_path / f".last.ckpt.tmp{os.getpid()}"
+    assert fab.events == [("save", tmp), ("barrier", "old"), ("barrier", "new")]  # renamed between the barriers
+    assert target.read_text() == "new" and os.listdir(tmp_path) == ["last.ckpt"]
+    # several processes share one temporary name; only rank 0 renames
+    fab = FakeFabric(world_size=2, zero=False)
+    fab.target = target
+    runs.save_checkpoint(fab, target, {"model": {}, "tag": "rank1"})
+    assert fab.events == [("save", tmp_path / ".last.ckpt.tmpddp"), ("barrier", "new"), ("barrier", "new")]
+    assert target.read_text() == "new"
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_save_checkpoint_swaps_sharded_folders(tmp_path, existing):
+    target = tmp_path / "last.ckpt"
+    if existing:
+        target.mkdir()
+        (target / "shard0").write_text("old")
+    fab = FakeFabric(world_size=2, sharded=True)
+    fab.target = target
+    runs.save_checkpoint(fab, target, {"model": {}, "tag": "new"})
+    assert fab.events == [("save", tmp_path / ".last.ckpt.tmpddp"), ("barrier", "old" if existing else None),
+                          ("barrier", "new")]
+    assert os.listdir(tmp_path) == ["last.ckpt"] and (target / "shard0").read_text() == "new"
+
+
+def test_non_finite_weights_are_refused_before_anything_is_written(tmp_path):
+    target = tmp_path / "last.ckpt"
+    target.write_text("old")
+    fab = FakeFabric()
+    fab.target = target
+    state = {"step": 3, "ok": torch.ones(2), "count": torch.tensor([1, 2]), "w": torch.tensor([1.0, float("inf")]),
+             "v": torch.tensor([float("nan")])}
+    with pytest.raises(runs.CheckpointError, match="^" + re.escape(
+            f"refusing to save a checkpoint with non-finite values in 'w'; the previous checkpoint {target} is kept") + "$"):
+        runs.save_checkpoint(fab, target, {"model": state})
+    assert fab.events == [] and target.read_text() == "old"
+    module = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        module.bias[1] = float("nan")
+    assert runs._all_finite(module) == "bias"
+    assert runs._all_finite(torch.nn.Linear(2, 2)) is None and runs._all_finite({"step": 3, "w": torch.ones(1)}) is None
+
+
+def test_load_checkpoint_reads_ours_on_the_cpu(tmp_path):
+    p = tmp_path / "a.ckpt"
+    torch.save({"model": {"w": torch.arange(3.0)}, "config": {"k": 1}}, p)
+    got = runs.load_checkpoint(str(p))
+    assert got["config"] == {"k": 1} and torch.equal(got["model"]["w"], torch.arange(3.0))
+    assert got["model"]["w"].device.type == "cpu"
+    torch.save({"model": {}, "config": {}, "format": 1}, p)
+    assert runs.load_checkpoint(p)["format"] == 1
+
+
+def _refused(message):
+    return pytest.raises(runs.CheckpointError, match="^" + re.escape(message) + "$")
+
+
+def _raiser(error):
+    def load(*args, **kwargs):
+        raise error
+    return load
+
+
+def test_load_checkpoint_refusals(tmp_path):
+    p = tmp_path / "x.ckpt"
+    with _refused(f"checkpoint {p} does not exist; pretrain first (aot pretrain ...) or fix the path"):
+        runs.load_checkpoint(p)
+    p.mkdir()
+    with _refused(f"checkpoint {p} is a sharded (FSDP) folder; load it through the trainer (resume) or "
+                     "consolidate it with lightning's consolidate_checkpoint first"):
+        runs.load_checkpoint(p)
+    p.rmdir()
+    for obj in ([1, 2], {"model": {}}, {"config": {}}, {"weights": torch.zeros(1)}):
+        torch.save(obj, p)
+        with _refused(f"checkpoint {p} was not written by aot_lib (no 'model'/'config' entries)"):
+            runs.load_checkpoint(p)
+    torch.save({"model": {}, "config": {}, "format": 2}, p)
+    with _refused(f"checkpoint {p} has format 2, newer than this aot_lib understands (1); update aot_lib"):
+        runs.load_checkpoint(p)
+
+
+def test_corrupt_checkpoint_names_the_error_and_its_first_line(tmp_path, monkeypatch):
+    p = tmp_path / "x.ckpt"
+    p.write_bytes(b"\x00not a checkpoint")
+    try:  # the reader's own error, to quote
+        torch.load(p, weights_only=True)
+    except Exception as e:  # noqa: BLE001
+        kind, first = type(e).__name__, str(e).strip().splitlines()[0][:80]
+    tail = "); delete it to start over, or point to another checkpoint"
+    with _refused(f"checkpoint {p} is corrupt or not a torch checkpoint ({kind}: {first}{tail}"):
+        runs.load_checkpoint(p)
+    for error, quoted in ((EOFError(), "EOFError: "), (ValueError("  \n"), "ValueError: "),
+                          (ValueError("x" * 90 + "\nsecond line"), "ValueError: " + "x" * 80),
+                          (OSError("\nfirst\nsecond"), "OSError: first")):
+        monkeypatch.setattr(torch, "load", _raiser(error))
+        with _refused(f"checkpoint {p} is corrupt or not a torch checkpoint ({quoted}{tail}"):
+            runs.load_checkpoint(p)
+
+
+def test_checkpoint_carrying_pickled_code_is_refused_and_never_run(tmp_path, monkeypatch):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    p = tmp_path / "evil.ckpt"
+    torch.save({"model": {}, "config": {}, "x": Payload()}, p)
+    message = (f"checkpoint {p} holds pickled Python objects, which are not loaded (they could run code); "
+               "use a checkpoint written by aot_lib, or re-save its tensors only")
+    with _refused(message):
+        runs.load_checkpoint(p)
+    assert not marker.exists()
+    # either phrase of torch's refusal is enough (their wording has changed between versions)
+    for text in ("Unsupported global: GLOBAL x.Payload", "This file can still be loaded, with care"):
+        monkeypatch.setattr(torch, "load", _raiser(pickle.UnpicklingError(text)))
+        with _refused(message):
+            runs.load_checkpoint(p)
+
+
+def test_encoder_state_dict_of_each_kind():
+    w, h, p = torch.ones(1), torch.zeros(1), torch.full((1,), 2.0)
+    pre = {"encoder.blocks.w": w, "encoder.head.fc": h, "projector.p": p}
+    assert runs.encoder_state_dict({"kind": "pretrain", "model": pre}) == {"blocks.w": w}
+    assert runs.encoder_state_dict({"model": pre}, True) == {"blocks.w": w, "head.fc": h}
+    sup = {"blocks.w": w, "head.fc": h}
+    assert runs.encoder_state_dict({"kind": "finetune", "model": sup}) == {"blocks.w": w}
+    assert runs.encoder_state_dict({"kind": "encoder", "model": sup}, with_head=True) == sup
+
+
+# ----------------------------------------------------------------------------- logs
+
+def _write(root, version, text):
+    d = root / "logs" / f"version_{version}"
+    d.mkdir(parents=True)
+    (d / "metrics.csv").write_text(text)
+
+
+def test_merge_csv_logs_orders_launches_by_number_and_merges_rows_of_a_step(tmp_path):
+    assert runs.merge_csv_logs(tmp_path) is None and not (tmp_path / "metrics.csv").exists()
+    _write(tmp_path, 2, "loss,step\n9.0,1.0\n")  # launch 2 of 11 (version_10 sorts before version_2 as text)
+    _write(tmp_path, 10, "loss,rankme,step\n0.4,,1\n0.5,,2\n,3.0,2\n")
+    _write(tmp_path, 0, "loss,step\n1.0,1\n1.1,2\n")
+    _write(tmp_path, 1, "rankme,step,loss\n7.0,1,\n")  # another column order, a row with only a monitor value
+    assert runs.merge_csv_logs(str(tmp_path)) == tmp_path / "metrics.csv"
+    text = (tmp_path / "metrics.csv").read_text()
+    assert text.splitlines()[0] == "loss,step,rankme"  # columns in the order they were first seen
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    # the last launch (10) wins steps 1 and 2, whole rows; its two rows of step 2 are merged
+    assert rows == [{"loss": "0.4", "step": "1", "rankme": ""}, {"loss": "0.5", "step": "2", "rankme": "3.0"}]
+    (tmp_path / "logs" / "version_10" / "metrics.csv").write_text("loss,rankme,step\n0.5,,2\n")
+    runs.merge_csv_logs(tmp_path)
+    with open(tmp_path / "metrics.csv", newline="") as f:  # launch 2 (its step written "1.0") now wins step 1
+        assert list(csv.DictReader(f))[0] == {"loss": "9.0", "step": "1.0", "rankme": ""}
+    assert sorted(os.listdir(tmp_path)) == ["logs", "metrics.csv"]
+
+
+def test_merge_keeps_an_earlier_value_of_a_launch_when_a_later_row_leaves_it_empty(tmp_path):
+    _write(tmp_path, 0, "a,b,step\n1,,4\n,2,4\n,,4\n3,,5\n")
+    runs.merge_csv_logs(tmp_path)
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        assert list(csv.DictReader(f)) == [{"a": "1", "b": "2", "step": "4"}, {"a": "3", "b": "", "step": "5"}]
+
+
+# ----------------------------------------------------------------------------- recording a run
+
+def _finished_run(tmp_path, status="finished", commit="c0ffee", kind="pretrain"):
+    src = tmp_path / "run"
+    src.mkdir()
+    (src / "run.json").write_text(json.dumps({"status": status, "commit": commit}))
+    for name in ("config.yaml", "metrics.csv", "probe.json"):
+        (src / name).write_bytes(f"{name}\x00bytes".encode())
+    (src / "features-1.pt").write_bytes(b"cache")
+    (src / "logs").mkdir()
+    w = torch.arange(6.0).reshape(2, 3)
+    model = {"encoder.w": w, "encoder.head.b": torch.ones(2), "projector.p": torch.zeros(4)} if kind == "pretrain" \
+        else {"w": w, "head.b": torch.ones(2)}
+    torch.save({"kind": kind, "step": 12, "config": {"model": {"name": "toy"}}, "model": model, "optimizer": {}},
+               src / "last.ckpt")
+    return src
+
+
+def test_record_run_copies_the_small_files_and_the_encoder(tmp_path):
+    src = _finished_run(tmp_path)
+    dest = tmp_path / "results" / "cpu" / "r"
+    copied = runs.record_run(str(src), str(dest))
+    assert copied == [dest / "config.yaml", dest / "run.json", dest / "metrics.csv", dest / "probe.json",
+                      dest / "encoder.pt"]
+    assert sorted(os.listdir(dest)) == ["config.yaml", "encoder.pt", "metrics.csv", "probe.json", "run.json"]
+    for name in ("config.yaml", "run.json", "metrics.csv", "probe.json"):
+        assert (dest / name).read_bytes() == (src / name).read_bytes()
+    enc = torch.load(dest / "encoder.pt", weights_only=True)
+    assert enc.keys() == {"format", "kind", "trained_as", "step", "config", "model"}
+    assert (enc["format"], enc["kind"], enc["trained_as"], enc["step"]) == (1, "encoder", "pretrain", 12)
+    assert enc["config"] == {"model": {"name": "toy"}} and enc["model"].keys() == {"w", "head.b"}
+    assert torch.equal(enc["model"]["w"], torch.arange(6.0).reshape(2, 3)) and torch.equal(enc["model"]["head.b"], torch.ones(2))
+    assert runs.load_checkpoint(dest / "encoder.pt")["kind"] == "encoder"  # a checkpoint the readers accept
+
+
+def test_record_run_keeps_the_encoder_up_to_the_size_limit(tmp_path, monkeypatch):
+    src = _finished_run(tmp_path, kind="finetune")
+    size = 6 * 4 + 2 * 4  # float32 weights, head included: w (2x3) and head.b (2)
+    monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size)
+    assert runs.record_run(src, tmp_path / "at")[-1] == tmp_path / "at" / "encoder.pt"
+    assert torch.load(tmp_path / "at" / "encoder.pt", weights_only=True)["trained_as"] == "finetune"
+    monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size - 1)
+    assert [p.name for p in runs.record_run(src, tmp_path / "over")] == ["config.yaml", "run.json", "metrics.csv",
+                                                                          "probe.json"]
+    (src / "last.ckpt").unlink()
+    assert "encoder.pt" not in [p.name for p in runs.record_run(src, tmp_path / "none")]
+
+
+def test_record_run_refusals(tmp_path):
+    nowhere = tmp_path / "nowhere"
+    with pytest.raises(FileNotFoundError, match="^" + re.escape(
+            f"{nowhere} is not a run folder (no run.json); give the folder aot pretrain wrote, e.g. runs/<run.name>") + "$"):
+        runs.record_run(nowhere, tmp_path / "d")
+    src = _finished_run(tmp_path)
+    (src / "run.json").write_text("{oops")
+    with _refused(f"{src / 'run.json'} is corrupt; the run cannot be recorded"):
+        runs.record_run(src, tmp_path / "d")
+    for record, shown in (({"status": "running"}, "'running'"), ({}, "None")):
+        (src / "run.json").write_text(json.dumps(record))
+        with _refused(f"run {src} is {shown}, not finished; finish it (run it again to resume) before recording it"):
+            runs.record_run(src, tmp_path / "d")
+    (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "abc+dirty"}))
+    with _refused(f"run {src} was made from a commit with local changes (abc+dirty); commit first and run it "
+                        "again, so the recorded result can be reproduced (or pass --allow-dirty for a result you "
+                        "will not publish)"):
+        runs.record_run(src, tmp_path / "d")
+    assert not (tmp_path / "d").exists()
+    assert runs.record_run(src, tmp_path / "d", allow_dirty=True)[1] == tmp_path / "d" / "run.json"
+    (src / "run.json").write_text(json.dumps({"status": "finished"}))  # no commit recorded: nothing dirty to refuse
+    dest = tmp_path / "file"
+    dest.write_text("x")
+    with pytest.raises(FileExistsError, match="^" + re.escape(f"{dest} exists and is not a folder; choose another "
+                                                              "destination") + "$"):
+        runs.record_run(src, dest)
+    (tmp_path / "existing").mkdir()
+    assert runs.record_run(src, tmp_path / "existing")[0] == tmp_path / "existing" / "config.yaml"
+
+
+def test_resumable_keys_are_those_that_do_not_change_the_trajectory(tmp_path):
+    """The loader's view: a resume that only moves the run, changes logging or devices, passes; yaml round trip."""
+    cfg = _cfg(tmp_path)
+    moved = _cfg(tmp_path / "elsewhere", "run.ckpt_every=7", "run.log_every=3", "run.stop_after=2", "run.progress=false",
+                 "data.root=/else", "data.download=false", "fabric.devices=2", "probe.epochs=9", "monitor.every=4",
+                 "model.compile=true", "description=moved")
+    assert runs.config_differences(yaml.safe_load(dump_config(cfg)), moved) == []
