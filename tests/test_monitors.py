@@ -331,7 +331,8 @@ def test_monitor_callbacks_log_their_functions_values_under_their_names():
     emb = torch.randn(3, 6, 8, dtype=torch.float64)
     ctx = StepContext(step=4, out={"embeddings": emb}, model=model)
     assert RankMe(1)(ctx) == {"rankme": rankme(emb[0])}
-    with pytest.raises(KeyError, match="RankMe reads the step dict's 'embeddings'"):
+    with pytest.raises(KeyError, match=r"^\"RankMe reads the step dict's 'embeddings'; this step function returns "
+                                       r"none\"$"):
         RankMe(1)(StepContext(step=4, out={}, model=model))
 
     got = Theorem1Monitor(1, images=images, eps=0.7, num_slices=5, seed=2)(ctx)
