@@ -5,6 +5,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import torch
 from PIL import Image
 
 from aot_lib.config import load_config
@@ -32,6 +33,22 @@ def zip_tree(src: Path, dest: Path, top: str = "tiny") -> Path:
             if f.is_file():
                 zf.write(f, f"{top}/{f.relative_to(src)}")
     return dest
+
+
+class _OpenFile:
+    """Unpickling this calls ``open(marker, "w")``: the file appearing means the pickle ran code."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def pickled_code_checkpoint(path: Path, marker: Path) -> Path:
+    """A checkpoint-shaped file whose unpickling would create ``marker`` (a stand-in for any code)."""
+    torch.save({"model": {}, "config": {}, "x": _OpenFile(marker)}, path)
+    return path
 
 
 def tiny_config(data_root: Path, out_dir: Path, *extra: str) -> dict:

@@ -13,7 +13,7 @@ from aot_lib import train
 from aot_lib.cli import main as cli
 from aot_lib.config import ConfigError, load_config
 from aot_lib.data import DataError
-from helpers import make_imagefolder, tiny_config
+from helpers import make_imagefolder, pickled_code_checkpoint, tiny_config
 
 
 @pytest.fixture
@@ -161,13 +161,7 @@ def test_class_in_one_split_only(setup):
 def test_checkpoint_carrying_pickled_code_is_refused(setup, tmp_path):
     data, out = setup
     marker = tmp_path / "pwned"
-
-    class Payload:
-        def __reduce__(self):
-            return (open, (str(marker), "w"))
-
-    evil = tmp_path / "evil.ckpt"
-    torch.save({"model": {}, "config": {}, "x": Payload()}, evil)
+    evil = pickled_code_checkpoint(tmp_path / "evil.ckpt", marker)
     with pytest.raises(train.CheckpointError, match="pickled Python objects"):
         train.load_checkpoint(evil)
     with pytest.raises(train.CheckpointError, match="pickled Python objects"):

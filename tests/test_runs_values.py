@@ -17,6 +17,7 @@ import yaml
 
 from aot_lib import runs
 from aot_lib.config import ConfigError, dump_config, load_config
+from helpers import pickled_code_checkpoint
 
 STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$"  # time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -410,13 +411,7 @@ def test_corrupt_checkpoint_names_the_error_and_its_first_line(tmp_path, monkeyp
 
 def test_checkpoint_carrying_pickled_code_is_refused_and_never_run(tmp_path, monkeypatch):
     marker = tmp_path / "ran"
-
-    class Payload:
-        def __reduce__(self):
-            return (open, (str(marker), "w"))
-
-    p = tmp_path / "evil.ckpt"
-    torch.save({"model": {}, "config": {}, "x": Payload()}, p)
+    p = pickled_code_checkpoint(tmp_path / "evil.ckpt", marker)
     message = (f"checkpoint {p} holds pickled Python objects, which are not loaded (they could run code); "
                "use a checkpoint written by aot_lib, or re-save its tensors only")
     with _refused(message):
