@@ -219,22 +219,29 @@ def test_an_existing_run_is_refused_without_resume(tmp_path, env, present):
         pass
 
 
-def test_overwrite_removes_exactly_the_old_results(tmp_path, env):
+@pytest.mark.parametrize("absent", [None, "distill.json", "finetune.json"])  # removing what is not there is fine
+def test_overwrite_removes_exactly_the_old_results(tmp_path, env, absent):
     path = tmp_path / "r"
     (path / "logs" / "version_0").mkdir(parents=True)
     (path / "logs" / "version_0" / "metrics.csv").write_text("step\n1\n")
     (path / "tensorboard").mkdir()
-    for name in ("last.ckpt", "metrics.csv", "metrics.json", "run.json", "finetune.json", "probe.json",
+    for name in ("last.ckpt", "metrics.csv", "metrics.json", "finetune.json", "distill.json", "probe.json",
                  "features-1.pt", "features-abc.pt", "notes.txt", "encoder.pt"):
-        (path / name).write_text("old")
+        if name != absent:
+            (path / name).write_text("old")
+    old_record = {"kind": "pretrain", "started": "2000-01-01T00:00:00+0000", "launches": 3, "wall_time_s": 5000.0,
+                  "status": "finished"}
+    (path / "run.json").write_text(json.dumps(old_record))
     (path / "config.yaml").write_text(dump_config(_cfg(tmp_path, "optim.lr=0.25")))
     cfg = _cfg(tmp_path, "run.resume=false", "run.overwrite=true")
     with runs.RunFolder(cfg, "pretrain"):
         pass
-    # distill.json absent: removing what is not there is fine
     assert sorted(os.listdir(path)) == [".lock", "config.yaml", "encoder.pt", "notes.txt", "run.json"]
     assert (path / "notes.txt").read_text() == "old" and (path / "config.yaml").read_text() == dump_config(cfg)
-    assert _json(path / "run.json")["launches"] == 1  # the old record went with the old run
+    # the old record went with the old run: nothing of it is carried into the new one
+    record = _json(path / "run.json")
+    assert record["launches"] == 1 and record["wall_time_s_before"] == 0.0 and record["wall_time_s"] < 60
+    assert record["started"] != old_record["started"] and record["status"] == "running"
 
 
 def test_resume_checks_the_config_it_was_started_with(tmp_path, env):
@@ -417,6 +424,12 @@ def test_checkpoint_carrying_pickled_code_is_refused_and_never_run(tmp_path, mon
     with _refused(message):
         runs.load_checkpoint(p)
     assert not marker.exists()
+    # weights_only=True is passed, not left to torch's default, which this variable turns off
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with _refused(message):
+        runs.load_checkpoint(p)
+    assert not marker.exists()
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
     # either phrase of torch's refusal is enough (their wording has changed between versions)
     for text in ("Unsupported global: GLOBAL x.Payload", "This file can still be loaded, with care"):
         monkeypatch.setattr(torch, "load", _raiser(pickle.UnpicklingError(text)))
@@ -467,6 +480,14 @@ def test_merge_keeps_an_earlier_value_of_a_launch_when_a_later_row_leaves_it_emp
     runs.merge_csv_logs(tmp_path)
     with open(tmp_path / "metrics.csv", newline="") as f:
         assert list(csv.DictReader(f)) == [{"a": "1", "b": "2", "step": "4"}, {"a": "3", "b": "", "step": "5"}]
+
+
+def test_merge_keeps_the_last_value_a_launch_logged_for_a_step(tmp_path):
+    # a metric logged twice for one step in one launch: the later value is the one that stands
+    _write(tmp_path, 0, "a,b,step\n1,,4\n2,7,4\n9,,4\n")
+    runs.merge_csv_logs(tmp_path)
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        assert list(csv.DictReader(f)) == [{"a": "9", "b": "7", "step": "4"}]
 
 
 # ----------------------------------------------------------------------------- recording a run
