@@ -335,10 +335,15 @@ PLANTED = [
      'if k.startswith("encoder.")}', 'if not k.startswith("loss.")}'),
     ("GlobalBatchNorm1d: own path without a process group", "aot_lib/heads.py",
      "if not (self.training and distributed):", "if not self.training:"),
+    ("multi-crop: flip drawn but never applied", "aot_lib/augment.py",
+     "theta[:, 0, 0], theta[:, 0, 2] = w * flip, cx", "theta[:, 0, 0], theta[:, 0, 2] = w, cx"),
+    ("multi-crop: grayscale weights of another standard (equal thirds)", "aot_lib/augment.py",
+     "w = torch.tensor(_LUMA, device=x.device, dtype=x.dtype).view(1, 3, 1, 1)",
+     "w = torch.full((1, 3, 1, 1), 1 / 3, device=x.device, dtype=x.dtype)"),
     ("LeJEPAModel: features of one size group reversed", "aot_lib/lejepa.py",
      "for i, chunk in zip(idx, f.chunk(len(idx))):", "for i, chunk in zip(idx[::-1], f.chunk(len(idx))):"),
 ]
-PLANTED_TESTS = ["tests/test_pinned.py", "tests/test_optim.py", "tests/test_probe.py"]
+PLANTED_TESTS = ["tests/test_pinned.py", "tests/test_optim.py", "tests/test_probe.py", "tests/test_augment.py"]
 
 
 def run_planted(ref: str, work: Path) -> list[dict]:
