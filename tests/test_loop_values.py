@@ -23,6 +23,7 @@ import pytest
 import torch
 from lightning_fabric import Fabric
 from torch import nn
+from torch.distributed import ReduceOp
 
 from aot_lib import loop, runs
 from aot_lib.config import load_config
@@ -196,12 +197,14 @@ class Harness:
         self.ckpt = self.path / "last.ckpt"
 
     def fit(self, *overrides, total=5, kind="pretrain", bad_grad=(), nan_loss=(), interrupt=None, stream=None,
-            monitors=(), setup=True, sched_cls=None, n_in=2, **kwargs):
+            monitors=(), setup=True, sched_cls=None, n_in=2, all_reduce=None, **kwargs):
         cfg = load_config(None, [f"run.out_dir={self.out}", "run.name=toy", "run.progress=false", "run.log_every=1",
                                  "run.ckpt_every=2", "fabric.accelerator=cpu", *overrides])
         self.cfg, self.calls, self.outs = cfg, [], []
         with runs.RunFolder(cfg, kind) as run:
             fabric = Fabric(accelerator="cpu", devices=1, loggers=loop.make_loggers(run.path))
+            if all_reduce is not None:
+                fabric.all_reduce = all_reduce
             self.raw = raw = Toy(n_in)
             opt = torch.optim.SGD(raw.parameters(), lr=BASE_LR, momentum=MU)
             model, opt = fabric.setup(raw, opt) if setup else (raw, opt)
@@ -213,7 +216,7 @@ class Harness:
                 if stream is not None:
                     stream.next()
                 x, target = batch(rng)
-                if step == interrupt:
+                if interrupt is not None and step == interrupt:  # never on a step of None (a loop bug): TypeError below
                     raise KeyboardInterrupt
                 loss = (model(x, step % 2 == 0) - target).square().mean()
                 if step in bad_grad:
@@ -446,6 +449,18 @@ def test_checkpoint_of_another_kind_is_refused(toy):
     assert toy.ckpt.read_bytes() == blob
 
 
+def test_checkpoint_without_kind_is_a_pretraining_one_for_every_other_command(toy):
+    toy.fit("run.stop_after=1", total=3)
+    ckpt = toy.load()
+    del ckpt["kind"]  # written before checkpoints named their command
+    torch.save(ckpt, toy.ckpt)
+    for kind in ("finetune", "distill"):
+        with pytest.raises(runs.CheckpointError, match="^" + re.escape(
+                f"{toy.ckpt} is a pretrain checkpoint, not {kind}; use another run.name") + "$"):
+            toy.fit(total=3, kind=kind)
+        assert toy.calls == []
+
+
 def test_checkpoint_of_another_model_is_refused(toy):
     toy.fit("run.stop_after=1", total=3)
     try:  # torch's own words for the mismatch, whose first line the refusal quotes
@@ -511,6 +526,48 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_checkpoint(toy):
     with pytest.raises(loop.NonFiniteLossError, match=r"^the distill loss became inf at step 0; no checkpoint had been "
                                                       r"written yet\. Lower optim\.lr"):
         Harness(toy.out / "other", toy.saved).fit(total=5, kind="distill", nan_loss={0: float("inf")})
+
+
+class TwoRanks:
+    """``fabric.all_reduce`` of a run on two processes, seen from rank 0 (one process here): the other rank's
+    loss is this rank's + 1, and its gradient is not finite on ``other_bad`` steps. The op is resolved as
+    Lightning's ``_sync_ddp`` resolves it (``"mean"`` -> AVG, a string -> ``ReduceOp.<NAME>``, None -> SUM),
+    so a misspelt op fails here as it would on two GPUs."""
+
+    REDUCE = {ReduceOp.SUM: torch.sum, ReduceOp.AVG: torch.mean, ReduceOp.MIN: torch.amin, ReduceOp.MAX: torch.amax}
+
+    def __init__(self, other_bad=()):
+        self.other_bad, self.calls = set(other_bad), []
+
+    def __call__(self, data, group=None, reduce_op="mean"):  # Fabric.all_reduce's signature and default
+        if reduce_op is None:
+            op = ReduceOp.SUM
+        elif isinstance(reduce_op, str):
+            op = getattr(ReduceOp, ("avg" if reduce_op == "mean" else reduce_op).upper())
+        else:
+            op = reduce_op
+        step, first = divmod(len(self.calls), 2)[0], len(self.calls) % 2 == 0  # each step: the loss, then the flag
+        if first:
+            self.calls.append("loss")
+            other = data + 1.0
+        else:  # the finiteness flag of this step's gradient norm
+            self.calls.append("finite")
+            other = torch.zeros_like(data) if step in self.other_bad else torch.ones_like(data)
+        return self.REDUCE[op](torch.stack([data, other]))
+
+
+def test_two_ranks_log_the_mean_loss_and_skip_a_step_any_rank_cannot_take(toy):
+    ranks = TwoRanks(other_bad={1, 3})
+    result = toy.fit("optim.max_skipped_steps=2", total=5, all_reduce=ranks)
+    assert ranks.calls == ["loss", "finite"] * 5
+    states, _, ref, _ = reference(5, bad_grad={1, 3})
+    assert_weights(toy.raw.state_dict(), states[5])  # steps 1 and 3 skipped on this rank too
+    rows = toy.rows()
+    # the logged loss is the mean of the two ranks' float32 losses: this rank's + 0.5 (one more rounding)
+    for step in range(1, 6):
+        assert float(rows[step]["loss"]) == pytest.approx(ref[step - 1]["loss"] + 0.5, rel=2 * F32)
+    assert [float(rows[s]["skipped_steps"]) for s in range(1, 6)] == [0, 1, 1, 2, 2]
+    assert result["skipped_steps"] == 2
 
 
 # ----------------------------------------------------------------------------- Ctrl-C
