@@ -264,7 +264,9 @@ def equivalent_reason(module: str, diff: str, equivalents: list[dict]) -> str | 
 
     Two kinds (``kind`` in ``equivalent.json``): ``equivalent`` (no input can tell the mutant apart) and
     ``gpu`` (the mutant only changes which device something is made on: identical on the CPU, where the
-    tests run, and an error on a GPU; a GPU test could kill it). The reason is prefixed with the kind."""
+    tests run, and an error on a GPU; a GPU test could kill it). A third, ``suite``, explains a survivor
+    that the ordinary test run kills with an assertion that cannot hold under mutmut (its trampolines add
+    stack frames): it stays counted as a survivor in both scores. The reason is prefixed with the kind."""
     minus = [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     plus = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     for e in equivalents:
@@ -277,7 +279,8 @@ def scores(r: dict) -> dict:
     c = r["counts"]
     killed = sum(c.get(s, 0) for s in KILLED)
     counted = killed + sum(c.get(s, 0) for s in NOT_KILLED)
-    left_out = [s["equivalent"] for s in r["survivors"] if s["equivalent"] and s["status"] in NOT_KILLED]
+    left_out = [s["equivalent"] for s in r["survivors"] if s["equivalent"] and s["status"] in NOT_KILLED
+                and s["equivalent"].startswith(("equivalent:", "gpu:"))]  # "suite:" ones stay counted as survivors
     equivalent = sum(1 for e in left_out if e.startswith("equivalent:"))
     gpu = sum(1 for e in left_out if e.startswith("gpu:"))
     raw = 100 * killed / counted if counted else None
@@ -402,7 +405,8 @@ def write_summary() -> None:
              "\"Mutation testing\" section. Score = killed / (killed + survived + no tests + suspicious), timeouts",
              "counted as killed; *adjusted* leaves out the survivors `equivalent.json` explains: *equivalent* (no",
              "input tells them apart) and *GPU-only* (only the device something is made on changes: identical on",
-             "the CPU the tests run on, an error on a GPU).", ""]
+             "the CPU the tests run on, an error on a GPU). A *suite* reason marks a survivor that the ordinary test",
+             "run kills with an assertion mutmut's trampolines make impossible; it stays counted as not killed.", ""]
     summary = {}
     for group, mods in SETS.items():
         if group == "all":
