@@ -441,9 +441,14 @@ def test_admm_defaults_and_refusals():
         with pytest.raises(ValueError, match=r"use aot_lib.admm.admm_iterations\(lambd=0\)$"):
             ADMMLayer(8, 2, lambd=bad)
     # every branch weight must be positive: a zero one is refused as well
-    for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0)):
+    # (all three negative: positive coefficients (0.5, 0.25, 0.25), but a negative threshold lambda / rho)
+    for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0), (-0.25, -1.0, -1.0)):
         with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1 with eta, gamma, rho > 0\.$"):
             admm_coefficients(eta, gamma, rho)
+        with pytest.raises(ValueError, match=r"all three must be positive"):
+            ADMMLayer(8, 2, eta=eta, gamma=gamma, rho=rho)
+        with pytest.raises(ValueError, match=r"all three must be positive"):
+            AoTADMM(depth=1, eta=eta, gamma=gamma, rho=rho)
 
 
 def test_admm_threshold_is_a_softplus_started_at_lambda_over_rho():

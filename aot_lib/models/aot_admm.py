@@ -60,7 +60,9 @@ def admm_coefficients(eta: float, gamma: float, rho: float) -> tuple[float, floa
     gradient step of Eq. ``zsub_gradient`` would then not be a contraction toward its target.
     """
     a, b, c = 1.0 - eta * gamma - eta * rho, eta * gamma, eta * rho
-    if min(a, b, c) <= 0:
+    # b, c > 0 make gamma and rho share eta's sign; eta > 0 rules out all three negative (which give positive
+    # coefficients too, and a negative threshold lambd/rho)
+    if eta <= 0 or min(a, b, c) <= 0:
         raise ValueError(
             f"eta={eta}, gamma={gamma}, rho={rho} give branch coefficients ({a:.4g}, {b:.4g}, {c:.4g}); "
             "all three must be positive: choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0."
@@ -95,8 +97,9 @@ def inverse_softplus(y: float) -> float:
     return y + math.log(-math.expm1(-y))
 
 
-def check_threshold(lambd: float, rho: float) -> None:
-    """The V-step's threshold ``tau = lambd / rho`` must be positive: it is learned as a softplus."""
+def check_threshold(lambd: float) -> None:
+    """The V-step's threshold ``tau = lambd / rho`` must be positive: it is learned as a softplus.
+    (``rho > 0`` is checked by :func:`admm_coefficients`, called first.)"""
     if not lambd > 0:
         raise ValueError(f"lambd must be > 0 (the V-step's threshold tau = lambd/rho is learned as softplus(tau_raw) "
                          f"> 0, a shrinkage by construction), got {lambd}; for the un-thresholded iteration use "
@@ -141,7 +144,7 @@ class ADMMLayer(nn.Module):
         self.coef_logits = nn.Parameter(init.log())
         self.norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
         self.mssa = MSSA(dim, num_heads)
-        check_threshold(lambd, rho)
+        check_threshold(lambd)
         self.tau_raw = nn.Parameter(torch.full((dim,), inverse_softplus(lambd / rho)))
         self.rms_eps, self.rms_rescale = rms_eps, rms_rescale
 
@@ -218,7 +221,7 @@ class AoTADMM(EncoderBase):
         super().__init__(img_size=img_size, patch_size=patch_size, in_chans=in_chans, num_classes=num_classes,
                          embed_dim=embed_dim, depth=depth, num_heads=num_heads)
         admm_coefficients(eta, gamma, rho)  # fail early with the clear message
-        check_threshold(lambd, rho)
+        check_threshold(lambd)
         self.stem = PatchStem(img_size, patch_size, in_chans, embed_dim)
         self.blocks = nn.ModuleList(
             ADMMLayer(embed_dim, num_heads, eta=eta, gamma=gamma, rho=rho, lambd=lambd, fused=fused)
