@@ -531,8 +531,9 @@ def test_nan_loss_stops_before_the_update_and_keeps_the_checkpoint(toy):
 class TwoRanks:
     """``fabric.all_reduce`` of a run on two processes, seen from rank 0 (one process here): the other rank's
     loss is this rank's + 1, and its gradient is not finite on ``other_bad`` steps. The op is resolved as
-    Lightning's ``_sync_ddp`` resolves it (``"mean"`` -> AVG, a string -> ``ReduceOp.<NAME>``, None -> SUM),
-    so a misspelt op fails here as it would on two GPUs."""
+    Lightning's ``_sync_ddp`` resolves it (``"mean"`` -> AVG, another string -> ``ReduceOp.<NAME.upper()>``, a
+    ``ReduceOp`` as it is; None reaches torch.distributed, which refuses it), so a wrong op fails here as it
+    would on two processes."""
 
     REDUCE = {ReduceOp.SUM: torch.sum, ReduceOp.AVG: torch.mean, ReduceOp.MIN: torch.amin, ReduceOp.MAX: torch.amax}
 
@@ -540,9 +541,9 @@ class TwoRanks:
         self.other_bad, self.calls = set(other_bad), []
 
     def __call__(self, data, group=None, reduce_op="mean"):  # Fabric.all_reduce's signature and default
-        if reduce_op is None:
-            op = ReduceOp.SUM
-        elif isinstance(reduce_op, str):
+        if reduce_op is None:  # what torch.distributed.all_reduce makes of op=None (AllreduceOptions.reduceOp)
+            raise TypeError("reduceOp: incompatible type None")
+        if isinstance(reduce_op, str):
             op = getattr(ReduceOp, ("avg" if reduce_op == "mean" else reduce_op).upper())
         else:
             op = reduce_op
@@ -563,7 +564,9 @@ def test_two_ranks_log_the_mean_loss_and_skip_a_step_any_rank_cannot_take(toy):
     states, _, ref, _ = reference(5, bad_grad={1, 3})
     assert_weights(toy.raw.state_dict(), states[5])  # steps 1 and 3 skipped on this rank too
     rows = toy.rows()
-    # the logged loss is the mean of the two ranks' float32 losses: this rank's + 0.5 (one more rounding)
+    # the logged loss is the mean of the two ranks' float32 losses, this rank's + 0.5: the float32 cast of the
+    # float64 loss, then fl32(l + 1) and the float32 sum (halving is exact), each within 2^-24 relative of
+    # l + 0.5 or better: well inside 2 * F32 (4.8e-7)
     for step in range(1, 6):
         assert float(rows[step]["loss"]) == pytest.approx(ref[step - 1]["loss"] + 0.5, rel=2 * F32)
     assert [float(rows[s]["skipped_steps"]) for s in range(1, 6)] == [0, 1, 1, 2, 2]

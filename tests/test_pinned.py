@@ -4,7 +4,9 @@ misassembled batch) passed. Every reference here is written from the definition,
 
 Float64 throughout where the code allows it, so the tolerances are rounding, not modelling, errors.
 """
+import functools
 import math
+import re
 
 import pytest
 import torch
@@ -440,15 +442,27 @@ def test_admm_defaults_and_refusals():
             AoTADMM(depth=1, lambd=bad)
         with pytest.raises(ValueError, match=r"use aot_lib.admm.admm_iterations\(lambd=0\)$"):
             ADMMLayer(8, 2, lambd=bad)
-    # every branch weight must be positive: a zero one is refused as well
-    # (all three negative: positive coefficients (0.5, 0.25, 0.25), but a negative threshold lambda / rho)
-    for eta, gamma, rho in ((0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (0.5, 1.0, 1.0), (0.6, 1.0, 1.0), (-0.25, -1.0, -1.0)):
-        with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1 with eta, gamma, rho > 0\.$"):
-            admm_coefficients(eta, gamma, rho)
-        with pytest.raises(ValueError, match=r"all three must be positive"):
-            ADMMLayer(8, 2, eta=eta, gamma=gamma, rho=rho)
-        with pytest.raises(ValueError, match=r"all three must be positive"):
-            AoTADMM(depth=1, eta=eta, gamma=gamma, rho=rho)
+    # eta, gamma, rho > 0 (NaN refused too); all three negative gives positive weights (0.5, 0.25, 0.25) but a
+    # negative threshold lambda / rho
+    nan, inf = float("nan"), float("inf")
+    makers = (admm_coefficients, functools.partial(ADMMLayer, 8, 2), functools.partial(AoTADMM, depth=1))
+    for eta, gamma, rho in ((0.0, 1.0, 1.0), (0.25, 0.0, 1.0), (0.25, 1.0, 0.0), (-0.25, -1.0, -1.0), (nan, 1.0, 1.0),
+                            (0.1, nan, 1.0), (0.1, 1.0, nan)):
+        message = "^" + re.escape(f"eta, gamma and rho must all be positive, got eta={eta}, gamma={gamma}, rho={rho}; "
+                                  "choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0.") + "$"
+        for make in makers:
+            with pytest.raises(ValueError, match=message):
+                make(eta=eta, gamma=gamma, rho=rho)
+    # every branch weight must be positive: a = 1 - eta*(gamma+rho) <= 0, or a product that underflows to 0
+    # (a softmax of finite logits is never exactly 0)
+    for eta, gamma, rho, shown in ((0.5, 1.0, 1.0, "0, 0.5, 0.5"), (0.6, 1.0, 1.0, "-0.2, 0.6, 0.6"),
+                                   (0.1, inf, 1.0, "-inf, inf, 0.1"), (1e-200, 1e-200, 1.0, "1, 0, 1e-200"),
+                                   (1e-200, 1.0, 1e-200, "1, 1e-200, 0")):
+        message = "^" + re.escape(f"eta={eta}, gamma={gamma}, rho={rho} give branch coefficients ({shown}); all three "
+                                  "must be positive: choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0.") + "$"
+        for make in makers:
+            with pytest.raises(ValueError, match=message):
+                make(eta=eta, gamma=gamma, rho=rho)
 
 
 def test_admm_threshold_is_a_softplus_started_at_lambda_over_rho():

@@ -425,6 +425,7 @@ def test_checkpoint_carrying_pickled_code_is_refused_and_never_run(tmp_path, mon
         runs.load_checkpoint(p)
     assert not marker.exists()
     # weights_only=True is passed, not left to torch's default, which this variable turns off
+    monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", raising=False)  # torch refuses both variables at once
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
     with _refused(message):
         runs.load_checkpoint(p)

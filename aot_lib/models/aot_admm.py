@@ -56,13 +56,16 @@ __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_so
 def admm_coefficients(eta: float, gamma: float, rho: float) -> tuple[float, float, float]:
     """``(1 - eta*gamma - eta*rho, eta*gamma, eta*rho)``: the branch weights of Eq. ``zupdate``.
 
-    Raises if they are not all positive: a softmax cannot represent them otherwise, and the
-    gradient step of Eq. ``zsub_gradient`` would then not be a contraction toward its target.
+    Raises unless ``eta, gamma, rho > 0`` (NaN included: all three negative would also give positive
+    weights, but a negative threshold ``lambd / rho``) and the three weights are positive: a softmax cannot
+    represent them otherwise, and the gradient step of Eq. ``zsub_gradient`` would then not be a
+    contraction toward its target.
     """
+    if not (eta > 0 and gamma > 0 and rho > 0):  # written so that NaN fails too
+        raise ValueError(f"eta, gamma and rho must all be positive, got eta={eta}, gamma={gamma}, rho={rho}; "
+                         "choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0.")
     a, b, c = 1.0 - eta * gamma - eta * rho, eta * gamma, eta * rho
-    # b, c > 0 make gamma and rho share eta's sign; eta > 0 rules out all three negative (which give positive
-    # coefficients too, and a negative threshold lambd/rho)
-    if eta <= 0 or min(a, b, c) <= 0:
+    if not min(a, b, c) > 0:  # a <= 0, or a product that underflows to 0
         raise ValueError(
             f"eta={eta}, gamma={gamma}, rho={rho} give branch coefficients ({a:.4g}, {b:.4g}, {c:.4g}); "
             "all three must be positive: choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0."
