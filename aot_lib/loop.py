@@ -79,10 +79,11 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
     start, skipped_total = 0, 0
     if rc["resume"] and run.ckpt.exists():
         if run.ckpt.is_file():
-            saved = load_checkpoint(run.ckpt)  # one clear error if corrupt, before Fabric touches it
-            if saved.get("kind", "pretrain") != kind:
-                raise CheckpointError(f"{run.ckpt} is a {saved.get('kind', 'pretrain')} checkpoint, not {kind}; "
-                                      "use another run.name")
+            # read here for one clear error if corrupt, before Fabric touches it; a checkpoint from before
+            # kinds were recorded is a pretraining one
+            saved_kind = load_checkpoint(run.ckpt).get("kind", "pretrain")
+            if saved_kind != kind:
+                raise CheckpointError(f"{run.ckpt} is a {saved_kind} checkpoint, not {kind}; use another run.name")
         try:
             rest = fabric.load(run.ckpt, {"model": model, "optimizer": optimizer}, weights_only=True)
         except RuntimeError as e:
