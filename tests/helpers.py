@@ -1,10 +1,12 @@
 """Tiny data sets and configs made inside the tests (nothing is downloaded)."""
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from PIL import Image
 
@@ -33,6 +35,11 @@ def zip_tree(src: Path, dest: Path, top: str = "tiny") -> Path:
             if f.is_file():
                 zf.write(f, f"{top}/{f.relative_to(src)}")
     return dest
+
+
+def raises_exactly(error: type[BaseException], message: str):
+    """``pytest.raises`` matching the whole message, word for word (a changed word is a changed refusal)."""
+    return pytest.raises(error, match="^" + re.escape(message) + "$")
 
 
 class _OpenFile:

@@ -17,7 +17,7 @@ import yaml
 
 from aot_lib import runs
 from aot_lib.config import ConfigError, dump_config, load_config
-from helpers import pickled_code_checkpoint
+from helpers import pickled_code_checkpoint, raises_exactly
 
 STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$"  # time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -116,9 +116,9 @@ def test_second_launch_is_refused_at_once_and_the_lock_is_released_on_exit(tmp_p
     first = runs.RunFolder(cfg, "pretrain").__enter__()
     assert (tmp_path / "a" / "b" / "r" / ".lock").exists()
     second = runs.RunFolder(cfg, "pretrain")
-    with pytest.raises(runs.RunLockedError, match="^" + re.escape(
+    with raises_exactly(runs.RunLockedError,
             f"run folder {tmp_path / 'a' / 'b' / 'r'} is in use by another launch; wait for it to finish, "
-            "or choose another run.name") + "$"):
+            "or choose another run.name"):
         second.__enter__()
     assert timeouts == [0, 0]  # one try, no waiting for the other launch
     assert second._lock is None
@@ -207,9 +207,9 @@ def test_an_existing_run_is_refused_without_resume(tmp_path, env, present):
     for name in present:
         (path / name).mkdir() if name == "logs" else (path / name).write_bytes(b"old")
     before = sorted(os.listdir(path))
-    with pytest.raises(ConfigError, match="^" + re.escape(
+    with raises_exactly(ConfigError,
             f"run folder {path} already holds a run ({', '.join(present)}) and run.resume=false; choose another "
-            "run.name, resume it (run.resume=true), or replace it (run.overwrite=true)") + "$"):
+            "run.name, resume it (run.resume=true), or replace it (run.overwrite=true)"):
         with runs.RunFolder(_cfg(tmp_path, "run.resume=false"), "pretrain"):
             pass
     assert sorted(os.listdir(path)) == sorted([*before, ".lock"])
@@ -255,9 +255,9 @@ def test_resume_checks_the_config_it_was_started_with(tmp_path, env):
         pass
     assert (path / "config.yaml").read_text() == dump_config(other)
     (path / "last.ckpt").write_bytes(b"x")
-    with pytest.raises(ConfigError, match="^" + re.escape(
+    with raises_exactly(ConfigError,
             f"run {path} was started with another config (optim.lr: 0.001 -> 0.002); resume with the same settings, "
-            "or start a new run (another run.name, or run.resume=false run.overwrite=true)") + "$"):
+            "or start a new run (another run.name, or run.resume=false run.overwrite=true)"):
         with runs.RunFolder(_cfg(tmp_path, "optim.lr=0.002", "run.log_every=3"), "pretrain"):
             pass
     six = ["optim.lr=0.002", "optim.epochs=7", "optim.batch_size=3", "optim.weight_decay=0.5", "run.seed=4",
@@ -349,8 +349,8 @@ def test_non_finite_weights_are_refused_before_anything_is_written(tmp_path):
     fab.target = target
     state = {"step": 3, "ok": torch.ones(2), "count": torch.tensor([1, 2]), "w": torch.tensor([1.0, float("inf")]),
              "v": torch.tensor([float("nan")])}
-    with pytest.raises(runs.CheckpointError, match="^" + re.escape(
-            f"refusing to save a checkpoint with non-finite values in 'w'; the previous checkpoint {target} is kept") + "$"):
+    with raises_exactly(runs.CheckpointError,
+            f"refusing to save a checkpoint with non-finite values in 'w'; the previous checkpoint {target} is kept"):
         runs.save_checkpoint(fab, target, {"model": state})
     assert fab.events == [] and target.read_text() == "old"
     module = torch.nn.Linear(2, 2)
@@ -371,7 +371,7 @@ def test_load_checkpoint_reads_ours_on_the_cpu(tmp_path):
 
 
 def _refused(message):
-    return pytest.raises(runs.CheckpointError, match="^" + re.escape(message) + "$")
+    return raises_exactly(runs.CheckpointError, message)
 
 
 def _raiser(error):
@@ -541,8 +541,8 @@ def test_record_run_keeps_the_encoder_up_to_the_size_limit(tmp_path, monkeypatch
 
 def test_record_run_refusals(tmp_path):
     nowhere = tmp_path / "nowhere"
-    with pytest.raises(FileNotFoundError, match="^" + re.escape(
-            f"{nowhere} is not a run folder (no run.json); give the folder aot pretrain wrote, e.g. runs/<run.name>") + "$"):
+    with raises_exactly(FileNotFoundError,
+            f"{nowhere} is not a run folder (no run.json); give the folder aot pretrain wrote, e.g. runs/<run.name>"):
         runs.record_run(nowhere, tmp_path / "d")
     src = _finished_run(tmp_path)
     (src / "run.json").write_text("{oops")
@@ -562,8 +562,7 @@ def test_record_run_refusals(tmp_path):
     (src / "run.json").write_text(json.dumps({"status": "finished"}))  # no commit recorded: nothing dirty to refuse
     dest = tmp_path / "file"
     dest.write_text("x")
-    with pytest.raises(FileExistsError, match="^" + re.escape(f"{dest} exists and is not a folder; choose another "
-                                                              "destination") + "$"):
+    with raises_exactly(FileExistsError, f"{dest} exists and is not a folder; choose another destination"):
         runs.record_run(src, dest)
     (tmp_path / "existing").mkdir()
     assert runs.record_run(src, tmp_path / "existing")[0] == tmp_path / "existing" / "config.yaml"
