@@ -42,7 +42,7 @@ def raises_exactly(error: type[BaseException], message: str):
     return pytest.raises(error, match="^" + re.escape(message) + "$")
 
 
-class _OpenFile:
+class CodeOnUnpickle:
     """Unpickling this calls ``open(marker, "w")``: the file appearing means the pickle ran code."""
 
     def __init__(self, marker: Path):
@@ -54,7 +54,7 @@ class _OpenFile:
 
 def pickled_code_checkpoint(path: Path, marker: Path) -> Path:
     """A checkpoint-shaped file whose unpickling would create ``marker`` (a stand-in for any code)."""
-    torch.save({"model": {}, "config": {}, "x": _OpenFile(marker)}, path)
+    torch.save({"model": {}, "config": {}, "x": CodeOnUnpickle(marker)}, path)
     return path
 
 

@@ -21,7 +21,7 @@ from PIL import Image
 import aot_lib.data as data_mod
 from aot_lib.data import (DataError, ImageData, Provenance, check_same_classes, data_root, describe_split,
                           list_classes, load_pair, load_split, normalization_stats)
-from helpers import make_imagefolder, make_offline_zip, zip_tree
+from helpers import CodeOnUnpickle, make_imagefolder, make_offline_zip, zip_tree
 
 
 @pytest.fixture(autouse=True)
@@ -572,29 +572,16 @@ def test_the_unusable_entry_warning_says_why(tmp_path):
                                    "decoding the images again")
 
 
-_RAN: list = []
-
-
-def _ran(tag):
-    _RAN.append(tag)
-    return tag
-
-
-class _Payload:  # unpickling it runs code
-    def __reduce__(self):
-        return _ran, ("unpickled",)
-
-
 def test_a_cache_entry_is_never_unpickled_as_code(tmp_path, monkeypatch):
     tree = make_imagefolder(tmp_path / "tree", n_train=1, n_test=1, size=8)
     good = load_split("imagefolder", "train", root=tree, image_size=8)
     (entry,) = _entries(tmp_path)
-    _tamper(entry, extra=_Payload())
-    _RAN.clear()
+    marker = tmp_path / "ran"
+    _tamper(entry, extra=CodeOnUnpickle(marker))
     monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # torch's default (and torch < 2.6's) is to unpickle
     with pytest.warns(UserWarning, match="cache entry .* is unusable"):
         again = load_split("imagefolder", "train", root=tree, image_size=8)
-    assert _RAN == [] and torch.equal(again.images, good.images)
+    assert not marker.exists() and torch.equal(again.images, good.images)
 
 
 def test_another_process_removing_entries_is_not_an_error(tmp_path, monkeypatch):
