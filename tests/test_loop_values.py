@@ -548,8 +548,8 @@ class TwoRanks:
             op = getattr(ReduceOp, ("avg" if reduce_op == "mean" else reduce_op).upper())
         else:
             op = reduce_op
-        step, first = divmod(len(self.calls), 2)[0], len(self.calls) % 2 == 0  # each step: the loss, then the flag
-        if first:
+        step, second = divmod(len(self.calls), 2)  # each step: the loss, then the finiteness flag
+        if not second:
             self.calls.append("loss")
             other = data + 1.0
         else:  # the finiteness flag of this step's gradient norm
