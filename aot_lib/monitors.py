@@ -15,6 +15,9 @@ a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like 
   layer (Eq. ``compression_rate``; MSSA is a descent step on it), the sparsity of the state, and for
   AoT-ADMM the primal residual ``||Z - V||``, the branch coefficients ``(a, b, c)`` and the threshold
   ``tau`` against their initial ADMM values (Eq. ``zupdate``).
+* :class:`OnlineKNN` — a learning curve without labels in the loss (stable-pretraining's OnlineKNN idea):
+  the weighted k-NN accuracy (:func:`aot_lib.probe.knn_probe`) of a fixed validation subset of the
+  training set, voted on by a fixed labelled subset of the rest (the probe's stratified split).
 
 The fixed-batch monitors run the model in evaluation mode without gradients on every process (the
 batch is the same everywhere, so collective operations inside agree) and leave it in training mode.
@@ -32,7 +35,7 @@ from .sigreg import _world_size, epps_pulley, sample_directions
 from .theory import cw_quadrature, rate_gap
 
 __all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
-           "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "build_monitors"]
+           "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "knn_monitor_split", "build_monitors"]
 
 
 def rankme(embeddings: torch.Tensor, eps: float = 1e-7) -> float:
@@ -221,9 +224,59 @@ class WhiteBoxAudit(Monitor):
         return {f"audit/l{i}/{k}": v for i, row in enumerate(rows, 1) for k, v in row.items() if k not in skip}
 
 
-def build_monitors(mc: dict, images: torch.Tensor | None, seed: int = 0) -> list[Monitor]:
+def knn_monitor_split(labels: torch.Tensor, n_bank: int, n_val: int, val_fraction: float,
+                      seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices ``(bank, val)`` of :class:`OnlineKNN`: the probe's stratified split of the training labels
+    (:func:`aot_lib.probe.stratified_split`, same fraction and seed), each side thinned to at most ``n_bank``
+    / ``n_val`` images evenly spaced over its sorted indices, so a split stored class by class stays
+    balanced. No random number is drawn."""
+    from .probe import stratified_split
+
+    bank, val = stratified_split(labels, val_fraction, seed)
+
+    def thin(idx: torch.Tensor, n: int) -> torch.Tensor:
+        return idx if n >= len(idx) else idx[torch.linspace(0, len(idx) - 1, n).round().long()]
+
+    return thin(bank, n_bank), thin(val, n_val)
+
+
+@dataclass
+class OnlineKNN(Monitor):
+    """``knn/val_top1``: weighted k-NN accuracy (DINO's vote, :func:`aot_lib.probe.knn_probe`) of the
+    encoder's features of ``val_images``, voted on by the features of ``bank_images`` (both un-augmented
+    uint8 images of the training set, normalised here at ``size``). Evaluation mode, no gradient, no random
+    draw: the trajectory is the same with or without it."""
+
+    bank_images: torch.Tensor = field(default=None, repr=False)
+    bank_labels: torch.Tensor = field(default=None, repr=False)
+    val_images: torch.Tensor = field(default=None, repr=False)
+    val_labels: torch.Tensor = field(default=None, repr=False)
+    size: int = 32
+    mean: tuple = (0.0, 0.0, 0.0)
+    std: tuple = (1.0, 1.0, 1.0)
+    k: int = 20
+    temperature: float = 0.07
+    batch_size: int = 512
+
+    def __call__(self, ctx: StepContext) -> dict[str, float]:
+        from .probe import extract_features, knn_probe
+
+        encoder = ctx.model.encoder
+        device = next(encoder.parameters()).device
+        was_training = encoder.training
+        try:
+            bank, val = (extract_features(encoder, images, self.size, self.mean, self.std, self.batch_size, device)
+                         for images in (self.bank_images, self.val_images))
+        finally:
+            encoder.train(was_training)
+        return {"knn/val_top1": knn_probe(bank, self.bank_labels, val, self.val_labels, self.k,
+                                          self.temperature)["knn_top1"]}
+
+
+def build_monitors(mc: dict, images: torch.Tensor | None, seed: int = 0, knn: dict | None = None) -> list[Monitor]:
     """The monitors the ``monitor`` config section asks for (none when ``every`` is 0); ``images`` is the
-    fixed batch (normalised, at the global view size), needed by ``theorem1`` and ``audit``."""
+    fixed batch (normalised, at the global view size), needed by ``theorem1`` and ``audit``; ``knn`` the
+    keyword arguments of :class:`OnlineKNN` (its images, labels and normalisation), needed by ``knn``."""
     if not mc["every"]:
         return []
     monitors: list[Monitor] = []
@@ -236,5 +289,8 @@ def build_monitors(mc: dict, images: torch.Tensor | None, seed: int = 0) -> list
         monitors.append(Theorem1Monitor(mc["every"], images=images, eps=mc["eps"], seed=seed))
     if mc["audit"]:
         monitors.append(WhiteBoxAudit(mc["every"], images=images, eps=mc["eps"]))
+    if mc["knn"]:
+        if knn is None:
+            raise ValueError("monitor.knn needs labelled in-memory training images; set it to false for data.name=stream")
+        monitors.append(OnlineKNN(mc["every"], **knn))
     return monitors
-

@@ -18,7 +18,7 @@ from .data import load_pair, load_split, normalization_stats
 from .heads import LeJEPAProjector
 from .lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from .loop import fit, make_loggers
-from .monitors import build_monitors
+from .monitors import build_monitors, knn_monitor_split
 from .optim import batch_indices, param_groups, warmup_cosine
 from .registry import create_model
 from .runs import RunFolder
@@ -150,7 +150,14 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     fixed = None  # the monitors' fixed batch: the first training images, un-augmented, at the global view size
     if cfg["monitor"]["every"] and train is not None:
         fixed = prepare_images(train.images[:cfg["monitor"]["images"]], cfg["views"]["global_size"], mean, std)
-    monitors = build_monitors(cfg["monitor"], fixed, seed=rc["seed"])
+    knn = None  # the k-NN learning curve's images: the probe's split of the training set, un-augmented
+    if cfg["monitor"]["every"] and cfg["monitor"]["knn"] and train is not None:
+        mc, pc = cfg["monitor"], cfg["probe"]
+        bank, val = knn_monitor_split(train.labels, mc["knn_bank"], mc["knn_val"], pc["val_fraction"], rc["seed"])
+        knn = dict(bank_images=train.images[bank], bank_labels=train.labels[bank], val_images=train.images[val],
+                   val_labels=train.labels[val], size=cfg["views"]["global_size"], mean=mean, std=std,
+                   k=pc["knn_k"], temperature=pc["knn_t"])
+    monitors = build_monitors(cfg["monitor"], fixed, seed=rc["seed"], knn=knn)
 
     result = fit(fabric, run, model, opt, sched, step_fn, total_steps=total, rng=aug_gen, images_per_step=gb,
                  kind="pretrain", desc=f"pretrain {rc['name']}", data_state=stream, monitors=monitors)

@@ -25,12 +25,12 @@ from torch import nn
 from .augment import prepare_images
 from .config import validate_config
 from .optim import warmup_cosine
-from .pretrain import build_encoder, load_train_test, normalization_for
+from .pretrain import build_encoder, load_data, load_train_test, normalization_for
 from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_linear_probe", "stratified_split",
-           "knn_probe", "probe", "load_encoder", "feature_cache_key", "PROTOCOLS"]
+           "knn_probe", "knn_val_probe", "probe", "load_encoder", "feature_cache_key", "PROTOCOLS"]
 
 PROTOCOLS = {
     "quick": "quick: linear classifier (AdamW, cosine) on cached, standardised features of un-augmented images; "
@@ -43,11 +43,13 @@ PROTOCOLS = {
 @torch.no_grad()
 def extract_features(encoder: nn.Module, data, size: int, mean, std, batch_size: int = 512,
                      device: torch.device | str = "cpu") -> torch.Tensor:
-    """Pooled features of every image (no augmentation; resized to ``size`` with antialiasing if needed)."""
+    """Pooled features of every image of ``data`` (an :class:`~aot_lib.data.ImageData` or a uint8 image tensor;
+    no augmentation; resized to ``size`` with antialiasing if needed). Leaves the encoder in evaluation mode."""
+    images = data.images if hasattr(data, "images") else data
     encoder.eval().to(device)
     feats = []
-    for i in range(0, len(data), batch_size):
-        x = prepare_images(data.images[i:i + batch_size].to(device), size, mean, std)
+    for i in range(0, len(images), batch_size):
+        x = prepare_images(images[i:i + batch_size].to(device), size, mean, std)
         feats.append(encoder.forward_features(x).float().cpu())
     return torch.cat(feats)
 
@@ -100,11 +102,13 @@ def select_linear_probe(train_f, train_y, test_f, test_y, lrs, weight_decays, va
                         epochs: int = 100, batch_size: int = 1024, seed: int = 0) -> dict:
     """The quick linear probe with its learning rate and weight decay chosen on a validation split carved
     from the training set (never the test set): every ``(lr, wd)`` is trained on the rest of the training
-    set and scored on the validation split; the best is retrained on the whole training set and tested."""
+    set and scored on the validation split (``linear_val_top1``; the best score is ``linear_val_best``); the
+    best is retrained on the whole training set and tested. With ``test_f=None`` nothing is tested: the
+    result holds the validation scores alone (what a hyper-parameter sweep may look at)."""
     lrs = [lrs] if isinstance(lrs, (int, float)) else list(lrs)
     wds = [weight_decays] if isinstance(weight_decays, (int, float)) else list(weight_decays)
     scores = {}
-    if len(lrs) * len(wds) > 1:
+    if len(lrs) * len(wds) > 1 or test_f is None:
         tr, va = stratified_split(train_y, val_fraction, seed)
         for lr in lrs:
             for wd in wds:
@@ -114,10 +118,11 @@ def select_linear_probe(train_f, train_y, test_f, test_y, lrs, weight_decays, va
         lr, wd = max(scores, key=lambda k: (scores[k], -k[1], -k[0]))  # ties: less decay, smaller lr
     else:
         lr, wd = lrs[0], wds[0]
-    result = linear_probe(train_f, train_y, test_f, test_y, epochs=epochs, lr=lr, weight_decay=wd,
-                          batch_size=batch_size, seed=seed)
+    result = {} if test_f is None else linear_probe(train_f, train_y, test_f, test_y, epochs=epochs, lr=lr,
+                                                    weight_decay=wd, batch_size=batch_size, seed=seed)
     result.update(linear_lr=lr, linear_weight_decay=wd,
                   linear_val_top1={f"lr={k[0]:g},wd={k[1]:g}": v for k, v in scores.items()} or None,
+                  linear_val_best=scores[(lr, wd)] if scores else None,
                   linear_val_fraction=val_fraction if scores else None)
     return result
 
@@ -176,6 +181,14 @@ def knn_probe(train_f, train_y, test_f, test_y, k: int = 20, temperature: float 
     return {"knn_top1": correct / len(te) * 100, "knn_k": k}
 
 
+def knn_val_probe(train_f, train_y, val_fraction: float = 0.1, seed: int = 0, **knn) -> dict:
+    """:func:`knn_probe` within the training set: the stratified validation split of
+    :func:`select_linear_probe` (same fraction, same seed) voted on by the rest; ``knn_val_top1`` in %.
+    Deterministic and free of test data: a selection score."""
+    tr, va = stratified_split(train_y, val_fraction, seed)
+    return {"knn_val_top1": knn_probe(train_f[tr], train_y[tr], train_f[va], train_y[va], **knn)["knn_top1"]}
+
+
 def _file_digest(path: Path) -> str:
     from .files import sha256_file
 
@@ -193,7 +206,8 @@ def _data_digest(data) -> str:
 def feature_cache_key(checkpoint: Path, train, test, size: int, mean, std) -> str:
     """What cached features depend on: the checkpoint's bytes, both splits' images and labels, the
     resolution and the normalisation. Any change gives another key (a new cache file)."""
-    parts = [_file_digest(checkpoint), _data_digest(train), _data_digest(test), str(size), repr(tuple(mean)),
+    parts = [_file_digest(checkpoint), _data_digest(train), _data_digest(test) if test is not None else "no test",
+             str(size), repr(tuple(mean)),
              repr(tuple(std)), "v1"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
@@ -214,7 +228,8 @@ def load_encoder(checkpoint: str | os.PathLike):
 
 def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     """Linear and k-NN probes of a pretrained encoder on the configured data; writes ``probe.json`` beside
-    the checkpoint."""
+    the checkpoint. With ``probe.test=false`` the test split is not read at all: the result holds the
+    validation scores alone (``linear_val_best``, ``knn_val_top1``), as a hyper-parameter sweep needs."""
     validate_config(cfg, check_model=False)
     t0 = time.time()
     ckpt_path = Path(checkpoint) if checkpoint else run_dir(cfg) / "last.ckpt"
@@ -224,7 +239,13 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     device = "cuda" if resolve_fabric_kwargs(cfg["fabric"])["accelerator"] == "cuda" else "cpu"
     mean, std = normalization_for(pcfg)  # the statistics the encoder was trained with
     size = pcfg["views"]["global_size"]
-    train, test = load_train_test(cfg)
+    pc = cfg["probe"]
+    if pc["test"]:
+        train, test = load_train_test(cfg)
+        splits = (("train", train), ("test", test))
+    else:
+        train, test = load_data(cfg, "train"), None
+        splits = (("train", train),)
     key = feature_cache_key(ckpt_path, train, test, size, mean, std)
     cache = d / f"features-{key}.pt"
     feats = None
@@ -235,24 +256,30 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
             feats = None
     if feats is None:
         feats = {split: (extract_features(encoder, data, size, mean, std, device=device), data.labels)
-                 for split, data in (("train", train), ("test", test))}
+                 for split, data in splits}
         torch_save(feats, cache)
-    pc = cfg["probe"]
-    (trf, try_), (tef, tey) = feats["train"], feats["test"]
+    trf, try_ = feats["train"]
+    tef, tey = feats["test"] if test is not None else (None, None)
     result = {"checkpoint": str(ckpt_path), "pretrain_step": ckpt["step"], "train_images": len(try_),
-              "test_images": len(tey), "dataset": cfg["data"]["name"],
-              "data": {"train": train.provenance, "test": test.provenance},
+              "test_images": len(tey) if tey is not None else 0, "dataset": cfg["data"]["name"],
+              "data": {"train": train.provenance, "test": test.provenance if test is not None else None},
               "protocol": PROTOCOLS[pc["protocol"]], "probe": dict(pc), "feature_cache": cache.name}
     t1 = time.time()
+    seed = cfg["run"]["seed"]
     if pc["protocol"] == "standard":
+        if test is None:
+            raise ValueError("probe.protocol=standard has no validation mode; use probe.test=true or the quick protocol")
         result.update(standard_linear_probe(encoder, train, test, size, mean, std, epochs=pc["epochs"],
                                             lr=pc["standard_lr"], batch_size=pc["standard_batch_size"],
-                                            seed=cfg["run"]["seed"], device=device, progress=cfg["run"]["progress"]))
+                                            seed=seed, device=device, progress=cfg["run"]["progress"]))
     else:
         result.update(select_linear_probe(trf, try_, tef, tey, pc["lr"], pc["weight_decay"], pc["val_fraction"],
-                                          epochs=pc["epochs"], batch_size=pc["batch_size"], seed=cfg["run"]["seed"]))
+                                          epochs=pc["epochs"], batch_size=pc["batch_size"], seed=seed))
     result["linear_probe_s"] = round(time.time() - t1, 2)
-    result.update(knn_probe(trf, try_, tef, tey, k=pc["knn_k"], temperature=pc["knn_t"]))
+    knn = dict(k=pc["knn_k"], temperature=pc["knn_t"])
+    result.update(knn_val_probe(trf, try_, pc["val_fraction"], seed, **knn))
+    if test is not None:
+        result.update(knn_probe(trf, try_, tef, tey, **knn))
     result.update(commit=git_commit(), wall_time_s=round(time.time() - t0, 2), hardware=hardware_summary())
     write_json(d / "probe.json", result)
     return result

@@ -234,7 +234,8 @@ def _rows(run):
 def test_trainer_logs_the_monitors_and_its_trajectory_does_not_depend_on_them(setup):
     data, out = setup
     train.pretrain(tiny_config(data, out, "run.name=plain"))
-    cfg = tiny_config(data, out, "run.name=monitored", "monitor.every=2", "monitor.images=8")
+    cfg = tiny_config(data, out, "run.name=monitored", "monitor.every=2", "monitor.images=8", "monitor.knn=true",
+                      "monitor.knn_bank=12", "monitor.knn_val=4", "probe.val_fraction=0.25")
     metrics = train.pretrain(cfg)
     plain, monitored = _rows(out / "plain"), _rows(out / "monitored")
     loss = lambda rows: {r["step"]: r["loss"] for r in rows if r.get("loss")}  # noqa: E731
@@ -242,10 +243,11 @@ def test_trainer_logs_the_monitors_and_its_trajectory_does_not_depend_on_them(se
     logged = {r["step"]: r for r in monitored if r.get("rankme")}
     assert sorted(logged, key=int) == ["2", "4"]
     for key in ("theorem1/rate_gap", "theorem1/sigreg", "rankme/features", "audit/l1/rc_in", "audit/l1/tau_mean",
-                "audit/l1/zeros"):
+                "audit/l1/zeros", "knn/val_top1"):
         assert all(math.isfinite(float(r[key])) for r in logged.values()), key
     assert 1 <= float(logged["4"]["rankme"]) <= 8  # (B = 8, D = 8) embeddings
-    assert set(metrics["monitors"]) >= {"rankme", "theorem1/rate_gap", "audit/l1/primal"}
+    assert set(metrics["monitors"]) >= {"rankme", "theorem1/rate_gap", "audit/l1/primal", "knn/val_top1"}
+    assert {float(r["knn/val_top1"]) for r in logged.values()} <= {0.0, 25.0, 50.0, 75.0, 100.0}  # 4 images
     # resuming with other monitor settings is allowed: they do not change what is trained
     train.pretrain(tiny_config(data, out, "run.name=monitored", "monitor.every=3", "monitor.images=8",
                                "optim.max_steps=4"))
@@ -257,6 +259,9 @@ def test_trainer_logs_the_monitors_and_its_trajectory_does_not_depend_on_them(se
     (["monitor.every=5", "model.name=vit_tiny", "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}"],
      r"^monitor.audit measures MSSA layers .* vit_tiny has none: set monitor.audit=false$"),
     (["monitor.every=5", "data.name=stream"], r"^monitor.theorem1 and monitor.audit use a fixed batch"),
+    (["monitor.every=5", "monitor.theorem1=false", "monitor.audit=false", "monitor.knn=true", "data.name=stream"],
+     r"^monitor.knn uses labelled in-memory training images; with data.name=stream set monitor.knn=false$"),
+    (["monitor.knn_bank=0"], r"^monitor.knn_bank must be an integer >= 1"),
 ])
 def test_monitor_config_refusals(setup, overrides, message):
     data, out = setup
@@ -307,7 +312,7 @@ def test_build_monitors_builds_what_the_config_asks_for():
     from aot_lib.monitors import RankMe, Theorem1Monitor, WhiteBoxAudit, build_monitors
 
     images = torch.randn(4, 3, 16, 16)
-    mc = {"every": 7, "images": 4, "rankme": True, "theorem1": True, "audit": True, "eps": 0.3}
+    mc = {"every": 7, "images": 4, "rankme": True, "theorem1": True, "audit": True, "eps": 0.3, "knn": False}
     built = build_monitors(mc, images, seed=5)
     assert [type(m) for m in built] == [RankMe, Theorem1Monitor, WhiteBoxAudit]
     assert all(m.every == 7 for m in built)
@@ -359,3 +364,74 @@ def test_theorem1_terms_defaults_are_eps_one_half_1024_slices_seed_0():
     y = torch.randn(50, 6, dtype=torch.float64)
     assert theorem1_terms(y) == theorem1_terms(y, eps=0.5, num_slices=1024, seed=0, t_max=3.0, n_points=17)
     assert theorem1_terms(y)["rate_gap"] != theorem1_terms(y, eps=0.6)["rate_gap"]
+
+
+# ----------------------------------------------------------------------------- the k-NN learning curve
+
+def test_knn_monitor_split_is_the_probes_split_thinned_evenly_without_random_draws():
+    from aot_lib.monitors import knn_monitor_split
+    from aot_lib.probe import stratified_split
+
+    labels = torch.arange(5).repeat_interleave(40)  # stored class by class, as an ImageFolder zip is
+    state = torch.random.get_rng_state()
+    bank, val = knn_monitor_split(labels, n_bank=50, n_val=10, val_fraction=0.25, seed=3)
+    assert torch.equal(torch.random.get_rng_state(), state)  # no global random number drawn
+    probe_train, probe_val = stratified_split(labels, 0.25, seed=3)
+    assert set(val.tolist()) <= set(probe_val.tolist()) and set(bank.tolist()) <= set(probe_train.tolist())
+    assert len(bank) == 50 and len(val) == 10
+    assert torch.bincount(labels[bank]).tolist() == [10] * 5  # evenly spaced over class-sorted indices
+    assert torch.bincount(labels[val]).tolist() == [2] * 5
+    everything = knn_monitor_split(labels, 10_000, 10_000, 0.25, 3)  # larger than the split: all of it
+    assert torch.equal(everything[0], probe_train) and torch.equal(everything[1], probe_val)
+
+
+def _knn_vote_reference(bank: np.ndarray, bank_y: np.ndarray, query: np.ndarray, k: int, t: float, classes: int):
+    """DINO's weighted k-NN written out for one query at a time (float64, numpy)."""
+    bank = bank / np.linalg.norm(bank, axis=1, keepdims=True)
+    predictions = []
+    for q in query / np.linalg.norm(query, axis=1, keepdims=True):
+        sim = bank @ q
+        nearest = np.argsort(-sim, kind="stable")[:k]
+        votes = np.zeros(classes)
+        for j in nearest:
+            votes[bank_y[j]] += np.exp(sim[j] / t)
+        predictions.append(int(np.argmax(votes)))
+    return np.array(predictions)
+
+
+def test_online_knn_scores_the_encoders_features_as_a_written_out_knn_and_leaves_the_model_as_found():
+    from aot_lib.augment import prepare_images
+    from aot_lib.monitors import OnlineKNN, StepContext
+
+    model = _tiny_lejepa().float()  # float32, as in training: the monitor feeds float32 images
+    g = torch.Generator().manual_seed(0)
+    bank = torch.randint(0, 256, (12, 3, 16, 16), dtype=torch.uint8, generator=g)
+    val = torch.randint(0, 256, (5, 3, 16, 16), dtype=torch.uint8, generator=g)
+    bank_y, val_y = torch.arange(12) % 3, torch.tensor([0, 1, 2, 0, 1])
+    mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
+    monitor = OnlineKNN(1, bank_images=bank, bank_labels=bank_y, val_images=val, val_labels=val_y, size=16,
+                        mean=mean, std=std, k=4, temperature=0.5, batch_size=5)
+    model.train()
+    got = monitor(StepContext(step=1, out={}, model=model))
+    assert model.training
+    model.eval()
+    with torch.no_grad():
+        fb = model.encoder.forward_features(prepare_images(bank, 16, mean, std)).numpy()
+        fv = model.encoder.forward_features(prepare_images(val, 16, mean, std)).numpy()
+    predicted = _knn_vote_reference(fb.astype(np.float64), bank_y.numpy(), fv.astype(np.float64), 4, 0.5, 3)
+    assert got == {"knn/val_top1": pytest.approx(float((predicted == val_y.numpy()).mean() * 100), abs=1e-9)}
+
+
+def test_build_monitors_adds_the_knn_curve_only_when_asked_and_refuses_it_without_images():
+    from aot_lib.monitors import OnlineKNN, build_monitors, RankMe
+
+    mc = {"every": 3, "images": 4, "rankme": True, "theorem1": False, "audit": False, "eps": 0.5, "knn": True,
+          "knn_bank": 10, "knn_val": 5}
+    knn = dict(bank_images=torch.zeros(2, 3, 8, 8, dtype=torch.uint8), bank_labels=torch.tensor([0, 1]),
+               val_images=torch.zeros(1, 3, 8, 8, dtype=torch.uint8), val_labels=torch.tensor([1]), size=8, k=1)
+    built = build_monitors(mc, None, knn=knn)
+    assert [type(m) for m in built] == [RankMe, OnlineKNN] and built[1].every == 3 and built[1].bank_images is knn["bank_images"]
+    assert [type(m) for m in build_monitors({**mc, "knn": False}, None, knn=knn)] == [RankMe]
+    with pytest.raises(ValueError, match=r"^monitor.knn needs labelled in-memory training images; set it to false for "
+                                         r"data.name=stream$"):
+        build_monitors(mc, None)

@@ -39,13 +39,37 @@ def test_single_setting_skips_the_validation_split():
     assert r["linear_val_top1"] is None and r["linear_lr"] == 1e-2
 
 
+def test_validation_only_probe_reads_no_test_image_and_scores_the_probes_split(tmp_path, monkeypatch):
+    import shutil
+
+    from aot_lib.probe import knn_probe
+
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    data = make_imagefolder(tmp_path / "data")
+    cfg = tiny_config(data, tmp_path / "runs", "optim.max_steps=1", "probe.test=false", "probe.val_fraction=0.25")
+    train.pretrain(cfg)
+    shutil.rmtree(data / "test")  # a sweep's probe must not need the test split at all
+    r = train.probe(cfg)
+    assert "linear_top1" not in r and "knn_top1" not in r and r["test_images"] == 0 and r["data"]["test"] is None
+    feats = torch.load(tmp_path / "runs" / "tiny" / r["feature_cache"], weights_only=True)
+    assert set(feats) == {"train"}
+    trf, y = feats["train"]
+    pc = cfg["probe"]
+    want = select_linear_probe(trf, y, None, None, pc["lr"], 0.0, 0.25, epochs=pc["epochs"], batch_size=pc["batch_size"])
+    assert {k: r[k] for k in want} == want and set(want) == {"linear_lr", "linear_weight_decay", "linear_val_top1",
+                                                            "linear_val_best", "linear_val_fraction"}
+    assert r["linear_val_best"] == max(r["linear_val_top1"].values()) and len(r["linear_val_top1"]) == 3
+    tr, va = stratified_split(y, 0.25, seed=0)
+    assert r["knn_val_top1"] == knn_probe(trf[tr], y[tr], trf[va], y[va], k=3, temperature=pc["knn_t"])["knn_top1"]
+
+
 def test_quick_and_standard_protocols_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     data = make_imagefolder(tmp_path / "data")
     cfg = tiny_config(data, tmp_path / "runs", "optim.max_steps=1")
     train.pretrain(cfg)
     quick = train.probe(cfg)
-    assert quick["protocol"].startswith("quick") and quick["linear_lr"] in (3e-4, 1e-3, 3e-3)
+    assert quick["protocol"].startswith("quick") and quick["linear_lr"] in (1e-3, 3e-3, 1e-2)
     assert quick["data"]["test"]["n_images"] == 16
     std = train.probe(tiny_config(data, tmp_path / "runs", "optim.max_steps=1", "probe.protocol=standard",
                                   "probe.epochs=2", "probe.standard_batch_size=8"))
