@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The recorded runs behind the evidence chapters (issue 22), group by group, in the order they were launched.
+# Each group is scripts/run_configs.sh over its configs (resumable: run the same group again after a stop; a
+# finished run is not retrained). Run it from a clean clone of a clean commit, with AOT_DATA set, at low
+# priority; a failed group is reported and the next one goes on.
+#
+#   nice -n 10 scripts/evidence_runs.sh sweeps controls        # the groups named, in that order
+#
+# Groups:
+#   sweeps    the equal learning-rate sweep: Tables 1/3 (AoT-ADMM, CRATE, AoT at 3 epochs on CIFAR-10) and
+#             Table 2 (AoT-ADMM, CRATE pretrained on Imagenette), lr in {1e-3, 2e-3, 4e-3}, scored on
+#             validation data only (probe.test=false); results/cpu/sweep/
+#   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
+#             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+run() { scripts/run_configs.sh "$@" || echo "== FAILED: scripts/run_configs.sh $*"; }
+
+for group in "$@"; do
+  case $group in
+    sweeps)
+      run results/cpu/sweep configs/cpu/sweep/lr_*.yaml
+      run results/cpu/sweep configs/cpu/table2/sweep/*.yaml ;;
+    controls)
+      run results/cpu configs/cpu/table2/*_scratch_*.yaml
+      for s in 1 2; do
+        run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
+          configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
+      done ;;
+    *) echo "unknown group $group (sweeps, controls)" >&2; exit 2 ;;
+  esac
+done
