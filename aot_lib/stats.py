@@ -1,0 +1,129 @@
+"""Seeds, spreads, intervals and verdicts: what the evidence chapters say about each claim of the paper.
+
+A table cell is a set of runs that differ only in ``run.seed``: :func:`summarize` gives its mean, standard
+deviation (``ddof=1``) and Student-t 95 % interval. Two families compared on the same seeds give a
+:func:`paired_difference` (A - B per seed; the t interval of the mean difference, ``n - 1`` degrees of
+freedom): pairing by seed removes what the seed does to both (data order, views, SIGReg directions). A
+:func:`verdict` then reads the interval against the paper's claim:
+
+* ``better`` (A beats B, e.g. AoT-ADMM vs AoT, Table 3): reproduced when the interval lies above 0,
+  contradicted when it lies below 0, otherwise not distinguishable at this scale;
+* ``parity`` (A is comparable to B, e.g. AoT-ADMM vs CRATE, Tables 1 and 2): reproduced when the interval
+  lies inside ``(-margin, margin)``, contradicted when it lies wholly outside it, otherwise not
+  distinguishable. :data:`PARITY_MARGIN` is the largest gap the paper itself calls comparable.
+
+:func:`claim_sentence` writes the one sentence a chapter ends a section with, from these numbers alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from . import paper
+
+__all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "claim_sentence",
+           "PARITY_MARGIN", "VERDICTS"]
+
+
+def _paper_gaps() -> list[float]:
+    """AoT-ADMM - CRATE in every cell of the paper's Tables 1 and 2 (points)."""
+    gaps = []
+    for table in (paper.LINEAR_PROBE_ACC, paper.FINETUNE_ACC):
+        for accs in table.values():
+            gaps += [accs[m] - accs[m.replace("aot_admm", "crate")] for m in accs if m.startswith("aot_admm")]
+    return gaps
+
+
+#: The largest |AoT-ADMM - CRATE| gap the paper calls "comparable" (Tables 1 and 2; 1.39 points, Tiny on
+#: CIFAR-10): the margin of a parity claim.
+PARITY_MARGIN = max(abs(g) for g in _paper_gaps())
+
+VERDICTS = ("reproduced", "contradicted", "not distinguishable at this scale")
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (scipy's)."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One table cell over seeds: ``n`` runs, mean, sample standard deviation, and the t interval of the
+    mean at ``confidence`` (``low = high = mean`` and ``std = nan`` for one run: no spread is known)."""
+
+    n: int
+    mean: float
+    std: float
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    def __str__(self) -> str:
+        return f"{self.mean:.2f}" if self.n < 2 else f"{self.mean:.2f} ± {self.std:.2f}"
+
+
+@dataclass(frozen=True)
+class Difference(Summary):
+    """A - B paired by seed: the seeds paired, and the mean difference with its t interval."""
+
+    seeds: tuple = ()
+
+    def interval(self) -> str:
+        pct = f"{self.confidence * 100:g} %"
+        return f"{pct} CI [{self.low:+.2f}, {self.high:+.2f}]" if self.n >= 2 else "one seed: no interval"
+
+
+def summarize(values: Sequence[float], confidence: float = 0.95) -> Summary:
+    """Mean, sample standard deviation (``ddof=1``) and the two-sided Student-t interval of the mean."""
+    values = [float(v) for v in values]
+    n = len(values)
+    if n == 0:
+        raise ValueError("summarize needs at least one value (a cell with no finished run)")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    mean = math.fsum(values) / n
+    if n == 1:
+        return Summary(1, mean, math.nan, mean, mean, confidence)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2, n - 1) * std / math.sqrt(n)
+    return Summary(n, mean, std, mean - half, mean + half, confidence)
+
+
+def paired_difference(a: Mapping[int, float], b: Mapping[int, float], confidence: float = 0.95) -> Difference:
+    """A - B on the seeds both have (``{seed: accuracy}``), summarised as :func:`summarize` does. Refuses
+    when no seed is shared: unpaired runs cannot be differenced seed by seed."""
+    seeds = tuple(sorted(set(a) & set(b)))
+    if not seeds:
+        raise ValueError(f"no seed in common: A has {sorted(a)}, B has {sorted(b)}; run both on the same seeds")
+    s = summarize([a[k] - b[k] for k in seeds], confidence)
+    return Difference(s.n, s.mean, s.std, s.low, s.high, s.confidence, seeds)
+
+
+def verdict(diff: Summary, claim: str, margin: float = PARITY_MARGIN) -> str:
+    """One of :data:`VERDICTS` for the paper's ``claim`` about A - B (``better`` or ``parity``, see the module
+    docstring), read from the interval; one seed gives no interval and so no verdict but "not
+    distinguishable"."""
+    if claim not in ("better", "parity"):
+        raise ValueError(f"claim must be 'better' or 'parity', got {claim!r}")
+    if diff.n < 2:
+        return VERDICTS[2]
+    if claim == "better":
+        return VERDICTS[0] if diff.low > 0 else VERDICTS[1] if diff.high < 0 else VERDICTS[2]
+    if -margin < diff.low and diff.high < margin:
+        return VERDICTS[0]
+    return VERDICTS[1] if diff.low >= margin or diff.high <= -margin else VERDICTS[2]
+
+
+def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float | None,
+                   margin: float = PARITY_MARGIN) -> str:
+    """The sentence that closes a section, e.g. ``"AoT-ADMM − CRATE on CIFAR-10: +1.20 points, 95 % CI
+    [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39: not
+    distinguishable at this scale."``"""
+    said = {"better": "a gain", "parity": f"parity (within ±{margin:.2f} points)"}[claim]
+    paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
+    seeds = f"{diff.n} seed{'s' if diff.n != 1 else ''}"
+    return (f"{what}: {diff.mean:+.2f} points, {diff.interval()} over {seeds}; the paper claims {said}{paper}: "
+            f"{verdict(diff, claim, margin)}.")

@@ -1,0 +1,90 @@
+"""Seeds, intervals and verdicts (aot_lib.stats) against textbook values and hand computation."""
+import math
+
+import pytest
+
+from aot_lib import paper
+from aot_lib.stats import (PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
+                           verdict)
+from helpers import raises_exactly
+
+# Student-t two-sided 95 % critical values as printed in statistics tables (3 decimals): df 1, 2, 3, 4, 10, 1000
+T_TABLE = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 10: 2.228, 1000: 1.962}
+
+
+@pytest.mark.parametrize("df, printed", sorted(T_TABLE.items()))
+def test_t_quantile_matches_the_printed_table(df, printed):
+    assert t_quantile(0.975, df) == pytest.approx(printed, abs=5e-4)  # the table rounds to 3 decimals
+
+
+def test_summary_of_four_seeds_by_hand():
+    s = summarize([1.0, 2.0, 3.0, 4.0])
+    assert (s.n, s.mean) == (4, 2.5)
+    assert s.std == pytest.approx(math.sqrt(5 / 3), rel=1e-15)  # sum of squares 5 over n - 1 = 3
+    half = 3.182 * math.sqrt(5 / 3) / 2
+    assert (s.low, s.high) == (pytest.approx(2.5 - half, abs=3e-4), pytest.approx(2.5 + half, abs=3e-4))
+    assert str(s) == "2.50 ± 1.29"
+
+
+def test_one_seed_has_no_spread_and_no_interval():
+    s = summarize([51.02])
+    assert (s.n, s.mean, s.low, s.high) == (1, 51.02, 51.02, 51.02) and math.isnan(s.std) and str(s) == "51.02"
+    with raises_exactly(ValueError, "summarize needs at least one value (a cell with no finished run)"):
+        summarize([])
+    with raises_exactly(ValueError, "confidence must be in (0, 1), got 1.0"):
+        summarize([1, 2], confidence=1.0)
+
+
+def test_paired_difference_pairs_by_seed_and_ignores_unpaired_runs():
+    a = {0: 51.0, 1: 52.0, 2: 50.0, 7: 99.0}  # seed 7 has no partner: left out
+    b = {0: 50.0, 1: 50.5, 2: 50.0, 5: 0.0}
+    d = paired_difference(a, b)
+    assert d.seeds == (0, 1, 2) and d.n == 3
+    assert d.mean == pytest.approx(2.5 / 3, rel=1e-15)  # differences 1.0, 1.5, 0.0
+    diffs = [1.0, 1.5, 0.0]
+    sd = math.sqrt(sum((x - 2.5 / 3) ** 2 for x in diffs) / 2)
+    assert d.std == pytest.approx(sd, rel=1e-12)
+    assert d.high - d.mean == pytest.approx(4.303 * sd / math.sqrt(3), abs=5e-4 * sd / math.sqrt(3) + 1e-12)
+    with raises_exactly(ValueError, "no seed in common: A has [0], B has [1]; run both on the same seeds"):
+        paired_difference({0: 1.0}, {1: 1.0})
+
+
+def _diff(low, high, n=3):
+    return Difference(n, (low + high) / 2, 1.0, low, high, 0.95, tuple(range(n)))
+
+
+@pytest.mark.parametrize("low, high, claim, want", [
+    (0.1, 2.0, "better", "reproduced"),
+    (-2.0, -0.1, "better", "contradicted"),
+    (-0.5, 2.0, "better", "not distinguishable at this scale"),
+    (-1.0, 1.0, "parity", "reproduced"),
+    (1.5, 3.0, "parity", "contradicted"),  # wholly above the margin
+    (-4.0, -1.4, "parity", "contradicted"),  # wholly below it
+    (-1.0, 2.0, "parity", "not distinguishable at this scale"),  # crosses the margin
+])
+def test_verdict_reads_the_interval_against_the_claim(low, high, claim, want):
+    assert verdict(_diff(low, high), claim, margin=1.39) == want
+
+
+def test_one_seed_is_never_a_verdict_and_claims_are_named():
+    assert verdict(_diff(5.0, 5.0, n=1), "better") == "not distinguishable at this scale"
+    with raises_exactly(ValueError, "claim must be 'better' or 'parity', got 'worse'"):
+        verdict(_diff(0, 1), "worse")
+
+
+def test_parity_margin_is_the_largest_gap_the_paper_calls_comparable():
+    c10 = paper.LINEAR_PROBE_ACC["cifar10"]
+    assert PARITY_MARGIN == pytest.approx(c10["crate_tiny"] - c10["aot_admm_tiny"], abs=1e-12)  # 85.61 - 84.22
+    assert PARITY_MARGIN == pytest.approx(1.39, abs=1e-9)
+
+
+def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
+    d = paired_difference({0: 51.0, 1: 52.0, 2: 50.0}, {0: 50.0, 1: 50.5, 2: 50.0})
+    s = claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39)
+    assert s == (f"AoT-ADMM − CRATE on CIFAR-10: +0.83 points, 95 % CI [{d.low:+.2f}, {d.high:+.2f}] over 3 seeds; "
+                 "the paper claims parity (within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
+    assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
+    one = paired_difference({0: 45.0}, {0: 40.0})
+    assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
+        "AoT-ADMM − AoT: +5.00 points, one seed: no interval over 1 seed; the paper claims a gain; its gap: +4.91: "
+        "not distinguishable at this scale.")
