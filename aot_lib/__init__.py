@@ -3,13 +3,14 @@ from . import models  # noqa: F401  (registers every model)
 from .coding_rate import coding_rate, subspace_coding_rate
 from .flops import count_flops, count_params
 from .lejepa import LeJEPALoss
+from .pretrained import from_pretrained
 from .registry import create_model, is_model, list_models, register_model
 from .sigreg import SIGReg, epps_pulley
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "create_model", "list_models", "is_model", "register_model",
+    "create_model", "from_pretrained", "list_models", "is_model", "register_model",
     "count_params", "count_flops",
     "epps_pulley", "SIGReg", "LeJEPALoss",
     "coding_rate", "subspace_coding_rate",

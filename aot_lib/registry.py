@@ -28,11 +28,21 @@ def is_model(name: str) -> bool:
     return name in _MODELS
 
 
-def create_model(name: str, **overrides) -> nn.Module:
-    """Build a registered model; keyword arguments override the paper's defaults.
+def create_model(name: str, pretrained: str | None = None, **overrides) -> nn.Module:
+    """Build a registered model; keyword arguments override the paper's defaults. ``pretrained``: a folder
+    with ``model.safetensors`` and ``config.json`` (:mod:`aot_lib.pretrained`) whose architecture is ``name``;
+    its recorded arguments are used, ``overrides`` on top.
 
     >>> m = create_model("aot_admm_tiny", num_classes=100)
     """
+    if pretrained is not None:
+        from .pretrained import from_pretrained, read_pretrained_config
+
+        recorded = read_pretrained_config(pretrained)["architecture"]
+        if recorded != name:
+            raise ValueError(f"{pretrained} holds a {recorded}, not a {name}; call create_model({recorded!r}, "
+                             f"pretrained=...) or aot_lib.from_pretrained")
+        return from_pretrained(pretrained, **overrides)
     if name not in _MODELS:
         close = difflib.get_close_matches(name, _MODELS, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""

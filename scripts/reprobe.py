@@ -1,0 +1,54 @@
+"""Probe recorded runs again with today's probe protocol, so that every run a table compares was probed alike.
+
+    python scripts/reprobe.py results/cpu/cpu_aot_admm_cifar10 results/cpu/sweep/sweep_r2_lr2e-3_proj64 ...
+
+For each recorded folder (one with ``config.yaml`` and the trained ``encoder.pt``): the run's own config with its
+``probe`` section replaced by today's defaults (:data:`aot_lib.config.DEFAULTS`), and ``probe.test=false`` for a
+sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
+encoder under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
+commit that probed; ``run.json`` keeps the commit that trained). Run it from a clean checkout, with AOT_DATA set.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import shutil
+from pathlib import Path
+
+import yaml
+
+from aot_lib import train
+from aot_lib.config import DEFAULTS, validate_config
+from aot_lib.files import atomic_write
+
+
+def reprobe(folder: Path, scratch: Path) -> dict:
+    cfg = yaml.safe_load((folder / "config.yaml").read_text())
+    cfg["probe"] = copy.deepcopy(DEFAULTS["probe"])
+    cfg["probe"]["test"] = "sweep" not in folder.parts
+    for section, keys in DEFAULTS.items():  # keys added since the run was recorded take their defaults
+        if isinstance(keys, dict):
+            cfg[section] = {**copy.deepcopy(keys), **cfg.get(section, {})}
+    cfg = validate_config(cfg, check_model=False)
+    work = scratch / folder.name
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(folder / "encoder.pt", work / "encoder.pt")
+    result = train.probe(cfg, work / "encoder.pt")
+    data = (work / "probe.json").read_bytes()
+    atomic_write(folder / "probe.json", lambda tmp: tmp.write_bytes(data))
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="+", type=Path)
+    ap.add_argument("--scratch", type=Path, default=Path("runs/reprobe"))
+    args = ap.parse_args()
+    for folder in args.folders:
+        r = reprobe(folder, args.scratch)
+        test = f"test {r['linear_top1']:.2f} / k-NN {r['knn_top1']:.2f}" if "linear_top1" in r else "no test"
+        print(f"{folder}: val {r['linear_val_best']:.2f} (lr {r['linear_lr']:g}), k-NN val {r['knn_val_top1']:.2f}, {test}")
+
+
+if __name__ == "__main__":
+    main()
