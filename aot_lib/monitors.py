@@ -35,7 +35,8 @@ from .sigreg import _world_size, epps_pulley, sample_directions
 from .theory import cw_quadrature, rate_gap
 
 __all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
-           "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "knn_monitor_split", "build_monitors"]
+           "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "orthonormal_bases",
+           "knn_monitor_split", "build_monitors"]
 
 
 def rankme(embeddings: torch.Tensor, eps: float = 1e-7) -> float:
@@ -82,14 +83,23 @@ def _rate(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> float:
     return float(subspace_coding_rate(z, U.double(), eps).mean())
 
 
+def orthonormal_bases(U: torch.Tensor) -> torch.Tensor:
+    """``(K, d, p)`` orthonormal bases of the column spaces of each ``U_k`` (the Q of its reduced QR). Eq.
+    ``subspace_rate`` assumes ``U_k^T U_k = I``; a layer's learned ``U_k`` is not, so its raw ``R^c`` also
+    measures the bases' scale. ``R^c`` with these bases depends on the subspaces alone."""
+    return torch.linalg.qr(U.double(), mode="reduced").Q
+
+
 @torch.no_grad()
-def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5) -> list[dict[str, float]]:
+def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
+                 orthonormal: bool = False) -> list[dict[str, float]]:
     r"""Per layer ``l = 1..L`` of an encoder whose blocks have an ``mssa`` (AoT-ADMM, CRATE, AoT), on
     normalised ``images``:
 
     * ``rc_in``, ``rc_out``: ``R^c(Z | U^l)`` of the layer's input and output token state, with the layer's
       own subspaces ``U^l`` (:meth:`~aot_lib.layers.MSSA.subspaces`); the layer descends its compression
-      term when ``rc_out < rc_in``. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
+      term when ``rc_out < rc_in``. With ``orthonormal=True`` the rates use :func:`orthonormal_bases` of
+      ``U^l``: the subspaces alone, as Eq. ``subspace_rate`` assumes. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
     * ``zeros``: fraction of exact zeros of the pooled state (AoT-ADMM's ``V^l``; CRATE's ISTA output);
       ``l1``: its mean absolute entry (``||V^l||_1`` per entry).
     * AoT-ADMM only: ``primal`` = ``||Z^l - V^l||_F / ||Z^l||_F``, the coefficients ``a, b, c`` and their
@@ -109,6 +119,8 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5) -> 
             raise ValueError(f"audit_layers needs blocks with an MSSA (AoT-ADMM, CRATE, AoT); block {i} is "
                              f"{type(block).__name__}")
         U = block.mssa.subspaces()
+        if orthonormal:
+            U = orthonormal_bases(U)
         before, after = states[i], states[i + 1]
         if isinstance(block, ADMMLayer):
             z_in, z_out, v = before.z, after.z, after.v

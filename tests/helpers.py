@@ -108,3 +108,12 @@ def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
     if fabric.is_global_zero:
         torch.save(result, out_file)
     fabric.barrier()
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (the OS picks it): two test runs side by side never share a rendezvous."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

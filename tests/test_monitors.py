@@ -11,7 +11,7 @@ from aot_lib import create_model, train
 from aot_lib.config import ConfigError
 from aot_lib.layers import MSSA
 from aot_lib.monitors import audit_layers, cls_attention, rankme, theorem1_terms
-from helpers import make_imagefolder, tiny_config
+from helpers import free_port, make_imagefolder, tiny_config
 
 F64 = dict(rtol=1e-10, atol=1e-12)  # float64 references computed another way: agreement to rounding
 
@@ -102,13 +102,11 @@ def _theorem1_worker(rank, world, port, y, out):
 def test_theorem1_terms_of_one_batch_on_two_processes_equal_one_process():
     """The monitor's fixed batch is the same on every rank; the statistic is all-reduced over ranks inside
     epps_pulley, so the per-sample value must divide by the global count n * world and come out unchanged."""
-    import os
-
     import torch.multiprocessing as mp
 
     y = torch.randn(60, 5, dtype=torch.float64)
     out = mp.Manager().dict()
-    mp.spawn(_theorem1_worker, args=(2, 29600 + os.getpid() % 1000, y, out), nprocs=2, join=True)
+    mp.spawn(_theorem1_worker, args=(2, free_port(), y, out), nprocs=2, join=True)
     ref = theorem1_terms(y, num_slices=5, seed=4)
     for rank in range(2):
         assert out[rank] == pytest.approx(ref, rel=1e-12)  # the same float64 sums in another order
@@ -435,3 +433,42 @@ def test_build_monitors_adds_the_knn_curve_only_when_asked_and_refuses_it_withou
     with pytest.raises(ValueError, match=r"^monitor.knn needs labelled in-memory training images; set it to false for "
                                          r"data.name=stream$"):
         build_monitors(mc, None)
+
+
+# ----------------------------------------------------------------------------- the audit's orthonormal bases
+
+def test_orthonormal_bases_span_the_same_subspaces_and_make_the_rate_basis_free():
+    from aot_lib.coding_rate import subspace_coding_rate
+    from aot_lib.monitors import orthonormal_bases
+
+    g = torch.Generator().manual_seed(0)
+    U = torch.randn(3, 8, 2, dtype=torch.float64, generator=g)
+    Q = orthonormal_bases(U)
+    torch.testing.assert_close(Q.transpose(-1, -2) @ Q, torch.eye(2, dtype=torch.float64).expand(3, 2, 2), **F64)
+    torch.testing.assert_close(Q @ Q.transpose(-1, -2), U @ torch.linalg.pinv(U), **F64)  # same projector
+    mix = torch.randn(3, 2, 2, dtype=torch.float64, generator=g) + 3 * torch.eye(2, dtype=torch.float64)
+    Z = torch.randn(8, 10, dtype=torch.float64, generator=g)
+    # another basis of the same subspaces: the raw rate changes, the orthonormalised one does not
+    assert not torch.allclose(subspace_coding_rate(Z, U), subspace_coding_rate(Z, U @ mix))
+    torch.testing.assert_close(subspace_coding_rate(Z, orthonormal_bases(U)),
+                               subspace_coding_rate(Z, orthonormal_bases(U @ mix)), **F64)
+
+
+def test_audit_with_orthonormal_bases_changes_only_the_rates():
+    from aot_lib.monitors import orthonormal_bases
+
+    model = _tiny_lejepa()
+    images = torch.randn(3, 3, 16, 16, dtype=torch.float64)
+    raw = audit_layers(model.encoder, images)
+    ortho = audit_layers(model.encoder, images, orthonormal=True)
+    for block, r, o in zip(model.encoder.blocks, raw, ortho):
+        assert {k: v for k, v in r.items() if not k.startswith("rc_")} == {k: v for k, v in o.items() if not k.startswith("rc_")}
+        U = orthonormal_bases(block.mssa.subspaces())
+        assert o["rc_in"] != r["rc_in"]
+        with torch.no_grad():
+            states = model.encoder.eval().forward_intermediates(images)
+        i = list(model.encoder.blocks).index(block)
+        from aot_lib.coding_rate import subspace_coding_rate
+        z = states[i].z.double()
+        z = z * torch.rsqrt(z.square().mean(-1, keepdim=True))
+        assert o["rc_in"] == pytest.approx(float(subspace_coding_rate(z.transpose(-1, -2), U).mean()), rel=1e-12)
