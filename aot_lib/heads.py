@@ -7,6 +7,8 @@ from torch import nn
 
 __all__ = ["LeJEPAProjector", "GlobalBatchNorm1d"]
 
+HALF = (torch.bfloat16, torch.float16)
+
 
 class GlobalBatchNorm1d(nn.BatchNorm1d):
     """BatchNorm1d whose training statistics are those of the global batch under DDP.
@@ -14,9 +16,16 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
     ``torch.nn.SyncBatchNorm`` only runs on GPUs; this one all-reduces the per-feature sum and
     sum of squares with an autograd-aware all-reduce, so it also runs on CPU (gloo). Without a
     process group it is exactly ``nn.BatchNorm1d``.
+
+    Dtypes, one rule with or without a process group (``nn.BatchNorm1d``'s on a CPU): the input has
+    the parameters' dtype, or is half precision (bf16, fp16) with float32 parameters (autocast's
+    case); the statistics are computed in the input's dtype or float32, whichever is wider (float64
+    for a float64 model), and the output has the input's dtype. Other pairs are refused with the same
+    message on both paths.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_dtype(x)
         distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
         if not (self.training and distributed):
             return super().forward(x)
@@ -25,7 +34,7 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
         n_local = torch.tensor([float(x.shape[0])], device=x.device)
         dist.all_reduce(n_local)
         n = n_local.item()
-        xf = x.float()
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
         # two passes (mean, then centred squares) as in a single process: E[x^2] - E[x]^2 in float32
         # would lose digits when the mean is large against the spread
         mean = all_reduce_sum(xf.sum(0)) / n
@@ -37,6 +46,13 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
             self.running_var.mul_(1 - m).add_(m * var.detach() * n / max(n - 1, 1))
         y = (xf - mean) * torch.rsqrt(var + self.eps)
         return (y * self.weight + self.bias).to(x.dtype)
+
+    def _check_dtype(self, x: torch.Tensor) -> None:
+        ref = self.weight if self.weight is not None else self.running_mean
+        if ref is None or x.dtype == ref.dtype or (ref.dtype == torch.float32 and x.dtype in HALF):
+            return
+        raise TypeError(f"GlobalBatchNorm1d got {x.dtype} input with {ref.dtype} parameters: cast the model or the "
+                        f"input to one dtype (model.to({x.dtype}) or x.to({ref.dtype}))")
 
 
 class LeJEPAProjector(nn.Module):

@@ -33,8 +33,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write(name: str, payload: dict) -> Path:
-    out = Path(os.environ.get("AOT_BENCH_DIR", ROOT / "results" / "benchmarks")) / f"{name}.json"
+def write(name: str, payload: dict, out: Path | None = None) -> Path:
+    """``payload`` with the benchmark's name, commit, hardware and date, to ``out`` (default
+    ``results/benchmarks/<name>.json``, or ``$AOT_BENCH_DIR/<name>.json``)."""
+    if out is None:
+        out = Path(os.environ.get("AOT_BENCH_DIR", ROOT / "results" / "benchmarks")) / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "commit": git_commit(), "hardware": hardware_summary(),
                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **payload}

@@ -8,7 +8,7 @@ import torch
 import torch.multiprocessing as mp
 
 from aot_lib import SIGReg, epps_pulley
-from aot_lib.sigreg import quadrature, sample_directions
+from aot_lib.sigreg import ANCHOR_EVERY, empirical_cf, quadrature, sample_directions
 
 
 def direct_integral(u: np.ndarray, t_max: float, n_grid: int = 200_001) -> float:
@@ -172,25 +172,93 @@ def test_ddp_statistic_is_the_global_batch_statistic():
         torch.testing.assert_close(out[rank][3:] / world, full.grad.chunk(world)[rank].flatten())
 
 
-def test_empirical_cf_recurrence_equals_direct_trig_and_its_gradient():
-    """The angle-addition recurrence of aot_lib.sigreg.empirical_cf against cos/sin evaluated at every node:
-    float64 to rounding (1e-12), float32 to its rounding grown over 16 recurrence steps (1e-5), and
-    autograd's gradcheck of the hand-written backward in float64."""
-    from aot_lib.sigreg import empirical_cf, quadrature
+def cf_bound(x: torch.Tensor, t_max: float, n_points: int) -> torch.Tensor:
+    """Per entry of ``x``, the bound of aot_lib.sigreg._EmpiricalCF's docstring on |cos + i sin - exp(i x t_j)|
+    over the nodes: (2 sqrt 2 + (2 sqrt 2 + sqrt 5) m + 2 |x| t_max) u, with m the recurrence steps since the
+    last anchor (at most ANCHOR_EVERY - 1 whatever the node count) and u the unit roundoff of x's dtype."""
+    u = torch.finfo(x.dtype).eps / 2
+    m = min(n_points - 1, ANCHOR_EVERY - 1)
+    return (2 * math.sqrt(2) + (2 * math.sqrt(2) + math.sqrt(5)) * m + 2 * x.detach().double().abs() * t_max) * u
 
+
+def direct_cf(x: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean_n cos(x_n t), mean_n sin(x_n t)), (..., K, T), with cos/sin evaluated at every node."""
+    xt = x.unsqueeze(-1) * t
+    return torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)
+
+
+@pytest.mark.parametrize("n_points", [17, 4097])  # LeJEPA's grid; 128 anchors (the plain recurrence: 2.1e-5 off in float32)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_empirical_cf_within_its_stated_bound_at_any_node_count(n_points, dtype):
+    """empirical_cf (the re-anchored angle-addition recurrence) and its hand-written backward against cos/sin
+    evaluated at every node in float64, on the same input values, within the error bound its docstring states."""
     g = torch.Generator().manual_seed(0)
-    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 1e-5)):
-        x = (2 * torch.randn(3, 40, 5, generator=g, dtype=dtype)).requires_grad_(True)
-        t, _ = quadrature(3.0, 17, dtype=dtype)
-        xt = x.unsqueeze(-1) * t
-        ref = (torch.cos(xt).mean(-3), torch.sin(xt).mean(-3))
-        got = empirical_cf(x, 3.0, 17)
-        for a, b in zip(empirical_cf(x), got):  # the defaults are this grid: 17 nodes on [0, 3] (LeJEPA's)
-            assert torch.equal(a, b)
-        gc, gs = torch.randn(ref[0].shape, generator=g, dtype=dtype), torch.randn(ref[1].shape, generator=g, dtype=dtype)
-        (g_ref,) = torch.autograd.grad((ref[0] * gc).sum() + (ref[1] * gs).sum(), x)
-        (g_got,) = torch.autograd.grad((got[0] * gc).sum() + (got[1] * gs).sum(), x)
-        for a, b in zip((*got, g_got), (*ref, g_ref)):
-            torch.testing.assert_close(a, b, rtol=0, atol=tol)
+    x = (2 * torch.randn(2, 24, 5, generator=g, dtype=dtype)).requires_grad_(True)
+    x64 = x.detach().double().requires_grad_(True)
+    t = torch.linspace(0.0, 3.0, n_points, dtype=torch.float64)
+    ref = direct_cf(x64, t)
+    got = empirical_cf(x, 3.0, n_points)
+    u, n = torch.finfo(dtype).eps / 2, x.shape[-2]
+    entry = cf_bound(x, 3.0, n_points)  # (2, 24, 5)
+    # the means: the largest entry bound of the column, plus N u for the N - 1 additions (in any order) of terms
+    # of modulus <= 1 and the division by N
+    mean_tol = entry.amax(-2).unsqueeze(-1) + n * u  # (2, 5, 1)
+    for a, b in zip(got, ref):
+        assert ((a.double() - b).abs() <= mean_tol).all()
+    gc, gs = (torch.randn(ref[0].shape, generator=g, dtype=dtype) for _ in range(2))
+    (g_got,) = torch.autograd.grad((got[0] * gc).sum() + (got[1] * gs).sum(), x)
+    (g_ref,) = torch.autograd.grad((ref[0] * gc.double()).sum() + (ref[1] * gs.double()).sum(), x64)
+    # the gradient sum_j t_j (cos g^s_j - sin g^c_j) / N: off by at most (E + (k + 5) u) G, G = sum_j t_j |g_j| / N
+    # (the docstring: E for cos/sin, 4 u for each term's products, (k - 1) u for the sum of a block of k terms,
+    # 2 u for the compensated sum of the blocks)
+    big_g = ((t * torch.hypot(gc.double(), gs.double())).sum(-1) / n).unsqueeze(-2)  # (2, 1, 5)
+    assert ((g_got.double() - g_ref).abs() <= (entry + (ANCHOR_EVERY + 5) * u) * big_g).all()
+    for a, b in zip(empirical_cf(x), empirical_cf(x, 3.0, 17)):  # the defaults are LeJEPA's grid: 17 nodes on [0, 3]
+        assert torch.equal(a, b)
+
+
+def test_empirical_cf_backward_is_the_derivative_of_forward_across_anchors():
+    """70 nodes: anchors at nodes 32 and 64 and three blocks of the gradient's compensated sum; 9 nodes: none."""
+    g = torch.Generator().manual_seed(1)
     x = torch.randn(2, 6, 3, generator=g, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x: empirical_cf(x, 2.5, 9), (x,))
+    for n_points in (9, 70):
+        gc, gs = (torch.randn(2, 3, n_points, generator=g, dtype=torch.float64) for _ in range(2))
+
+        def projected(x, n_points=n_points, gc=gc, gs=gs):  # one output: one backward, every node's gradient
+            c, s = empirical_cf(x, 2.5, n_points)
+            return (c * gc).sum() + (s * gs).sum()
+
+        assert torch.autograd.gradcheck(projected, (x,))
+
+
+@pytest.mark.parametrize("n_points", [17, 2049])
+def test_epps_pulley_float32_within_the_bound_of_its_parts(n_points):
+    """epps_pulley of float32 input against the float64 statistic of the same values, with cos/sin at every node,
+    on the same float32 quadrature (nodes t, weights w: aot_lib.sigreg.quadrature, tested above), value and gradient."""
+    g = torch.Generator().manual_seed(2)
+    x = (1.3 * torch.randn(24, 4, generator=g) + 0.4).requires_grad_(True)  # not N(0, 1): C - phi well above rounding
+    x64 = x.detach().double().requires_grad_(True)
+    t32, w32 = quadrature(3.0, n_points)
+    t, w = t32.double(), w32.double()
+    cos_m, sin_m = direct_cf(x64, t)
+    phi = torch.exp(-0.5 * t**2)
+    ref = ((cos_m - phi) ** 2 + sin_m**2) @ w * x.shape[0]
+    got = epps_pulley(x, 3.0, n_points)
+    assert got.dtype == torch.float32
+    (g_ref,) = torch.autograd.grad(ref.sum(), x64)
+    (g_got,) = torch.autograd.grad(got.sum(), x)
+    u, n = 2.0**-24, x.shape[0]
+    # absolute error of C_j - phi_j and of S_j: empirical_cf's (as above) plus phi_j's float32 rounding, below
+    # (t_max^2 + 1) u: t^2 rounded (t^2 u / 2 on the exponent), exp to 1 ulp (2 u), and phi_j <= 1
+    cf_err = cf_bound(x, 3.0, n_points).amax(0) + n * u + (3.0**2 + 1) * u  # (K,)
+    # value N sum_j w_j D_j, D_j = (C_j - phi_j)^2 + S_j^2: first order 2 (|C - phi| + |S|) cf_err per node, then
+    # relative rounding 4 u per D_j (difference, two squares, sum), T u for the dot over the T nodes in any order and
+    # u for the factor N
+    value_tol = 2 * n * (((cos_m - phi).abs() + sin_m.abs()) @ w) * cf_err + (n_points + 5) * u * ref
+    assert ((got.double() - ref).abs() <= value_tol).all()
+    # gradient: empirical_cf's backward (as above) with g^c_j = 2 N w_j (C_j - phi_j), g^s_j = 2 N w_j S_j, which
+    # carry 4 u relative rounding (difference, square's derivative, weight, factor N) and, from C and S,
+    # 2 N w_j sqrt 2 cf_err absolute: sum_j t_j / N of that is 2 sqrt 2 cf_err sum_j t_j w_j
+    big_g = 2 * (t * w * torch.hypot(cos_m - phi, sin_m)).sum(-1)  # sum_j t_j |g_j| / N, (K,)
+    grad_tol = (cf_bound(x, 3.0, n_points) + (ANCHOR_EVERY + 9) * u) * big_g + 2 * math.sqrt(2) * cf_err * (t @ w)
+    assert ((g_got.double() - g_ref).abs() <= grad_tol).all()
