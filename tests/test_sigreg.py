@@ -9,6 +9,7 @@ import torch.multiprocessing as mp
 
 from aot_lib import SIGReg, epps_pulley
 from aot_lib.sigreg import ANCHOR_EVERY, empirical_cf, quadrature, sample_directions
+from helpers import free_port
 
 
 def direct_integral(u: np.ndarray, t_max: float, n_grid: int = 200_001) -> float:
@@ -160,7 +161,7 @@ def _ddp_worker(rank, world, port, x, out):
 def test_ddp_statistic_is_the_global_batch_statistic():
     world, x = 2, torch.randn(40, 3, dtype=torch.float64)
     out = mp.Manager().dict()
-    port = 29500 + os.getpid() % 1000
+    port = free_port()
     mp.spawn(_ddp_worker, args=(world, port, x, out), nprocs=world, join=True)
     full = x.clone().requires_grad_(True)
     ref = epps_pulley(full)
