@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from .config import ConfigError, dump_config
+from .config import SCHEMA, ConfigError, dump_config
 from .files import atomic_write, torch_save, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
@@ -46,7 +46,9 @@ class RunLockedError(RuntimeError):
 # ----------------------------------------------------------------------------- folders
 
 def run_dir(cfg: dict) -> Path:
-    return Path(cfg["run"]["out_dir"]) / cfg["run"]["name"]
+    """``<run.out_dir>/<run.name>``; a name that would leave ``run.out_dir`` is refused here too, for a config
+    dict that never went through :func:`aot_lib.config.validate_config`."""
+    return Path(cfg["run"]["out_dir"]) / SCHEMA["run.name"].check("run.name", cfg["run"]["name"])
 
 
 # ----------------------------------------------------------------------------- configs on resume
