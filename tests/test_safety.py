@@ -63,3 +63,68 @@ def test_a_plain_name_is_a_folder_inside_out_dir(name, tmp_path):
     assert cfg["run"]["name"] == name
     assert runs.run_dir(cfg) == tmp_path / "out" / name
     assert runs.run_dir(cfg).resolve().parent == (tmp_path / "out").resolve()
+
+
+# ----------------------------------------------------------------------------- +dirty
+
+def _git(repo, *args):
+    import subprocess
+
+    # no user or signing configuration of this machine is needed or used
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+                          cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A committed checkout shaped like this one: aot_lib/, configs/, notebooks/, a .gitignore, a README."""
+    repo = tmp_path / "repo"
+    for rel, text in {"aot_lib/core.py": "x = 1\n", "configs/a.yaml": "run: {name: a}\n", "notebooks/01.py": "# book\n",
+                      ".gitignore": "__pycache__/\nruns/\n", "README.md": "readme\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
+@pytest.mark.parametrize("new_file", ["aot_lib/new.py", "aot_lib/models/new.py", "configs/new.yaml", "notebooks/new.py"])
+def test_an_untracked_source_file_makes_the_commit_dirty(repo, new_file):
+    from aot_lib.runtime import git_commit
+
+    head = _git(repo, "rev-parse", "HEAD")
+    assert len(head) == 40 and git_commit(repo) == head
+    (repo / new_file).parent.mkdir(parents=True, exist_ok=True)
+    (repo / new_file).write_text("y = 2\n")
+    assert git_commit(repo) == head + "+dirty"
+    (repo / new_file).unlink()
+    assert git_commit(repo) == head
+
+
+def test_what_does_not_make_the_commit_dirty_and_what_does(repo):
+    from aot_lib.runtime import git_commit
+
+    head = _git(repo, "rev-parse", "HEAD")
+    for ignored_or_outside in ("aot_lib/__pycache__/core.cpython-311.pyc", "runs/r/run.json", "notes.txt",
+                               "scripts/try.sh"):
+        (repo / ignored_or_outside).parent.mkdir(parents=True, exist_ok=True)
+        (repo / ignored_or_outside).write_text("z")
+    assert git_commit(repo) == head  # git-ignored, or untracked outside aot_lib/, configs/, notebooks/
+    (repo / "README.md").write_text("changed\n")  # a tracked change anywhere
+    assert git_commit(repo) == head + "+dirty"
+    _git(repo, "checkout", "README.md")
+    (repo / "configs" / "b.yaml").write_text("run: {name: b}\n")
+    _git(repo, "add", "configs/b.yaml")  # staged, not committed
+    assert git_commit(repo) == head + "+dirty"
+    _git(repo, "commit", "-q", "-m", "second")
+    assert git_commit(repo) == _git(repo, "rev-parse", "HEAD") != head
+
+
+def test_without_git_the_commit_is_unknown(tmp_path, monkeypatch):
+    from aot_lib.runtime import git_commit
+
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # even if the temporary folder is in one
+    assert git_commit(tmp_path) == "unknown"  # not a repository
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git program at all
+    assert git_commit(tmp_path) == "unknown"
