@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
     rec.add_argument("dest")
-    rec.add_argument("--allow-dirty", action="store_true", help="record a run made from uncommitted code")
+    rec.add_argument("--allow-dirty", action="store_true", help="record a run made from uncommitted code or without git")
     return p
 
 

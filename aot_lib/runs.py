@@ -298,8 +298,9 @@ RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe
 def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
     """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
     what the book reads; with them ``encoder.pt`` (the trained encoder's weights with the run's config, a
-    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, and one whose commit had local
-    changes (``+dirty``): recorded results come from a clean commit."""
+    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, one whose commit had local
+    changes (``+dirty``) and one made without git (commit ``unknown``, or none): recorded results come from a
+    clean commit. ``allow_dirty`` lifts the last two."""
     src, dest = Path(src), Path(dest)
     if not (src / "run.json").is_file():
         raise FileNotFoundError(f"{src} is not a run folder (no run.json); give the folder aot pretrain wrote, "
@@ -314,6 +315,11 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
     if str(record.get("commit", "")).endswith("+dirty") and not allow_dirty:
         raise CheckpointError(f"run {src} was made from a commit with local changes ({record['commit']}); "
                               "commit first and run it again, so the recorded result can be reproduced "
+                              "(or pass --allow-dirty for a result you will not publish)")
+    commit = record.get("commit")
+    if (not isinstance(commit, str) or not commit or commit.startswith("unknown")) and not allow_dirty:
+        raise CheckpointError(f"run {src} was made without a known git commit (commit: {commit!r}); run it again "
+                              "from a git checkout of a clean commit, so the recorded result can be reproduced "
                               "(or pass --allow-dirty for a result you will not publish)")
     if dest.exists() and not dest.is_dir():
         raise FileExistsError(f"{dest} exists and is not a folder; choose another destination")

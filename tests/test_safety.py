@@ -128,3 +128,22 @@ def test_without_git_the_commit_is_unknown(tmp_path, monkeypatch):
     assert git_commit(tmp_path) == "unknown"  # not a repository
     monkeypatch.setenv("PATH", str(tmp_path))  # no git program at all
     assert git_commit(tmp_path) == "unknown"
+
+
+# ----------------------------------------------------------------------------- recording a run made without git
+
+def test_record_of_a_run_without_a_known_commit_is_refused_by_the_cli(tmp_path, capsys):
+    import json
+
+    src, dest = tmp_path / "runs" / "r", tmp_path / "results" / "r"
+    src.mkdir(parents=True)
+    (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "unknown"}))
+    assert cli(["record", str(src), str(dest)]) == 1
+    assert capsys.readouterr().err == (
+        f"aot record: run {src} was made without a known git commit (commit: 'unknown'); run it again from a git "
+        "checkout of a clean commit, so the recorded result can be reproduced (or pass --allow-dirty for a result "
+        "you will not publish)\n")
+    assert not dest.exists()
+    assert cli(["record", "--allow-dirty", str(src), str(dest)]) == 0
+    assert capsys.readouterr().out == f"{dest / 'run.json'}\n"
+    assert (dest / "run.json").read_bytes() == (src / "run.json").read_bytes()
