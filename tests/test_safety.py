@@ -4,7 +4,13 @@ the previous checkpoint survives byte for byte.
 
 Every refusal is matched in full (helpers.raises_exactly, or the CLI's one stderr line).
 """
+import errno
+import json
+import os
+from pathlib import Path
+
 import pytest
+import torch
 import yaml
 
 from aot_lib import runs
@@ -133,8 +139,6 @@ def test_without_git_the_commit_is_unknown(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- recording a run made without git
 
 def test_record_of_a_run_without_a_known_commit_is_refused_by_the_cli(tmp_path, capsys):
-    import json
-
     src, dest = tmp_path / "runs" / "r", tmp_path / "results" / "r"
     src.mkdir(parents=True)
     (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "unknown"}))
@@ -147,3 +151,165 @@ def test_record_of_a_run_without_a_known_commit_is_refused_by_the_cli(tmp_path, 
     assert cli(["record", "--allow-dirty", str(src), str(dest)]) == 0
     assert capsys.readouterr().out == f"{dest / 'run.json'}\n"
     assert (dest / "run.json").read_bytes() == (src / "run.json").read_bytes()
+
+
+# ----------------------------------------------------------------------------- failed writes
+
+FULL, DENIED, BROKEN = errno.ENOSPC, errno.EACCES, errno.EIO  # a full disk, no permission, a failing disk
+
+
+def _failing(code, partial=b"half a file"):
+    """A writer that leaves part of its file, as a write cut short does, then fails as the operating system
+    does with ``code`` (a new exception each time: a raised one carries its context along)."""
+    def write(tmp):
+        Path(tmp).write_bytes(partial)
+        raise OSError(code, os.strerror(code))
+    return write
+
+
+@pytest.mark.parametrize("number,code,remedy", [(FULL, "ENOSPC", "Free space on that disk"),
+                                               (DENIED, "EACCES", "Make {folder} writable"),
+                                               (BROKEN, "EIO", "Fix that")], ids=["ENOSPC", "EACCES", "EIO"])
+def test_a_failed_write_keeps_the_previous_file_and_says_so(tmp_path, number, code, remedy):
+    from aot_lib.files import WriteError, atomic_write
+
+    target = tmp_path / "metrics.json"
+    target.write_bytes(b'{"old": 1}')
+    fix = remedy.format(folder=tmp_path)
+    with raises_exactly(WriteError, f"writing the result file {target} failed: {os.strerror(number)} ({code}); the previous "
+                                    f"metrics.json is intact. {fix}, or write it to another folder; then run the same "
+                                    "command again") as caught:
+        atomic_write(target, _failing(number), "result file")
+    assert caught.value.errno == number and isinstance(caught.value, OSError)  # still an OSError to callers
+    assert target.read_bytes() == b'{"old": 1}' and os.listdir(tmp_path) == ["metrics.json"]
+    fresh = tmp_path / "new" / "probe.json"
+    with raises_exactly(WriteError, f"writing the file {fresh} failed: {os.strerror(number)} ({code}); no partial probe.json "
+                                    f"was left. {remedy.format(folder=fresh.parent)}, or write it to another folder; "
+                                    "then run the same command again"):
+        atomic_write(fresh, _failing(number))
+    assert os.listdir(fresh.parent) == []
+
+
+def test_an_error_that_is_not_the_operating_systems_is_not_a_write_error(tmp_path):
+    from aot_lib.files import atomic_write
+
+    def write(tmp):
+        tmp.write_text("half")
+        raise TypeError("not a write failure")
+
+    with raises_exactly(TypeError, "not a write failure"):
+        atomic_write(tmp_path / "x.json", write)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.fixture
+def paused_run(tmp_path, monkeypatch, capsys):
+    """A tiny pretraining paused after its checkpoint at step 2 of 4, through the CLI; its config file and folder."""
+    from aot_lib.config import dump_config
+    from helpers import make_imagefolder, tiny_config
+
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "tiny.yaml"
+    config.write_text(dump_config(tiny_config(make_imagefolder(tmp_path / "data"), tmp_path / "runs")))
+    assert cli(["pretrain", "--config", str(config), "run.stop_after=2"]) == 0
+    capsys.readouterr()
+    run = tmp_path / "runs" / "tiny"
+    assert json.loads((run / "run.json").read_text())["status"] == "paused at step 2"
+    return config, run
+
+
+def _fill_disk_at_the_checkpoint(monkeypatch, number):
+    """Fabric's checkpoint write fails part way with error ``number``; every file written after it fails the same way,
+    as on a disk that just filled (the CLI must report the first failure, not the last)."""
+    import lightning_fabric
+
+    from aot_lib import files
+
+    full = []
+
+    def save(fabric, path, state):
+        full.append(path)
+        _failing(number, b"half a checkpoint")(path)
+
+    real = files.atomic_write
+
+    def atomic_write(path, write, *args):
+        return real(path, _failing(number) if full else write, *args)
+
+    monkeypatch.setattr(lightning_fabric.Fabric, "save", save)
+    monkeypatch.setattr(files, "atomic_write", atomic_write)  # run.json, results
+    monkeypatch.setattr(runs, "atomic_write", atomic_write)  # metrics.csv
+    return full
+
+
+@pytest.mark.parametrize("number,code,remedy", [(FULL, "ENOSPC", "Free space on that disk"),
+                                               (DENIED, "EACCES", "Make {run} writable")], ids=["ENOSPC", "EACCES"])
+def test_a_failed_checkpoint_write_is_one_line_from_the_cli_and_the_last_checkpoint_is_kept(
+        paused_run, monkeypatch, capsys, number, code, remedy):
+    config, run = paused_run
+    before = (run / "last.ckpt").read_bytes()
+    files_before = sorted(os.listdir(run))
+    full = _fill_disk_at_the_checkpoint(monkeypatch, number)
+    assert cli(["pretrain", "--config", str(config)]) == 1
+    assert full == [run / f".last.ckpt.tmp{os.getpid()}"]  # the step-4 checkpoint, written beside the last one
+    assert capsys.readouterr().err == (  # the one line on stderr: the first failed write, not the ones after it
+        f"aot pretrain: writing the checkpoint {run / 'last.ckpt'} failed: {os.strerror(number)} ({code}); the last "
+        f"checkpoint is intact. {remedy.format(run=run)}, or move the run folder elsewhere and set run.out_dir to "
+        "match; then run the same command again\n")
+    assert (run / "last.ckpt").read_bytes() == before  # byte for byte
+    assert sorted(os.listdir(run)) == files_before  # no temporary file left behind
+    monkeypatch.undo()
+    assert cli(["pretrain", "--config", str(config)]) == 0  # space freed: the same command resumes and finishes
+    assert json.loads((run / "run.json").read_text())["status"] == "finished"
+    assert torch.load(run / "last.ckpt", weights_only=True)["step"] == 4
+
+
+def test_a_first_checkpoint_that_cannot_be_written_says_none_was(tmp_path, monkeypatch, capsys):
+    from aot_lib.config import dump_config
+    from helpers import make_imagefolder, tiny_config
+
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "tiny.yaml"
+    config.write_text(dump_config(tiny_config(make_imagefolder(tmp_path / "data"), tmp_path / "runs")))
+    _fill_disk_at_the_checkpoint(monkeypatch, FULL)
+    run = tmp_path / "runs" / "tiny"
+    assert cli(["pretrain", "--config", str(config)]) == 1
+    assert capsys.readouterr().err == (
+        f"aot pretrain: writing the checkpoint {run / 'last.ckpt'} failed: No space left on device (ENOSPC); no "
+        "checkpoint had been written yet. Free space on that disk, or move the run folder elsewhere and set "
+        "run.out_dir to match; then run the same command again\n")
+    assert not (run / "last.ckpt").exists() and not list(run.glob(".last.ckpt*"))
+
+
+def test_a_failed_result_write_from_the_cli(tmp_path, monkeypatch, capsys):
+    """`aot record` into a folder where writing fails: the recorded files there before are kept byte for byte."""
+    from aot_lib import files
+
+    src, dest = tmp_path / "runs" / "r", tmp_path / "results" / "r"
+    src.mkdir(parents=True)
+    (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "c0ffee"}))
+    dest.mkdir(parents=True)
+    (dest / "run.json").write_bytes(b"recorded before")
+    real = files.atomic_write
+    monkeypatch.setattr(runs, "atomic_write", lambda path, write, *a: real(path, _failing(FULL), *a))
+    assert cli(["record", str(src), str(dest)]) == 1
+    assert capsys.readouterr().err == (
+        f"aot record: writing the recorded file {dest / 'run.json'} failed: No space left on device (ENOSPC); the "
+        "previous run.json is intact. Free space on that disk, or write it to another folder; then run the same "
+        "command again\n")
+    assert (dest / "run.json").read_bytes() == b"recorded before" and os.listdir(dest) == ["run.json"]
+
+
+def test_a_status_that_cannot_be_written_does_not_hide_the_error_that_ended_the_run(tmp_path, monkeypatch):
+    from aot_lib import files
+
+    cfg = load_config(None, [f"run.out_dir={tmp_path}", "run.name=r", "fabric.accelerator=cpu", "fabric.precision=32-true"])
+    monkeypatch.setattr(runs, "git_commit", lambda: "c0ffee")
+    with raises_exactly(RuntimeError, "the run's own error"):
+        with runs.RunFolder(cfg, "pretrain"):
+            monkeypatch.setattr(runs, "write_json", lambda path, obj, *a: files.atomic_write(path, _failing(FULL), *a))
+            raise RuntimeError("the run's own error")
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "running"  # the last write that worked
+    monkeypatch.undo()
+    with runs.RunFolder(cfg, "pretrain"):  # the lock was released all the same
+        pass
