@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
     rec.add_argument("dest")
-    rec.add_argument("--allow-dirty", action="store_true", help="record a run made from uncommitted code")
+    rec.add_argument("--allow-dirty", action="store_true", help="record a run made from uncommitted code or without git")
     return p
 
 
@@ -81,6 +81,20 @@ def _run(args) -> int:
     return 0
 
 
+def _first_failed_write(e: BaseException) -> BaseException | None:
+    """The first :class:`aot_lib.files.WriteError` behind ``e``: when a disk fills, the writes that follow the
+    first failed one (logs flushed, run.json's status) fail too, and the last of them is what reaches here."""
+    from .files import WriteError
+
+    first, seen = None, set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, WriteError):
+            first = e
+        e = e.__cause__ or e.__context__
+    return first
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -94,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from .config import ConfigError
 
+        e = _first_failed_write(e) or e
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         known = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError",
-                 "FileNotFoundError", "FileExistsError", "ValueError")
+                 "FileNotFoundError", "FileExistsError", "ValueError", "WriteError")
         kind = type(e).__name__
         prefix = "" if kind in known else f"internal error ({kind}): "
         hint = "" if kind in known else " (rerun with --debug for the traceback, and report it)"

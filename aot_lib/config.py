@@ -108,6 +108,7 @@ class _Spec:
             what = "one of " + ", ".join(map(str, self.choices))
         else:
             what = {"int": "an integer", "float": "a number", "bool": "true or false", "switch": "true, false or auto", "str": "a non-empty string", "text": "a string",
+                    "name": "one folder name (not empty, '.' or '..'; no '/', '\\' or control character)",
                     "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
                     "range": "a pair [low, high] with 0 < low <= high <= 1",
                     "grid": "a number or a list of numbers"}[self.kind]
@@ -137,6 +138,12 @@ class _Spec:
         if self.kind == "switch":
             if not (isinstance(v, bool) or v == "auto"):
                 raise self._error(key, v)
+            return v
+        if self.kind == "name":  # one path component, so <out_dir>/<name> stays inside out_dir
+            if (not isinstance(v, str) or v in ("", ".", "..") or "/" in v or "\\" in v
+                    or any(ord(c) < 32 or ord(c) == 127 for c in v)):
+                raise self._error(key, v, " The run's folder is <run.out_dir>/<run.name>: to write it elsewhere, set "
+                                          "run.out_dir.")
             return v
         if self.kind in ("str", "text"):  # "text" may be empty
             if not isinstance(v, str) or (self.kind == "str" and not v):
@@ -199,7 +206,7 @@ _PROB = _Spec("prob")
 # Every leaf of DEFAULTS has a spec; tests check that the two agree key by key.
 SCHEMA: dict[str, _Spec] = {
     "description": _Spec("text", nullable=True),
-    "run.name": _Spec("str", example="my_run"), "run.out_dir": _Spec("str", example="runs"),
+    "run.name": _Spec("name", example="my_run"), "run.out_dir": _Spec("str", example="runs"),
     "run.seed": _int(0, example="0"), "run.ckpt_every": _int(1, example="500"), "run.log_every": _int(1, example="10"),
     "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
     "run.progress": _BOOL,

@@ -2,46 +2,84 @@
 renamed over it, so a crash or a full disk never leaves half a file and never destroys the previous one."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["atomic_write", "write_json", "torch_save", "sha256_file"]
+__all__ = ["WriteError", "write_error", "remove_partial", "atomic_write", "write_json", "torch_save", "sha256_file"]
+
+ANOTHER_FOLDER = "write it to another folder"
+# what a run's files (checkpoint, run.json, results) are moved by: run.out_dir may change on resume
+RUN_ELSEWHERE = "move the run folder elsewhere and set run.out_dir to match"
+_FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+_DENIED = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+class WriteError(OSError):
+    """Writing a file failed (a full disk, no permission ...). The message says what, where, that the previous
+    version is intact and what to do, in one line; ``errno`` is the operating system's."""
+
+    def __init__(self, message: str, code: int | None):
+        super().__init__(message)
+        self.errno = code
+
+
+def write_error(path: Path, e: OSError, what: str = "file", elsewhere: str = ANOTHER_FOLDER,
+                kept: str | None = None) -> WriteError:
+    """The :class:`WriteError` for ``e``, raised while writing ``path`` (which is still the old file, or absent)."""
+    code = errno.errorcode.get(e.errno, str(e.errno)) if e.errno is not None else type(e).__name__
+    reason = f"{e.strerror or str(e) or type(e).__name__} ({code})"
+    if kept is None:
+        kept = f"the previous {path.name} is intact" if path.exists() else f"no partial {path.name} was left"
+    remedy = ("Free space on that disk" if e.errno in _FULL else f"Make {path.parent} writable" if e.errno in _DENIED
+              else "Fix that")
+    return WriteError(f"writing the {what} {path} failed: {reason}; {kept}. {remedy}, or {elsewhere}; then run the "
+                      "same command again", e.errno)
+
+
+def remove_partial(tmp: Path) -> None:
+    """Remove a temporary file or (sharded checkpoint) folder that a failed write left."""
+    if tmp.is_dir():
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], what: str = "file",
+                 elsewhere: str = ANOTHER_FOLDER) -> Path:
     """Call ``write(tmp)`` on a temporary path beside ``path``, then rename it over ``path``.
 
     The temporary name carries the process id, so two writers never share it; a reader sees the old
     file or the new one, never half of one. On error the temporary file is removed and ``path`` is
-    left as it was.
+    left as it was; an operating-system error (a full disk, no permission) becomes a :class:`WriteError`
+    that names the ``what`` and ``path``, and the fix (``elsewhere``: where else it could go).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         os.replace(tmp, path)
-    except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+    except BaseException as e:
+        remove_partial(tmp)
+        if isinstance(e, OSError) and not isinstance(e, WriteError):  # a WriteError: of a write inside this one
+            raise write_error(path, e, what, elsewhere) from e
         raise
     return path
 
 
-def write_json(path: str | os.PathLike, obj: dict) -> Path:
+def write_json(path: str | os.PathLike, obj: dict, what: str = "file", elsewhere: str = ANOTHER_FOLDER) -> Path:
     text = json.dumps(obj, indent=2, default=str)
-    return atomic_write(path, lambda tmp: tmp.write_text(text))
+    return atomic_write(path, lambda tmp: tmp.write_text(text), what, elsewhere)
 
 
-def torch_save(obj, path: str | os.PathLike) -> Path:
+def torch_save(obj, path: str | os.PathLike, what: str = "file", elsewhere: str = ANOTHER_FOLDER) -> Path:
     import torch
 
-    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+    return atomic_write(path, lambda tmp: torch.save(obj, tmp), what, elsewhere)
 
 
 def sha256_file(path: str | os.PathLike, block: int = 1 << 22) -> str:

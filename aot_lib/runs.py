@@ -24,11 +24,11 @@ from typing import Any
 
 import torch
 
-from .config import ConfigError, dump_config
-from .files import atomic_write, torch_save, write_json
+from .config import SCHEMA, ConfigError, dump_config
+from .files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, torch_save, write_error, write_json
 from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
-__all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
+__all__ = ["CheckpointError", "RunLockedError", "WriteError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
            "torch_save", "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
            "RESUMABLE_KEYS", "config_differences"]
 
@@ -46,7 +46,9 @@ class RunLockedError(RuntimeError):
 # ----------------------------------------------------------------------------- folders
 
 def run_dir(cfg: dict) -> Path:
-    return Path(cfg["run"]["out_dir"]) / cfg["run"]["name"]
+    """``<run.out_dir>/<run.name>``; a name that would leave ``run.out_dir`` is refused here too, for a config
+    dict that never went through :func:`aot_lib.config.validate_config`."""
+    return Path(cfg["run"]["out_dir"]) / SCHEMA["run.name"].check("run.name", cfg["run"]["name"])
 
 
 # ----------------------------------------------------------------------------- configs on resume
@@ -124,7 +126,10 @@ class RunFolder:
     def __exit__(self, exc_type, exc, tb) -> None:
         if self.main and exc_type is not None and self.record.get("status") == "running":
             status = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else f"failed: {exc_type.__name__}: {exc}"
-            self.update(status=status)
+            try:
+                self.update(status=status)
+            except WriteError:  # the disk that failed the run fails this too: the run's own error is the news
+                pass
         self._release()
 
     def _release(self) -> None:
@@ -156,7 +161,7 @@ class RunFolder:
                 raise ConfigError(f"run {self.path} was started with another config ({lines}); resume with the same "
                                   "settings, or start a new run (another run.name, or run.resume=false run.overwrite=true)")
         else:
-            atomic_write(cfg_file, lambda tmp: tmp.write_text(dump_config(self.cfg)))
+            atomic_write(cfg_file, lambda tmp: tmp.write_text(dump_config(self.cfg)), "run config", RUN_ELSEWHERE)
         previous = {}
         if (self.path / "run.json").exists():
             try:
@@ -178,13 +183,13 @@ class RunFolder:
         self.record.update(fields)
         self.record["wall_time_s"] = round(self.record.get("wall_time_s_before", 0.0) + time.time() - self.t0, 2)
         self.record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        write_json(self.path / "run.json", self.record)
+        write_json(self.path / "run.json", self.record, "run record", RUN_ELSEWHERE)
 
     def finish(self, status: str = "finished", **fields) -> None:
         self.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields)
 
     def write_result(self, name: str, obj: dict) -> Path | None:
-        return write_json(self.path / name, obj) if self.main else None
+        return write_json(self.path / name, obj, "result file", RUN_ELSEWHERE) if self.main else None
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -201,7 +206,8 @@ def _all_finite(module_or_state) -> str | None:
 def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
     """Write ``state`` with Fabric (sharded under FSDP) to a temporary name, then rename it over ``path``.
 
-    Refuses a model with non-finite weights: the previous (good) checkpoint is kept.
+    Refuses a model with non-finite weights: the previous (good) checkpoint is kept. A failed write (a full disk)
+    removes the temporary file and raises a :class:`WriteError`: the previous checkpoint is kept then too.
     """
     path = Path(path)
     bad = _all_finite(state["model"])
@@ -209,18 +215,34 @@ def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
         raise CheckpointError(f"refusing to save a checkpoint with non-finite values in {bad!r}; "
                               f"the previous checkpoint {path} is kept")
     tmp = path.with_name(f".{path.name}.tmp{os.getpid() if fabric.world_size == 1 else 'ddp'}")
-    fabric.save(tmp, state)
+    kept = "the last checkpoint is intact" if path.exists() else "no checkpoint had been written yet"
+    try:
+        fabric.save(tmp, state)
+        fabric.barrier()
+        if fabric.is_global_zero:
+            _swap_in(tmp, path)
+    except OSError as e:
+        if fabric.is_global_zero:
+            remove_partial(tmp)
+        raise write_error(path, e, "checkpoint", RUN_ELSEWHERE, kept) from e
     fabric.barrier()
-    if fabric.is_global_zero:
-        if tmp.is_dir():  # FSDP writes a sharded folder: swap folders, then drop the old one
-            old = path.with_name(f".{path.name}.old")
-            if path.exists():
-                os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    fabric.barrier()
+
+
+def _swap_in(tmp: Path, path: Path) -> None:
+    """Rename the new checkpoint ``tmp`` over ``path``; the previous one stays in place if that fails."""
+    if not tmp.is_dir():
+        os.replace(tmp, path)
+        return
+    old = path.with_name(f".{path.name}.old")  # FSDP writes a sharded folder: swap folders, then drop the old one
+    if path.exists():
+        os.replace(path, old)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        if old.exists() and not path.exists():
+            os.replace(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
@@ -286,7 +308,7 @@ def merge_csv_logs(directory: str | os.PathLike) -> Path | None:
             w.writeheader()
             w.writerows(rows[k] for k in sorted(rows))
 
-    return atomic_write(directory / "metrics.csv", write)
+    return atomic_write(directory / "metrics.csv", write, "metrics log", RUN_ELSEWHERE)
 
 
 ENCODER_RECORD_LIMIT = 10 * 2**20  # bytes: record_run keeps the trained encoder's weights up to this size
@@ -296,8 +318,9 @@ RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe
 def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
     """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
     what the book reads; with them ``encoder.pt`` (the trained encoder's weights with the run's config, a
-    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, and one whose commit had local
-    changes (``+dirty``): recorded results come from a clean commit."""
+    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, one whose commit had local
+    changes (``+dirty``) and one made without git (commit ``unknown``, or none): recorded results come from a
+    clean commit. ``allow_dirty`` lifts the last two."""
     src, dest = Path(src), Path(dest)
     if not (src / "run.json").is_file():
         raise FileNotFoundError(f"{src} is not a run folder (no run.json); give the folder aot pretrain wrote, "
@@ -313,6 +336,11 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
         raise CheckpointError(f"run {src} was made from a commit with local changes ({record['commit']}); "
                               "commit first and run it again, so the recorded result can be reproduced "
                               "(or pass --allow-dirty for a result you will not publish)")
+    commit = record.get("commit")
+    if (not isinstance(commit, str) or not commit or commit.startswith("unknown")) and not allow_dirty:
+        raise CheckpointError(f"run {src} was made without a known git commit (commit: {commit!r}); run it again "
+                              "from a git checkout of a clean commit, so the recorded result can be reproduced "
+                              "(or pass --allow-dirty for a result you will not publish)")
     if dest.exists() and not dest.is_dir():
         raise FileExistsError(f"{dest} exists and is not a folder; choose another destination")
     dest.mkdir(parents=True, exist_ok=True)
@@ -320,7 +348,7 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
     for name in RECORD_FILES:
         if (src / name).exists():
             data = (src / name).read_bytes()
-            copied.append(atomic_write(dest / name, lambda tmp, data=data: tmp.write_bytes(data)))
+            copied.append(atomic_write(dest / name, lambda tmp, data=data: tmp.write_bytes(data), "recorded file"))
     if (src / "last.ckpt").is_file():  # the trained encoder too, when it is small: the book inspects it
         ckpt = load_checkpoint(src / "last.ckpt")
         weights = {k: v.detach().clone() for k, v in encoder_state_dict(ckpt, with_head=True).items()}
@@ -328,5 +356,5 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
         if size <= ENCODER_RECORD_LIMIT:
             copied.append(torch_save({"format": CHECKPOINT_FORMAT, "kind": "encoder", "trained_as": ckpt.get("kind"),
                                       "step": ckpt["step"], "config": ckpt["config"], "model": weights},
-                                     dest / "encoder.pt"))
+                                     dest / "encoder.pt", "recorded encoder"))
     return copied

@@ -50,16 +50,25 @@ def hardware_summary() -> dict:
     return info
 
 
-def git_commit() -> str:
-    """The repository's HEAD, with ``+dirty`` when tracked files have uncommitted changes."""
+SOURCE_DIRS = ("aot_lib", "configs", "notebooks")  # an untracked file here changes what a run or the book does
+
+
+def git_commit(root: str | os.PathLike | None = None) -> str:
+    """The repository's HEAD (of ``root``; default: this checkout), with ``+dirty`` when a tracked file has
+    uncommitted changes or a file under :data:`SOURCE_DIRS` is untracked and not git-ignored (a new module or
+    config the commit does not hold); ``"unknown"`` without git."""
     import subprocess
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5).stdout.strip()
+
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        head = git("rev-parse", "HEAD")
+        dirty = (git("status", "--porcelain", "--untracked-files=no")
+                 or git("ls-files", "--others", "--exclude-standard", "--", *SOURCE_DIRS))
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+    return (head or "unknown") + ("+dirty" if dirty else "")

@@ -110,3 +110,26 @@ def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path)
              if "inherit" in yaml.safe_load(q.read_text())}
     if stage == "distill" and path.resolve() not in bases:  # a run: a teacher unless it trains on labels alone
         assert bool(cfg["distill"]["teacher"]) == (cfg["distill"]["alpha"] > 0)
+
+
+def test_every_run_name_under_configs_is_unique():
+    """Two configs with one run.name share <run.out_dir>/<run.name> and results/<...>/<run.name>: the second run
+    would resume or overwrite the first, and its record replace the first's."""
+    import yaml
+
+    from aot_lib.config import _read_yaml
+
+    every = sorted((ROOT / "configs").rglob("*.yaml"))
+    bases = {(q.parent / yaml.safe_load(q.read_text())["inherit"]).resolve() for q in every
+             if "inherit" in (yaml.safe_load(q.read_text()) or {})}
+    # A template (a file others inherit from that sets no run.name, e.g. configs/cpu/recipe.yaml) is never run
+    # itself: its name is only the default <model>_<dataset>. A base that names its run (configs/cpu/aot_admm_cifar10.yaml,
+    # which its seed-1 variant inherits) is a run, and stays in: a variant that forgot its own name would overwrite it.
+    runs = [p for p in every if p.resolve() not in bases or (_read_yaml(p).get("run") or {}).get("name") is not None]
+    by_name: dict[str, list[str]] = {}
+    for p in runs:
+        by_name.setdefault(load_config(p)["run"]["name"], []).append(p.relative_to(ROOT).as_posix())
+    assert {n: ps for n, ps in by_name.items() if len(ps) > 1} == {}
+    templates = [p.relative_to(ROOT / "configs").as_posix() for p in every if p not in runs]
+    assert templates == ["base/cifar.yaml", "base/imagenet.yaml", "cpu/recipe.yaml", "cpu/table2/finetune.yaml",
+                         "cpu/table2/recipe.yaml", "cpu/table4/finetune.yaml"]

@@ -559,7 +559,15 @@ def test_record_run_refusals(tmp_path):
         runs.record_run(src, tmp_path / "d")
     assert not (tmp_path / "d").exists()
     assert runs.record_run(src, tmp_path / "d", allow_dirty=True)[1] == tmp_path / "d" / "run.json"
-    (src / "run.json").write_text(json.dumps({"status": "finished"}))  # no commit recorded: nothing dirty to refuse
+    for i, (record, shown) in enumerate((({"commit": "unknown"}, "'unknown'"), ({}, "None"), ({"commit": ""}, "''"))):
+        (src / "run.json").write_text(json.dumps({"status": "finished", **record}))  # git missing, or no commit kept
+        with _refused(f"run {src} was made without a known git commit (commit: {shown}); run it again from a git "
+                      "checkout of a clean commit, so the recorded result can be reproduced (or pass --allow-dirty "
+                      "for a result you will not publish)"):
+            runs.record_run(src, tmp_path / f"unknown{i}")
+        assert not (tmp_path / f"unknown{i}").exists()
+        assert runs.record_run(src, tmp_path / f"unknown{i}", allow_dirty=True)[1] == tmp_path / f"unknown{i}" / "run.json"
+    (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "c0ffee"}))
     dest = tmp_path / "file"
     dest.write_text("x")
     with raises_exactly(FileExistsError, f"{dest} exists and is not a folder; choose another destination"):
