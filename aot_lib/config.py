@@ -396,7 +396,12 @@ def apply_overrides(cfg: dict, overrides: list[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like section.key=value")
         key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw != "" else None
+        try:
+            value = yaml.safe_load(raw) if raw != "" else None
+        except yaml.YAMLError as e:
+            problem = str(getattr(e, "problem", None) or e).splitlines()[0]
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({problem}); give a number, a word, "
+                              "a list [a, b] or a mapping {k: v}") from None
         node: dict = {}
         cursor = node
         parts = key.strip().split(".")

@@ -313,3 +313,16 @@ def test_a_status_that_cannot_be_written_does_not_hide_the_error_that_ended_the_
     monkeypatch.undo()
     with runs.RunFolder(cfg, "pretrain"):  # the lock was released all the same
         pass
+
+
+@pytest.mark.parametrize("override, problem", [
+    ("optim.lr=[1,", "expected the node content, but found '<stream end>'"),
+    ("model.overrides={a: 1", "expected ',' or '}', but got '<stream end>'"),
+    ("run.name=a\x00b", "unacceptable character #x0000: special characters are not allowed"),
+])
+def test_an_override_that_is_not_yaml_is_a_config_error(override, problem):
+    from aot_lib.config import ConfigError, load_config
+
+    with raises_exactly(ConfigError, f"override {override!r}: the value is not valid YAML ({problem}); give a number, "
+                                     "a word, a list [a, b] or a mapping {k: v}"):
+        load_config(None, [override])
