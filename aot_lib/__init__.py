@@ -3,8 +3,7 @@ from . import models  # noqa: F401  (registers every model)
 from .coding_rate import coding_rate, subspace_coding_rate
 from .flops import count_flops, count_params
 from .lejepa import LeJEPALoss
-from .pretrained import from_pretrained
-from .registry import create_model, is_model, list_models, register_model
+from .registry import create_model, from_pretrained, is_model, list_models, register_model
 from .sigreg import SIGReg, epps_pulley
 
 __version__ = "0.1.0"

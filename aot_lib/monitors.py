@@ -16,7 +16,7 @@ a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like 
   AoT-ADMM the primal residual ``||Z - V||``, the branch coefficients ``(a, b, c)`` and the threshold
   ``tau`` against their initial ADMM values (Eq. ``zupdate``).
 * :class:`OnlineKNN` — a learning curve without labels in the loss (stable-pretraining's OnlineKNN idea):
-  the weighted k-NN accuracy (:func:`aot_lib.probe.knn_probe`) of a fixed validation subset of the
+  the weighted k-NN accuracy (:func:`aot_lib.evaluation.knn_probe`) of a fixed validation subset of the
   training set, voted on by a fixed labelled subset of the rest (the probe's stratified split).
 
 The fixed-batch monitors run the model in evaluation mode without gradients on every process (the
@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from .coding_rate import subspace_coding_rate
+from .evaluation import extract_features, knn_probe, stratified_split
 from .lejepa import energy_normalize
 from .sigreg import _world_size, epps_pulley, sample_directions
 from .theory import cw_quadrature, rate_gap
@@ -239,11 +240,9 @@ class WhiteBoxAudit(Monitor):
 def knn_monitor_split(labels: torch.Tensor, n_bank: int, n_val: int, val_fraction: float,
                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices ``(bank, val)`` of :class:`OnlineKNN`: the probe's stratified split of the training labels
-    (:func:`aot_lib.probe.stratified_split`, same fraction and seed), each side thinned to at most ``n_bank``
+    (:func:`aot_lib.evaluation.stratified_split`, same fraction and seed), each side thinned to at most ``n_bank``
     / ``n_val`` images evenly spaced over its sorted indices, so a split stored class by class stays
     balanced. No random number is drawn."""
-    from .probe import stratified_split
-
     bank, val = stratified_split(labels, val_fraction, seed)
 
     def thin(idx: torch.Tensor, n: int) -> torch.Tensor:
@@ -254,7 +253,7 @@ def knn_monitor_split(labels: torch.Tensor, n_bank: int, n_val: int, val_fractio
 
 @dataclass
 class OnlineKNN(Monitor):
-    """``knn/val_top1``: weighted k-NN accuracy (DINO's vote, :func:`aot_lib.probe.knn_probe`) of the
+    """``knn/val_top1``: weighted k-NN accuracy (DINO's vote, :func:`aot_lib.evaluation.knn_probe`) of the
     encoder's features of ``val_images``, voted on by the features of ``bank_images`` (both un-augmented
     uint8 images of the training set, normalised here at ``size``). Evaluation mode, no gradient, no random
     draw: the trajectory is the same with or without it."""
@@ -271,8 +270,6 @@ class OnlineKNN(Monitor):
     batch_size: int = 512
 
     def __call__(self, ctx: StepContext) -> dict[str, float]:
-        from .probe import extract_features, knn_probe
-
         encoder = ctx.model.encoder
         device = next(encoder.parameters()).device
         was_training = encoder.training

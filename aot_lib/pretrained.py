@@ -4,7 +4,8 @@ Hugging Face Hub and timm use.
 ``config.json`` names the architecture (a registered model) and the arguments it was built with, the sha256 of
 ``model.safetensors``, and where the weights come from (run, commit, seed). Loading checks the hash before
 reading a byte of the weights, and safetensors holds tensors only: loading never runs code (unlike a pickled
-``.pt``, which :func:`aot_lib.runs.load_checkpoint` reads with ``weights_only=True``)::
+``.pt``, which :func:`aot_lib.runs.load_checkpoint` reads with ``weights_only=True``). The model is built by
+:func:`aot_lib.create_model`; :func:`aot_lib.runs.export_checkpoint` writes such a folder from a checkpoint::
 
     model = aot_lib.create_model("aot_admm_tiny", pretrained="results/cpu/cpu_aot_admm_cifar10/encoder")
     model = aot_lib.from_pretrained("results/cpu/cpu_aot_admm_cifar10/encoder")   # the same, name from the file
@@ -20,8 +21,8 @@ from torch import nn
 
 from .files import atomic_write, sha256_file
 
-__all__ = ["save_pretrained", "from_pretrained", "read_pretrained_config", "export_checkpoint", "WEIGHTS_NAME",
-           "CONFIG_NAME", "PretrainedError"]
+__all__ = ["save_pretrained", "load_pretrained_state", "read_pretrained_config", "WEIGHTS_NAME", "CONFIG_NAME",
+           "PretrainedError"]
 
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
@@ -71,14 +72,11 @@ def read_pretrained_config(folder: str | os.PathLike) -> dict:
     return config
 
 
-def from_pretrained(folder: str | os.PathLike, **overrides) -> nn.Module:
-    """The model of a pretrained folder, its weights checked against the recorded sha256 and loaded strictly.
-    ``overrides`` go to :func:`aot_lib.create_model` over the recorded arguments; a new ``num_classes`` gives a
-    new, untrained classification head (the recorded head, if any, is left out)."""
+def load_pretrained_state(folder: str | os.PathLike) -> tuple[dict, dict[str, torch.Tensor]]:
+    """``(config, state_dict)`` of a pretrained folder, the weights checked against the recorded sha256 before
+    safetensors reads them. :func:`aot_lib.create_model` (``pretrained=``) builds the model from these."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
-
-    from .registry import create_model
 
     folder = Path(folder)
     config = read_pretrained_config(folder)
@@ -90,43 +88,7 @@ def from_pretrained(folder: str | os.PathLike, **overrides) -> nn.Module:
         raise PretrainedError(f"{weights} does not match the sha256 in {CONFIG_NAME} ({digest[:12]}... vs "
                               f"{config['sha256'][:12]}...): the file was changed or damaged; copy or export it again")
     try:
-        state = load_file(str(weights))
+        return config, load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as e:
         raise PretrainedError(f"{weights} is not a safetensors file ({str(e).splitlines()[0]}); export it with "
                               "aot_lib.pretrained.save_pretrained") from None
-    args = {**config["model_args"], **overrides}
-    model = create_model(config["architecture"], **args)
-    new_head = "num_classes" in overrides and overrides["num_classes"] != config["model_args"].get("num_classes")
-    if new_head:
-        state = {k: v for k, v in state.items() if not k.startswith("head.")}
-        own = {k: v for k, v in model.state_dict().items() if k.startswith("head.")}
-        state.update(own)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        raise PretrainedError(f"{weights} does not fit {config['architecture']} with {args} "
-                              f"({lines[1] if len(lines) > 1 else lines[0]})") from None
-    return model.eval()
-
-
-def export_checkpoint(checkpoint: str | os.PathLike, folder: str | os.PathLike, **provenance) -> Path:
-    """A pretrained folder from any aot_lib checkpoint or recorded ``encoder.pt``: the encoder with its
-    classification head if it has one (fine-tuned, distilled), built as the checkpoint's config says, then
-    loaded back through :func:`from_pretrained` and compared tensor by tensor, so what is written is known
-    to load."""
-    from .runs import encoder_state_dict, load_checkpoint
-
-    ckpt = load_checkpoint(checkpoint)
-    cfg = ckpt["config"]
-    state = encoder_state_dict(ckpt, with_head=True)
-    args = dict(cfg["model"]["overrides"])
-    args.setdefault("img_size", cfg["views"]["global_size"])
-    args["num_classes"] = int(state["head.fc.weight"].shape[0]) if "head.fc.weight" in state else 0
-    provenance = {"trained_as": ckpt.get("trained_as", ckpt.get("kind")), "step": ckpt.get("step"),
-                  "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(checkpoint), **provenance}
-    folder = save_pretrained(state, folder, cfg["model"]["name"], args, **provenance)
-    loaded = from_pretrained(folder).state_dict()
-    if loaded.keys() != state.keys() or not all(torch.equal(loaded[k], state[k].cpu()) for k in state):
-        raise PretrainedError(f"{folder} does not load back to the weights of {checkpoint}")
-    return folder

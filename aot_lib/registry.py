@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import difflib
+import os
 from typing import Callable
 
 from torch import nn
 
-__all__ = ["register_model", "create_model", "list_models", "is_model"]
+from .pretrained import PretrainedError, load_pretrained_state, read_pretrained_config
+
+__all__ = ["register_model", "create_model", "from_pretrained", "list_models", "is_model"]
 
 _MODELS: dict[str, Callable[..., nn.Module]] = {}
 
@@ -30,23 +33,38 @@ def is_model(name: str) -> bool:
 
 def create_model(name: str, pretrained: str | None = None, **overrides) -> nn.Module:
     """Build a registered model; keyword arguments override the paper's defaults. ``pretrained``: a folder
-    with ``model.safetensors`` and ``config.json`` (:mod:`aot_lib.pretrained`) whose architecture is ``name``;
-    its recorded arguments are used, ``overrides`` on top.
+    with ``model.safetensors`` and ``config.json`` (:mod:`aot_lib.pretrained`) whose architecture is ``name``:
+    its recorded arguments with ``overrides`` on top, its weights loaded strictly, in evaluation mode; a new
+    ``num_classes`` gives a new, untrained classification head (the recorded one is left out).
 
     >>> m = create_model("aot_admm_tiny", num_classes=100)
     """
-    if pretrained is not None:
-        from .pretrained import from_pretrained, read_pretrained_config
-
-        recorded = read_pretrained_config(pretrained)["architecture"]
-        if recorded != name:
-            raise ValueError(f"{pretrained} holds a {recorded}, not a {name}; call create_model({recorded!r}, "
-                             f"pretrained=...) or aot_lib.from_pretrained")
-        return from_pretrained(pretrained, **overrides)
     if name not in _MODELS:
         close = difflib.get_close_matches(name, _MODELS, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise ValueError(
             f"unknown model {name!r}.{hint} Known models: {', '.join(list_models())}."
         )
-    return _MODELS[name](**overrides)
+    if pretrained is None:
+        return _MODELS[name](**overrides)
+    config, state = load_pretrained_state(pretrained)
+    if config["architecture"] != name:
+        raise ValueError(f"{pretrained} holds a {config['architecture']}, not a {name}; call "
+                         f"create_model({config['architecture']!r}, pretrained=...) or aot_lib.from_pretrained")
+    args = {**config["model_args"], **overrides}
+    model = _MODELS[name](**args)
+    if "num_classes" in overrides and overrides["num_classes"] != config["model_args"].get("num_classes"):
+        state = {**{k: v for k, v in state.items() if not k.startswith("head.")},
+                 **{k: v for k, v in model.state_dict().items() if k.startswith("head.")}}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        raise PretrainedError(f"{pretrained} does not fit {name} with {args} "
+                              f"({lines[1] if len(lines) > 1 else lines[0]})") from None
+    return model.eval()
+
+
+def from_pretrained(folder: str | os.PathLike, **overrides) -> nn.Module:
+    """:func:`create_model` of the architecture a pretrained folder records, with its weights."""
+    return create_model(read_pretrained_config(folder)["architecture"], pretrained=folder, **overrides)

@@ -358,3 +358,26 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
                                       "step": ckpt["step"], "config": ckpt["config"], "model": weights},
                                      dest / "encoder.pt", "recorded encoder"))
     return copied
+
+
+def export_checkpoint(checkpoint: str | os.PathLike, folder: str | os.PathLike, **provenance) -> Path:
+    """A pretrained folder (:mod:`aot_lib.pretrained`) from any aot_lib checkpoint or recorded ``encoder.pt``: the
+    encoder with its classification head if it has one (fine-tuned, distilled), with the arguments the
+    checkpoint's config builds it with; then loaded back through :func:`aot_lib.create_model` and compared
+    tensor by tensor, so what is written is known to load."""
+    from .pretrained import save_pretrained
+    from .registry import from_pretrained
+
+    ckpt = load_checkpoint(checkpoint)
+    cfg = ckpt["config"]
+    state = encoder_state_dict(ckpt, with_head=True)
+    args = dict(cfg["model"]["overrides"])
+    args.setdefault("img_size", cfg["views"]["global_size"])
+    args["num_classes"] = int(state["head.fc.weight"].shape[0]) if "head.fc.weight" in state else 0
+    provenance = {"trained_as": ckpt.get("trained_as", ckpt.get("kind")), "step": ckpt.get("step"),
+                  "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(checkpoint), **provenance}
+    folder = save_pretrained(state, folder, cfg["model"]["name"], args, **provenance)
+    loaded = from_pretrained(folder).state_dict()
+    if loaded.keys() != state.keys() or not all(torch.equal(loaded[k], state[k].cpu()) for k in state):
+        raise CheckpointError(f"{folder} does not load back to the weights of {checkpoint}")
+    return folder
