@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
+import aot_lib.evaluation
 import pytest
 import torch
 import torch.nn.functional as F
@@ -234,7 +235,9 @@ class World:
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(P, "select_linear_probe", recorder("quick", {"linear_top1": 1.0}))
                 mp.setattr(P, "standard_linear_probe", recorder("standard", {"linear_top1": 2.0}))
-                mp.setattr(P, "knn_probe", recorder("knn", {"knn_top1": 3.0}))
+                knn = recorder("knn", {"knn_top1": 3.0})
+                mp.setattr(P, "knn_probe", knn)  # the test k-NN
+                mp.setattr(aot_lib.evaluation, "knn_probe", knn)  # the validation k-NN (knn_val_probe's)
                 result = P.probe(c, self.ckpt)
             return SimpleNamespace(result=result, **calls)
         return self._memo("probe", cfg, run)

@@ -471,4 +471,4 @@ def test_audit_with_orthonormal_bases_changes_only_the_rates():
         from aot_lib.coding_rate import subspace_coding_rate
         z = states[i].z.double()
         z = z * torch.rsqrt(z.square().mean(-1, keepdim=True))
-        assert o["rc_in"] == pytest.approx(float(subspace_coding_rate(z.transpose(-1, -2), U).mean()), rel=1e-12)
+        assert o["rc_in"] == pytest.approx(float(subspace_coding_rate(z.transpose(-1, -2), U.detach()).mean()), rel=1e-12)
