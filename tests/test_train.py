@@ -177,6 +177,7 @@ def test_table4_chain_pretrained_vit_teacher_and_students(setup):
     from aot_lib.supervised import _load_into, _supervised, normalization_for
 
     cfg = tiny_config(data, out, "run.name=vplain", *relu, "distill.alpha=0")
+    torch.manual_seed(cfg["run"]["seed"])  # as distill() does: the new head's initial weights follow run.seed
     student = build_encoder(cfg, num_classes=2)
     info = _load_into(student, pre, "distill.student_init")
     plain = _supervised(cfg, "distill", student, None, *normalization_for(info["checkpoint_config"]), info)
@@ -269,6 +270,22 @@ def test_supervised_runs_resume_to_the_uninterrupted_result(setup, kind):
     for step in a:  # same data, augmentations and weights: equal up to float32 run-to-run determinism
         assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
     assert part["top1"] == full["top1"]
+
+
+@pytest.mark.parametrize("kind", ["finetune", "distill"])
+def test_supervised_initial_weights_follow_run_seed_alone(setup, kind):
+    """The same config twice, after different draws from the caller's global RNG: the same first loss (the
+    initial weights come from run.seed, not from whatever ran before in the process); another run.seed: another
+    initialisation, another first loss."""
+    data, out = setup
+    common = ["model.name=vit_tiny", "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}",
+              f"{kind}.epochs=1", "distill.alpha=0"]
+    fn = getattr(train, kind)
+    for name, global_seed, run_seed in (("a", 0, 0), ("b", 123, 0), ("c", 0, 1)):
+        torch.manual_seed(global_seed)
+        fn(tiny_config(data, out, f"run.name={name}", f"run.seed={run_seed}", *common))
+    a, b, c = (_losses(out / name)[1] for name in "abc")
+    assert a == b and c != a
 
 
 def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setup):
