@@ -37,6 +37,13 @@ def zip_tree(src: Path, dest: Path, top: str = "tiny") -> Path:
     return dest
 
 
+def require(module: str, package: str):
+    """``pytest.importorskip`` whose reason names the missing package and the fix (README command 2 installs the
+    [dev] extra, which has everything the tests import; tests/conftest.py fails a CI session on such a skip)."""
+    return pytest.importorskip(module, reason=f"{package} is not installed (needed by this test); "
+                                              "pip install -e '.[dev]' installs it")
+
+
 def raises_exactly(error: type[BaseException], message: str):
     """``pytest.raises`` matching the whole message, word for word (a changed word is a changed refusal)."""
     return pytest.raises(error, match="^" + re.escape(message) + "$")

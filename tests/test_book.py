@@ -28,11 +28,12 @@ from aot_lib.book import (
     run_record_box,
 )
 from aot_lib.tables import Col, Table
+from helpers import require
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
 PAGE_WIDTH = 88  # characters of code a page shows without clipping
-jupytext = pytest.importorskip("jupytext")
+jupytext = require("jupytext", "jupytext")
 
 
 def toc_files():
@@ -208,16 +209,16 @@ def test_first_chapter_executes_in_a_kernel(monkeypatch):
 
 
 @pytest.mark.skipif(os.environ.get("AOT_TEST_ALL_CHAPTERS") != "1",
-                    reason="minutes: the book build executes every chapter; "
-                           "AOT_TEST_ALL_CHAPTERS=1 runs them here")
+                    reason="takes minutes, and the book build (README command 1, run by CI) executes every chapter; "
+                           "AOT_TEST_ALL_CHAPTERS=1 runs them here too")
 @pytest.mark.parametrize("path", CHAPTERS[1:], ids=chapter_id)
 def test_chapter_executes_in_a_kernel(path, monkeypatch):
     _execute(path, monkeypatch)
 
 
 def _execute(path, monkeypatch):
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    nbclient = require("nbclient", "nbclient")
+    require("ipykernel", "ipykernel")
     monkeypatch.setenv("AOT_BOOK_PROFILE", "fast")
     nb = jupytext.read(path)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -301,7 +302,7 @@ def test_data_messages_name_the_setting_not_the_path():
 
 
 def test_sample_photos_are_real_images_of_the_asked_size():
-    pytest.importorskip("skimage")
+    require("skimage", "scikit-image")
     import torch
 
     from aot_lib.book import sample_photos
@@ -357,7 +358,7 @@ def test_check_built_book_walks_the_pages(tmp_path):
 
 
 def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_path):
-    pytest.importorskip("skimage")
+    require("skimage", "scikit-image")
     from aot_lib.book import example_images
 
     monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder

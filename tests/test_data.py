@@ -76,7 +76,8 @@ def test_corrupt_image(tmp_path):
 
 
 @pytest.mark.skipif(not (Path(os.environ.get("AOT_DATA", "")) / "cifar10-jpeg.zip").exists(),
-                    reason="the offline CIFAR-10 copy ($AOT_DATA/cifar10-jpeg.zip) is not here")
+                    reason="the offline CIFAR-10 copy is not at $AOT_DATA/cifar10-jpeg.zip: set AOT_DATA to the "
+                           "folder that holds it (.ci/run: ../shared/data)")
 def test_offline_cifar10_copy():
     test = load_split("cifar10", "test")
     assert test.images.shape == (10_000, 3, 32, 32)
@@ -338,7 +339,8 @@ def test_hand_made_imagedata_has_a_provenance():
 
 
 @pytest.mark.skipif(not (Path(os.environ.get("AOT_DATA", "")) / "cifar100-png.zip").exists(),
-                    reason="the offline copies ($AOT_DATA/cifar*-*.zip) are not here")
+                    reason="the offline copies are not at $AOT_DATA/cifar10-jpeg.zip and cifar100-png.zip: set "
+                           "AOT_DATA to the folder that holds them (.ci/run: ../shared/data)")
 def test_provenance_of_the_real_offline_copies():
     p10 = describe_split("cifar10", "test")
     assert (p10.key, p10.n_images, p10.label) == ("cifar10_jpeg", 10_000, "CIFAR-10 (official splits, JPEG q75 re-encoding)")
