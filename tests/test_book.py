@@ -302,15 +302,28 @@ def test_data_messages_name_the_setting_not_the_path():
 
 
 def test_sample_photos_are_real_images_of_the_asked_size():
-    require("skimage", "scikit-image")
+    """scikit-image's photographs, centre-cropped to a square and resized by antialiased bicubic: against PIL's
+    bicubic resize of the same crop, in float (mode "F", no uint8 rounding between its two passes), rounded. Two
+    float32 computations of a value near a half may round to neighbouring levels: 1 level."""
+    skdata = require("skimage.data", "scikit-image")
+    import numpy as np
     import torch
+    from PIL import Image
 
-    from aot_lib.book import sample_photos
+    from aot_lib.book import PHOTO_CREDITS, sample_photos
 
-    small, large = sample_photos(32), sample_photos(160, names=["chelsea"])
-    assert small.shape == (4, 3, 32, 32) and small.dtype == torch.uint8
-    assert large.shape == (1, 3, 160, 160)
-    assert small.float().std() > 20, "a photograph, not a constant"
+    for size, names in ((32, list(PHOTO_CREDITS)), (160, ["chelsea"])):
+        got = sample_photos(size, names=names)
+        assert got.shape == (len(names), 3, size, size) and got.dtype == torch.uint8
+        for image, name in zip(got, names):
+            photo = getattr(skdata, name)()[..., :3].astype(np.float32)
+            h, w = photo.shape[:2]
+            side = min(h, w)
+            crop = photo[(h - side) // 2:(h - side) // 2 + side, (w - side) // 2:(w - side) // 2 + side]
+            ref = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(crop[..., c]), mode="F")
+                                       .resize((size, size), Image.BICUBIC)) for c in range(3)])
+            want = torch.from_numpy(np.clip(np.round(ref), 0, 255))
+            torch.testing.assert_close(image.double(), want.double(), atol=1, rtol=0, msg=name)
 
 
 # ----------------------------------------------------------------------------- built HTML
@@ -359,13 +372,15 @@ def test_check_built_book_walks_the_pages(tmp_path):
 
 def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_path):
     require("skimage", "scikit-image")
-    from aot_lib.book import example_images
+    import torch
+
+    from aot_lib.book import example_images, sample_photos
 
     monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     for setting, size, name in [("cifar", 32, "CIFAR-10"), ("imagenet", 160, "Imagenette")]:
         images, source, missing = example_images(setting)
-        assert images.shape == (4, 3, size, size)
+        assert torch.equal(images, sample_photos(size))  # the four photographs, at the setting's size
         assert "photographs" in source and name in missing
         assert not check_html(source) and str(tmp_path) not in source
 
