@@ -29,7 +29,10 @@ def test_imagefolder_folder_and_zip_agree(tmp_path):
     assert torch.equal(a.labels, torch.tensor([0] * 4 + [1] * 4))
     assert torch.equal(a.images, b.images)
     native = load_split("imagefolder", "test", root=z, image_size=16)
-    assert native.images.shape == (4, 3, 16, 16)
+    # images stored at 16 px and asked for at 16 px: the decoded pixels themselves, class by class in file order
+    files = sorted((tree / "test").glob("*/*.png"))
+    want = torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f in files])
+    assert torch.equal(native.images, want) and native.labels.tolist() == [0, 0, 1, 1]
     cached = list((tmp_path / "cache" / "tensors").glob("tiny-test-16-*.pt"))
     assert len(cached) == 1  # decoded once, then read from the cache
     assert torch.equal(load_split("imagefolder", "test", root=z, image_size=16).images, native.images)
