@@ -28,7 +28,7 @@ from aot_lib.book import (
     run_record_box,
 )
 from aot_lib.tables import Col, Table
-from helpers import require
+from helpers import raises_exactly, require
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
@@ -255,7 +255,7 @@ def test_table_renders_html_with_units_and_paper_columns():
 def test_table_from_sequences_and_missing_values():
     t = Table([("x", None)], [Col("k"), Col("v", "value", ".2f")])
     assert "\N{EM DASH}" in t._repr_html_()
-    with pytest.raises(ValueError):
+    with raises_exactly(ValueError, "row has 1 values for 2 columns"):
         Table([("x",)], [Col("k"), Col("v")])
 
 
