@@ -5,6 +5,7 @@ import torch
 import aot_lib
 from aot_lib import count_flops, count_params, create_model, list_models
 from aot_lib.flops import count_head_params
+from helpers import raises_exactly
 
 ALL_MODELS = list_models()
 
@@ -256,35 +257,41 @@ def test_num_classes_zero_gives_features():
 # --- bad input: one clear error that names the fix ----------------------------------------
 
 def test_unknown_model_lists_known_ones():
-    with pytest.raises(ValueError, match="unknown model 'aot_admm_huge'.*Did you mean.*Known models: .*aot_admm_tiny"):
+    with raises_exactly(ValueError, "unknown model 'aot_admm_huge'. Did you mean aot_admm_base, aot_admm_tiny, aot_admm_small? "
+                        "Known models: " + ", ".join(sorted(EXACT_PARAMS)) + "."):
         create_model("aot_admm_huge")
 
 
 def test_img_size_not_divisible_by_patch():
-    with pytest.raises(ValueError, match=r"img_size=30 is not divisible by patch_size=8.*\(e\.g\. 24 or 32\)"):
+    with raises_exactly(ValueError, "img_size=30 is not divisible by patch_size=8; use an image size that is a multiple of "
+                        "the patch (e.g. 24 or 32) or a patch size that divides 30."):
         create_model("aot_admm_tiny", img_size=30)
 
 
 def test_input_not_divisible_by_patch():
     m = create_model("aot_tiny", depth=1)
-    with pytest.raises(ValueError, match="not divisible by patch_size=8; resize or crop"):
+    with raises_exactly(ValueError, "input of size 20x20 is not divisible by patch_size=8; resize or crop the images to a "
+                        "multiple of 8."):
         m(torch.randn(1, 3, 20, 20))
 
 
 def test_width_not_divisible_by_heads():
-    with pytest.raises(ValueError, match=r"embed_dim=384 is not divisible by num_heads=5.*divisors of 384"):
+    with raises_exactly(ValueError, "embed_dim=384 is not divisible by num_heads=5; every head needs dim/heads channels: "
+                        "choose num_heads among the divisors of 384 (e.g. 1, 2, 3, 4, 6, 8, 12, 16, 24)."):
         create_model("crate_tiny", num_heads=5)
 
 
 @pytest.mark.parametrize("name", ["aot_admm_tiny", "vit_tiny"])
 def test_wrong_number_of_channels(name):
     m = create_model(name, depth=1)
-    with pytest.raises(ValueError, match="expects 3 input channels but got 1; create it with in_chans=1"):
+    with raises_exactly(ValueError, "the model expects 3 input channels but got 1; create it with in_chans=1 or convert the "
+                        "images (e.g. repeat a grayscale channel 3 times)."):
         m(torch.randn(2, 1, 32, 32))
 
 
 def test_bad_admm_hyperparameters():
-    with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1"):
+    with raises_exactly(ValueError, "eta=0.6, gamma=1.0, rho=1.0 give branch coefficients (-0.2, 0.6, 0.6); all three must "
+                        "be positive: choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0."):
         create_model("aot_admm_tiny", eta=0.6, gamma=1.0, rho=1.0)
 
 
