@@ -197,6 +197,7 @@ def finetune(cfg: dict) -> dict:
     validate_config(cfg)
     fc = cfg["finetune"]
     classes = len(load_train_test(cfg)[1].classes)
+    torch.manual_seed(cfg["run"]["seed"])  # the initial weights (the new head at least) follow run.seed, not the caller's RNG
     if fc["checkpoint"]:
         pcfg = load_checkpoint(fc["checkpoint"])["config"]
         model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
@@ -244,6 +245,7 @@ def distill(cfg: dict) -> dict:
                                   f"with {classes} classes ({str(e).splitlines()[0]}); check distill.teacher_model") from None
         for p in teacher.parameters():
             p.requires_grad_(False)
+    torch.manual_seed(cfg["run"]["seed"])  # the student's initial weights follow run.seed, not the caller's RNG
     student = build_encoder(cfg, num_classes=classes)
     info = _load_into(student, dc["student_init"], "distill.student_init") if dc["student_init"] else {"loaded_from": None}
     # inputs as the teacher saw them; without one (alpha 0), as the initial weights did

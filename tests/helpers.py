@@ -37,6 +37,13 @@ def zip_tree(src: Path, dest: Path, top: str = "tiny") -> Path:
     return dest
 
 
+def require(module: str, package: str):
+    """``pytest.importorskip`` whose reason names the missing package and the fix (README command 2 installs the
+    [dev] extra, which has everything the tests import; tests/conftest.py fails a CI session on such a skip)."""
+    return pytest.importorskip(module, reason=f"{package} is not installed (needed by this test); "
+                                              "pip install -e '.[dev]' installs it")
+
+
 def raises_exactly(error: type[BaseException], message: str):
     """``pytest.raises`` matching the whole message, word for word (a changed word is a changed refusal)."""
     return pytest.raises(error, match="^" + re.escape(message) + "$")
@@ -71,6 +78,43 @@ def tiny_config(data_root: Path, out_dir: Path, *extra: str) -> dict:
         "finetune.epochs=1", "finetune.batch_size=8", "distill.epochs=1", "distill.batch_size=8",
         *extra,
     ])
+
+
+def top1_from_run(run: Path, data_root: Path) -> float:
+    """Test accuracy (%) of a fine-tuning or distillation run's ``last.ckpt``, computed here, independently of
+    ``aot_lib.supervised.evaluate``: the test images decoded with PIL from ``data_root/test/<class>/`` (labels: the
+    sorted class index), the model rebuilt from the run's ``config.yaml`` and the checkpoint's full state dict (head
+    included), inputs scaled to [0, 1], resized with antialiasing to the evaluation size when needed (the size
+    fine-tuning evaluates at: ``finetune.image_size``, else the global view size) and normalised with the statistics
+    the run's ``run.json`` records."""
+    import json
+
+    import torch.nn.functional as F
+
+    from aot_lib.registry import create_model
+
+    cfg = load_config(run / "config.yaml")
+    kind = json.loads((run / "run.json").read_text())
+    ckpt = torch.load(run / "last.ckpt", map_location="cpu", weights_only=True)
+    state = ckpt["model"]
+    classes = sorted(d.name for d in (data_root / "test").iterdir())
+    files = [(f, k) for k, c in enumerate(classes) for f in sorted((data_root / "test" / c).iterdir())]
+    x = torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f, _ in files])
+    y = torch.tensor([k for _, k in files])
+    with torch.random.fork_rng():  # building a model draws initial weights: leave the caller's global RNG as it was
+        model = create_model(cfg["model"]["name"], num_classes=len(classes), **cfg["model"]["overrides"])
+        grid = int(round((state["stem.pos_embed"].shape[1] - 1) ** 0.5))  # the checkpoint's own patch grid
+        model = create_model(cfg["model"]["name"], num_classes=len(classes),
+                             **{**cfg["model"]["overrides"], "img_size": grid * model.patch_size})
+    model.load_state_dict(state)
+    size = (cfg.get(ckpt["kind"]) or {}).get("image_size") or cfg["views"]["global_size"]
+    x = x.float() / 255
+    if x.shape[-1] != size:
+        x = F.interpolate(x, size=(size, size), mode="bilinear", antialias=True, align_corners=False)
+    mean, std = (torch.tensor(kind["normalization"][k]).view(1, 3, 1, 1) for k in ("mean", "std"))
+    with torch.no_grad():
+        pred = model.eval()((x - mean) / std).argmax(1)
+    return 100 * (pred == y).sum().item() / len(y)
 
 
 def make_offline_zip(dest: Path, top: str, fmt: str = "png", classes=("cat", "dog"), n_train: int = 3, n_test: int = 2,

@@ -84,13 +84,36 @@ def test_the_two_gradients_are_different_functions(data):
 
 @pytest.mark.parametrize("gradient", ["mssa", "exact"])
 def test_iteration_invariants(data, gradient):
+    """The V- and W-steps by what they solve, not by how they are computed: V^{t+1} minimises the V-subproblem
+    tau ||V||_1 + 1{V >= 0} + 1/2 ||V - (Z^{t+1} + W^t)||^2 (tau = lambda / rho), and W^{t+1} = Z^{t+1} + W^t - V^{t+1}
+    is then a subgradient of that penalty at V^{t+1} (scaled ADMM's dual feasibility): W = tau where V > 0,
+    W <= tau where V = 0, V >= 0. Float64; W = tau holds to one rounding of u - (u - tau)."""
     Z, U, labels = data
-    h = admm_iterations(Z, U, iters=8, gradient=gradient, labels=labels, lambd=0.2, rho=1.0)
+    lambd, rho = 0.2, 0.5
+    tau = lambd / rho
+    h = admm_iterations(Z, U, iters=8, gradient=gradient, labels=labels, lambd=lambd, rho=rho)
+
+    def prox_objective(v, u):
+        return tau * v.abs().sum() + 0.5 * (v - u).square().sum()
+
     assert len(h.objective) == len(h.iterates) == 9
     for (_, _, w0), (z1, v1, w1) in zip(h.iterates[:-1], h.iterates[1:]):
-        assert (v1 >= 0).all()
-        torch.testing.assert_close(w1, w0 + z1 - v1)
-        torch.testing.assert_close(v1, torch.relu(z1 + w0 - 0.2))
+        assert (v1 >= 0).all() and (v1 > 0).any() and (v1 == 0).any()  # both branches of the prox are exercised
+        torch.testing.assert_close(v1 + w1, z1 + w0, rtol=0, atol=1e-14)  # the split of Z^{t+1} + W^t
+        active = v1 > 0
+        torch.testing.assert_close(w1[active], torch.full_like(w1[active], tau), rtol=0, atol=1e-14)
+        assert (w1[~active] <= tau).all()
+        # V^{t+1} beats every perturbation that stays feasible (V >= 0): the prox objective is strictly convex
+        g = torch.Generator().manual_seed(0)
+        for _ in range(5):
+            other = (v1 + 0.05 * torch.randn(v1.shape, generator=g, dtype=v1.dtype)).clamp_min(0)
+            assert prox_objective(v1, z1 + w0) < prox_objective(other, z1 + w0)
+    # the recorded diagnostics are the iterates' own: ||Z - V||_F, rho ||V^{t+1} - V^t||_F, the share of zeros in V
+    for t in range(1, 9):
+        (z, v, _), (_, v_prev, _) = h.iterates[t], h.iterates[t - 1]
+        assert h.primal[t] == pytest.approx(float(np.linalg.norm((z - v).numpy())), rel=1e-12)
+        assert h.dual[t] == pytest.approx(rho * float(np.linalg.norm((v - v_prev).numpy())), rel=1e-12)
+        assert h.sparsity[t] == float((v.numpy() == 0).mean())
 
 
 def test_both_gradients_compress():

@@ -192,7 +192,9 @@ def test_normalisation_and_prepare_images_by_definition():
     ref12 = (up - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
     torch.testing.assert_close(prepare_images(x, 12, mean, std), ref12, **EXACT)
     wide = torch.randint(0, 256, (1, 3, 8, 10), dtype=torch.uint8)
-    assert prepare_images(wide, 8, mean, std).shape == (1, 3, 8, 8)  # a non-square image is resized too
+    squeezed = F.interpolate(wide.float() / 255, size=(8, 8), mode="bilinear", antialias=True, align_corners=False)
+    ref8 = (squeezed - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(std).view(1, 3, 1, 1)
+    torch.testing.assert_close(prepare_images(wide, 8, mean, std), ref8, **EXACT)  # a non-square image is resized too
 
 
 def test_per_image_reference_pipeline_by_definition():

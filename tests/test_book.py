@@ -28,11 +28,12 @@ from aot_lib.book import (
     run_record_box,
 )
 from aot_lib.tables import Col, Table
+from helpers import raises_exactly, require
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.py"))
 PAGE_WIDTH = 88  # characters of code a page shows without clipping
-jupytext = pytest.importorskip("jupytext")
+jupytext = require("jupytext", "jupytext")
 
 
 def toc_files():
@@ -208,16 +209,16 @@ def test_first_chapter_executes_in_a_kernel(monkeypatch):
 
 
 @pytest.mark.skipif(os.environ.get("AOT_TEST_ALL_CHAPTERS") != "1",
-                    reason="minutes: the book build executes every chapter; "
-                           "AOT_TEST_ALL_CHAPTERS=1 runs them here")
+                    reason="takes minutes, and the book build (README command 1, run by CI) executes every chapter; "
+                           "AOT_TEST_ALL_CHAPTERS=1 runs them here too")
 @pytest.mark.parametrize("path", CHAPTERS[1:], ids=chapter_id)
 def test_chapter_executes_in_a_kernel(path, monkeypatch):
     _execute(path, monkeypatch)
 
 
 def _execute(path, monkeypatch):
-    nbclient = pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    nbclient = require("nbclient", "nbclient")
+    require("ipykernel", "ipykernel")
     monkeypatch.setenv("AOT_BOOK_PROFILE", "fast")
     nb = jupytext.read(path)
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -254,7 +255,7 @@ def test_table_renders_html_with_units_and_paper_columns():
 def test_table_from_sequences_and_missing_values():
     t = Table([("x", None)], [Col("k"), Col("v", "value", ".2f")])
     assert "\N{EM DASH}" in t._repr_html_()
-    with pytest.raises(ValueError):
+    with raises_exactly(ValueError, "row has 1 values for 2 columns"):
         Table([("x",)], [Col("k"), Col("v")])
 
 
@@ -301,15 +302,28 @@ def test_data_messages_name_the_setting_not_the_path():
 
 
 def test_sample_photos_are_real_images_of_the_asked_size():
-    pytest.importorskip("skimage")
+    """scikit-image's photographs, centre-cropped to a square and resized by antialiased bicubic: against PIL's
+    bicubic resize of the same crop, in float (mode "F", no uint8 rounding between its two passes), rounded. Two
+    float32 computations of a value near a half may round to neighbouring levels: 1 level."""
+    skdata = require("skimage.data", "scikit-image")
+    import numpy as np
     import torch
+    from PIL import Image
 
-    from aot_lib.book import sample_photos
+    from aot_lib.book import PHOTO_CREDITS, sample_photos
 
-    small, large = sample_photos(32), sample_photos(160, names=["chelsea"])
-    assert small.shape == (4, 3, 32, 32) and small.dtype == torch.uint8
-    assert large.shape == (1, 3, 160, 160)
-    assert small.float().std() > 20, "a photograph, not a constant"
+    for size, names in ((32, list(PHOTO_CREDITS)), (160, ["chelsea"])):
+        got = sample_photos(size, names=names)
+        assert got.shape == (len(names), 3, size, size) and got.dtype == torch.uint8
+        for image, name in zip(got, names):
+            photo = getattr(skdata, name)()[..., :3].astype(np.float32)
+            h, w = photo.shape[:2]
+            side = min(h, w)
+            crop = photo[(h - side) // 2:(h - side) // 2 + side, (w - side) // 2:(w - side) // 2 + side]
+            ref = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(crop[..., c]), mode="F")
+                                       .resize((size, size), Image.BICUBIC)) for c in range(3)])
+            want = torch.from_numpy(np.clip(np.round(ref), 0, 255))
+            torch.testing.assert_close(image.double(), want.double(), atol=1, rtol=0, msg=name)
 
 
 # ----------------------------------------------------------------------------- built HTML
@@ -357,14 +371,16 @@ def test_check_built_book_walks_the_pages(tmp_path):
 
 
 def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_path):
-    pytest.importorskip("skimage")
-    from aot_lib.book import example_images
+    require("skimage", "scikit-image")
+    import torch
+
+    from aot_lib.book import example_images, sample_photos
 
     monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     for setting, size, name in [("cifar", 32, "CIFAR-10"), ("imagenet", 160, "Imagenette")]:
         images, source, missing = example_images(setting)
-        assert images.shape == (4, 3, size, size)
+        assert torch.equal(images, sample_photos(size))  # the four photographs, at the setting's size
         assert "photographs" in source and name in missing
         assert not check_html(source) and str(tmp_path) not in source
 

@@ -29,7 +29,10 @@ def test_imagefolder_folder_and_zip_agree(tmp_path):
     assert torch.equal(a.labels, torch.tensor([0] * 4 + [1] * 4))
     assert torch.equal(a.images, b.images)
     native = load_split("imagefolder", "test", root=z, image_size=16)
-    assert native.images.shape == (4, 3, 16, 16)
+    # images stored at 16 px and asked for at 16 px: the decoded pixels themselves, class by class in file order
+    files = sorted((tree / "test").glob("*/*.png"))
+    want = torch.stack([torch.from_numpy(np.array(Image.open(f).convert("RGB"))).permute(2, 0, 1) for f in files])
+    assert torch.equal(native.images, want) and native.labels.tolist() == [0, 0, 1, 1]
     cached = list((tmp_path / "cache" / "tensors").glob("tiny-test-16-*.pt"))
     assert len(cached) == 1  # decoded once, then read from the cache
     assert torch.equal(load_split("imagefolder", "test", root=z, image_size=16).images, native.images)
@@ -76,7 +79,8 @@ def test_corrupt_image(tmp_path):
 
 
 @pytest.mark.skipif(not (Path(os.environ.get("AOT_DATA", "")) / "cifar10-jpeg.zip").exists(),
-                    reason="the offline CIFAR-10 copy ($AOT_DATA/cifar10-jpeg.zip) is not here")
+                    reason="the offline CIFAR-10 copy is not at $AOT_DATA/cifar10-jpeg.zip: set AOT_DATA to the "
+                           "folder that holds it (.ci/run: ../shared/data)")
 def test_offline_cifar10_copy():
     test = load_split("cifar10", "test")
     assert test.images.shape == (10_000, 3, 32, 32)
@@ -90,22 +94,51 @@ def _batch(b=6, size=32):
     return torch.randint(0, 256, (b, 3, size, size), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
 
 
-def test_multicrop_shapes_and_ranges():
+def test_multicrop_default_recipe_on_a_gray_image():
+    """The default CIFAR recipe, every random op live, on a constant gray image g = 100/255: crops, flips and blur
+    average equal pixels, and contrast, saturation, hue and grayscale fix gray, so every view of every image is again
+    a constant gray, of value b * g with brightness b in [0.6, 1.4] (1 when jitter is off), or 1 - b * g where that
+    was solarised (b * g >= 1/2), which at this g lies in [1 - 1.4 g, 1/2], inside [0.6 g, 1.4 g] too. Float32: a
+    constant is reproduced to a few roundings, 1e-6."""
     cfg = MultiCropConfig()
-    views = BatchedMultiCrop(cfg)(_batch(), torch.Generator().manual_seed(0))
-    assert [tuple(v.shape) for v in views] == [(6, 3, 32, 32)] * 2 + [(6, 3, 16, 16)] * 6
+    g = 100 / 255
+    views = BatchedMultiCrop(cfg)(torch.full((16, 3, 32, 32), 100, dtype=torch.uint8), torch.Generator().manual_seed(0))
+    assert [tuple(v.shape) for v in views] == [(16, 3, 32, 32)] * 2 + [(16, 3, 16, 16)] * 6
     mean, std = torch.tensor(cfg.mean).view(1, 3, 1, 1), torch.tensor(cfg.std).view(1, 3, 1, 1)
+    values = []
     for v in views:
         raw = v * std + mean
-        assert raw.min() >= -1e-5 and raw.max() <= 1 + 1e-5
-        assert torch.isfinite(v).all()
+        value = raw[:, :1, :1, :1]
+        torch.testing.assert_close(raw, value.expand_as(raw), atol=1e-6, rtol=0)  # constant and gray
+        values += value.flatten().tolist()
+    assert all(0.6 * g - 1e-6 <= val <= 1.4 * g + 1e-6 for val in values)
+    assert sum(abs(val - g) < 1e-6 for val in values) > 0  # views without jitter keep g exactly
+    assert len({round(val, 4) for val in values}) > 50  # and the brightness is drawn per image and view
 
 
 def test_multicrop_imagenet_recipe_with_blur():
-    cfg = MultiCropConfig(n_global=2, n_local=2, global_size=128, local_size=64, blur_p=[1.0, 0.1, 0.5],
-                          solarize_p=[0.0, 0.2, 0.0])
-    views = BatchedMultiCrop(cfg)(_batch(3, 160), torch.Generator().manual_seed(0))
-    assert [tuple(v.shape) for v in views] == [(3, 3, 128, 128)] * 2 + [(3, 3, 64, 64)] * 2
+    """The ImageNet recipe's geometry (160-px images, 128-px global and 64-px local views) with blur and solarize
+    forced on or off per view and the random crop fixed to the whole image: a global view is the bilinear resize to
+    128 px, a local view the 2x area downsample (mipmap level 1 of a 2.5x shrink) resized bilinearly to 64 px, then
+    torchvision's Gaussian blur with a kernel of about a tenth of the view (27 at 128 px, 13 at 64 px), or
+    solarisation. Tolerance: float32 sums of up to 2 x 27 taps of values <= 1, ~1e-6; 1e-5 is ample."""
+    import torch.nn.functional as F
+    from torchvision.transforms.v2 import functional as TF
+
+    cfg = MultiCropConfig(n_global=2, n_local=2, global_size=128, local_size=64, global_scale=(1.0, 1.0),
+                          local_scale=(1.0, 1.0), ratio=(1.0, 1.0), flip_p=0.0, jitter_p=0.0, grayscale_p=0.0,
+                          blur_p=[1.0, 0.0, 1.0], solarize_p=[0.0, 1.0, 0.0], blur_sigma=(1.5, 1.5),
+                          mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    x = _batch(3, 160)
+    views = BatchedMultiCrop(cfg)(x, torch.Generator().manual_seed(0))
+    f = x.float() / 255
+    big = F.interpolate(f, size=(128, 128), mode="bilinear", align_corners=False)
+    small = F.interpolate(F.avg_pool2d(f, 2), size=(64, 64), mode="bilinear", align_corners=False)
+    want = [TF.gaussian_blur(big, [27, 27], [1.5, 1.5]), torch.where(big >= 0.5, 1 - big, big),
+            TF.gaussian_blur(small, [13, 13], [1.5, 1.5]), TF.gaussian_blur(small, [13, 13], [1.5, 1.5])]
+    assert len(views) == 4
+    for got, ref in zip(views, want):
+        torch.testing.assert_close(got, ref, atol=1e-5, rtol=0)
 
 
 def test_multicrop_randomness_per_sample_and_view():
@@ -127,9 +160,27 @@ def test_multicrop_rank_slices_match_the_global_batch():
         torch.testing.assert_close(torch.cat([a, b]), full[v])
 
 
-def test_reference_pipeline_same_shapes():
-    views = per_image_multicrop(MultiCropConfig())(_batch(2))
-    assert [tuple(v.shape) for v in views] == [(2, 3, 32, 32)] * 2 + [(2, 3, 16, 16)] * 6
+def test_reference_pipeline_agrees_with_the_batched_one():
+    """per_image_multicrop (torchvision, one image at a time) and BatchedMultiCrop compute the same views once their
+    random choices are forced: whole-image crops, flips on, solarize on view 0, grayscale on view 1, blur with a
+    fixed sigma on the local view, normalised with CIFAR's statistics. torchvision works in uint8: its blur rounds
+    (half a step, 0.5/255), its grayscale truncates (up to one step) and weighs red 0.2989 instead of 0.299 (at most
+    1e-4 * 255 = 0.03 step); 1.05 uint8 steps divided by the smallest std bound the difference in normalised units
+    (the flip and solarisation are exact)."""
+    from aot_lib.augment import CIFAR_STD
+
+    cfg = MultiCropConfig(n_global=2, n_local=1, global_size=32, local_size=32, global_scale=(1.0, 1.0),
+                          local_scale=(1.0, 1.0), ratio=(1.0, 1.0), flip_p=1.0, jitter_p=0.0, grayscale_p=[0.0, 1.0, 0.0],
+                          solarize_p=[1.0, 0.0, 0.0], blur_p=[0.0, 0.0, 1.0], blur_sigma=(1.2, 1.2))
+    x = _batch(4)
+    reference = per_image_multicrop(cfg)(x)
+    batched = BatchedMultiCrop(cfg)(x, torch.Generator().manual_seed(0))
+    assert len(reference) == len(batched) == 3
+    tol = (1.05 / 255) / min(CIFAR_STD)
+    for v, (a, b) in enumerate(zip(reference, batched)):
+        torch.testing.assert_close(a, b, atol=tol, rtol=0, msg=f"view {v}")
+    # the views differ from one another: each forced op did something
+    assert all((reference[i] - reference[j]).abs().max() > 10 * tol for i in range(3) for j in range(i))
 
 
 def test_multicrop_bad_input():
@@ -291,7 +342,8 @@ def test_hand_made_imagedata_has_a_provenance():
 
 
 @pytest.mark.skipif(not (Path(os.environ.get("AOT_DATA", "")) / "cifar100-png.zip").exists(),
-                    reason="the offline copies ($AOT_DATA/cifar*-*.zip) are not here")
+                    reason="the offline copies are not at $AOT_DATA/cifar10-jpeg.zip and cifar100-png.zip: set "
+                           "AOT_DATA to the folder that holds them (.ci/run: ../shared/data)")
 def test_provenance_of_the_real_offline_copies():
     p10 = describe_split("cifar10", "test")
     assert (p10.key, p10.n_images, p10.label) == ("cifar10_jpeg", 10_000, "CIFAR-10 (official splits, JPEG q75 re-encoding)")

@@ -5,6 +5,7 @@ traceback or a silently wrong result, and must never destroy a checkpoint or a r
 """
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from aot_lib import train
 from aot_lib.cli import main as cli
 from aot_lib.config import ConfigError, load_config
 from aot_lib.data import DataError
-from helpers import make_imagefolder, pickled_code_checkpoint, tiny_config
+from helpers import make_imagefolder, pickled_code_checkpoint, raises_exactly, tiny_config
 
 
 @pytest.fixture
@@ -31,45 +32,74 @@ def _csv(run, key="loss"):
 
 # ----------------------------------------------------------------------------- config (API)
 
+FIX = "Fix it in the config file or override it"
+# override -> the whole refusal, word for word
 BAD_CONFIGS = [
-    ("optim.max_steps=0", r"optim.max_steps must be an integer >= 1"),
-    ("optim.lr=abc", r"optim.lr must be a number > 0, got 'abc'"),
-    ("optim.lr=.nan", r"optim.lr must be a number > 0"),
-    ("optim.lr=-1e-3", r"optim.lr must be a number > 0"),
-    ("run.ckpt_every=0", r"run.ckpt_every must be an integer >= 1"),
-    ("run.log_every=-2", r"run.log_every must be an integer >= 1"),
-    ("optim.batch_size=0", r"optim.batch_size must be an integer >= 1"),
-    ("optim.epochs=2.5", r"optim.epochs must be an integer"),
-    ("run.seed=-1", r"run.seed must be an integer >= 0"),
-    ("run.stop_after=0", r"run.stop_after must be an integer >= 1"),
-    ("run.resume=maybe", r"run.resume must be true or false"),
-    ("loss.lejepa_lambda=1", r"loss.lejepa_lambda must be a number >= 0 and < 1"),
-    ("loss.sigreg_sample=pool", r"loss.sigreg_sample must be one of per_view, pooled.*Did you mean 'pooled'"),
-    ("data.name=cifar", r"data.name must be one of .*Did you mean 'cifar10'"),
-    ("views.global_scale=[0.9, 0.2]", r"views.global_scale must be a pair \[low, high\]"),
-    ("views.jitter_p=1.5", r"views.jitter_p must be a probability"),
-    ("fabric.precision=bf17", r"fabric.precision must be one of"),
-    ("model.name=aot_admm_tinyy", r"unknown model 'aot_admm_tinyy'. Did you mean aot_admm_tiny"),
-    ("model.overrides={depht: 2}", r"model.overrides for aot_admm_tiny: .*unexpected keyword argument 'depht'"),
-    ("model.overrides={patch_size: 5}", r"views.global_size=32 is not divisible by the model.s patch_size=5"),
-    ("model.overrides={embed_dim: 30, num_heads: 4}", r"embed_dim=30 is not divisible by num_heads=4"),
-    ("optim.lrr=1", r"unknown config key 'optim.lrr'. Did you mean 'optim.lr'"),
-    ("model.overrides=3", r"model.overrides"),
+    ("optim.max_steps=0", f"optim.max_steps must be an integer >= 1 (or null), got 0. {FIX} (e.g. optim.max_steps=1000)."),
+    ("optim.lr=abc", f"optim.lr must be a number > 0, got 'abc'. {FIX} (e.g. optim.lr=5e-4)."),
+    ("optim.lr=.nan", f"optim.lr must be a number > 0, got nan. {FIX} (e.g. optim.lr=5e-4)."),
+    ("optim.lr=-1e-3", f"optim.lr must be a number > 0, got -0.001. {FIX} (e.g. optim.lr=5e-4)."),
+    ("run.ckpt_every=0", f"run.ckpt_every must be an integer >= 1, got 0. {FIX} (e.g. run.ckpt_every=500)."),
+    ("run.log_every=-2", f"run.log_every must be an integer >= 1, got -2. {FIX} (e.g. run.log_every=10)."),
+    ("optim.batch_size=0", f"optim.batch_size must be an integer >= 1, got 0. {FIX} (e.g. optim.batch_size=256)."),
+    ("optim.epochs=2.5", f"optim.epochs must be an integer >= 1, got 2.5. {FIX} (e.g. optim.epochs=800)."),
+    ("run.seed=-1", f"run.seed must be an integer >= 0, got -1. {FIX} (e.g. run.seed=0)."),
+    ("run.stop_after=0", f"run.stop_after must be an integer >= 1 (or null), got 0. {FIX} (e.g. run.stop_after=100)."),
+    ("run.resume=maybe", f"run.resume must be true or false, got 'maybe'. {FIX}."),
+    ("loss.lejepa_lambda=1", f"loss.lejepa_lambda must be a number >= 0 and < 1, got 1.0. {FIX} (e.g. loss.lejepa_lambda=0.05)."),
+    ("loss.sigreg_sample=pool", f"loss.sigreg_sample must be one of per_view, pooled, got 'pool'. Did you mean 'pooled'? {FIX}."),
+    ("data.name=cifar", f"data.name must be one of cifar10, cifar100, imagefolder, stream, got 'cifar'. Did you mean 'cifar10'? "
+                        f"{FIX}."),
+    ("views.global_scale=[0.9, 0.2]", "views.global_scale must be a pair [low, high] with 0 < low <= high <= 1, got [0.9, 0.2]. "
+                                      f"{FIX}."),
+    ("views.jitter_p=1.5", "views.jitter_p must be a probability in [0, 1], or a list [first global, other globals, locals] "
+                           f"of them, got 1.5. {FIX}."),
+    ("fabric.precision=bf17", "fabric.precision must be one of auto, 32-true, 32, bf16-mixed, bf16-true, 16-mixed, 64-true, "
+                              f"got 'bf17'. {FIX}."),
+    ("model.name=aot_admm_tinyy", "model aot_admm_tinyy with overrides {}: unknown model 'aot_admm_tinyy'. Did you mean "
+                                  "aot_admm_tiny, aot_tiny, aot_admm_base? Known models: aot_admm_base, aot_admm_small, "
+                                  "aot_admm_tiny, aot_base, aot_small, aot_tiny, crate_base, crate_small, crate_tiny, vit_small, "
+                                  "vit_small_relu, vit_tiny, vit_tiny_relu."),
+    ("model.overrides={depht: 2}", "model.overrides for aot_admm_tiny: AoTADMM.__init__() got an unexpected keyword argument "
+                                   "'depht'. Remove it, or see `aot models` / the model's docstring for its arguments"),
+    ("model.overrides={patch_size: 5}", "views.global_size=32 is not divisible by the model's patch_size=5; choose a multiple of 5"),
+    ("model.overrides={embed_dim: 30, num_heads: 4}", "model aot_admm_tiny with overrides {'embed_dim': 30, 'num_heads': 4}: "
+                                                      "embed_dim=30 is not divisible by num_heads=4; every head needs dim/heads "
+                                                      "channels: choose num_heads among the divisors of 30 (e.g. 1, 2, 3, 5, 6, "
+                                                      "10, 15)."),
+    ("model.overrides=3", "config key 'model.overrides' must be a mapping, got 3"),
 ]
 
 
 @pytest.mark.parametrize("override,message", BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
 def test_bad_config_is_one_clear_error(override, message):
-    with pytest.raises(ConfigError, match=message):
+    with raises_exactly(ConfigError, message):
         load_config(None, [override])
 
 
-@pytest.mark.parametrize("override", ["model.overrides={num_heads: 0}", "model.overrides={embed_dim: 0}",
-                                      "model.overrides={depth: 0}", "model.overrides={lambd: -0.1}",
-                                      "model.overrides={num_classes: -1}"])
-def test_impossible_model_sizes_are_refused(override):
-    with pytest.raises(ConfigError, match="must be"):
-        load_config(None, [override])
+def test_unknown_key_suggests_the_nearest_and_lists_every_known_one():
+    from aot_lib.config import SCHEMA
+
+    with pytest.raises(ConfigError) as e:
+        load_config(None, ["optim.lrr=1"])
+    head, known = str(e.value).split(" Known keys: ")
+    assert head == "unknown config key 'optim.lrr'. Did you mean 'optim.lr'?"
+    assert known.endswith(".") and set(known[:-1].split(", ")) == set(SCHEMA) | {"model.overrides"}
+
+
+@pytest.mark.parametrize("override,message", [
+    ("num_heads: 0", "num_heads must be an integer >= 1, got 0"),
+    ("embed_dim: 0", "embed_dim must be an integer >= 1, got 0"),
+    ("depth: 0", "depth must be an integer >= 1, got 0"),
+    ("lambd: -0.1", "lambd must be > 0 (the V-step's threshold tau = lambd/rho is learned as softplus(tau_raw) > 0, a "
+                    "shrinkage by construction), got -0.1; for the un-thresholded iteration use "
+                    "aot_lib.admm.admm_iterations(lambd=0)"),
+    ("num_classes: -1", "num_classes must be an integer >= 0, got -1; num_classes=0 gives the encoder without a classifier"),
+])
+def test_impossible_model_sizes_are_refused(override, message):
+    key, value = (p.strip() for p in override.split(":"))
+    with raises_exactly(ConfigError, f"model aot_admm_tiny with overrides {{'{key}': {value}}}: {message}"):
+        load_config(None, [f"model.overrides={{{override}}}"])
 
 
 def test_every_default_has_a_type_and_range():
@@ -83,7 +113,8 @@ def test_api_validates_a_dict_edited_by_hand(setup):
     data, out = setup
     cfg = tiny_config(data, out)
     cfg["optim"]["max_steps"] = 0
-    with pytest.raises(ConfigError, match="optim.max_steps"):
+    with raises_exactly(ConfigError, "optim.max_steps must be an integer >= 1 (or null), got 0. Fix it in the config file "
+                        "or override it (e.g. optim.max_steps=1000)."):
         train.pretrain(cfg)
     assert not (out / "tiny").exists()  # refused before the run folder was touched
 
@@ -102,10 +133,11 @@ def test_cli_errors_are_one_line(setup, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("aot pretrain: optim.lr must be a number") and "\n" not in err and "Traceback" not in err
     assert cli(["probe", "--checkpoint", str(out / "none.ckpt"), f"data.root={data}", "data.name=imagefolder"]) == 1
-    err = capsys.readouterr().err.strip()
-    assert "does not exist" in err and "\n" not in err
+    assert capsys.readouterr().err == (f"aot probe: checkpoint {out / 'none.ckpt'} does not exist; pretrain first "
+                                       "(aot pretrain ...) or fix the path\n")
     assert cli(["record", str(out / "nowhere"), str(out / "dest")]) == 1
-    assert "is not a run folder" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"aot record: {out / 'nowhere'} is not a run folder (no run.json); give the folder "
+                                       "aot pretrain wrote, e.g. runs/<run.name>\n")
 
 
 def test_cli_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
@@ -137,7 +169,8 @@ def test_cli_ctrl_c_exits_130(monkeypatch, capsys):
 
 def test_missing_data_root(setup):
     _, out = setup
-    with pytest.raises(DataError, match="does not exist"):
+    with raises_exactly(DataError, f"imagefolder root {out / 'nowhere'} does not exist: give a folder with train/ and "
+                        "test/ (or val/), or a zip of one"):
         train.pretrain(tiny_config(out / "nowhere", out))
 
 
@@ -152,8 +185,13 @@ def test_class_in_one_split_only(setup):
     data, out = setup
     (data / "test" / "dog").rename(data / "test" / "wolf")
     train.pretrain(tiny_config(data, out, "optim.max_steps=1"))
-    with pytest.raises(Exception, match="(?i)class"):
+    with raises_exactly(DataError, f"imagefolder at {data}: train and test have different classes. Only in train: dog. "
+                        "Only in test: wolf. A label is the index of its class in the sorted class list, so a class "
+                        "present in one split only shifts the label of every class after it and the test labels would "
+                        "be wrong. Fix: give both splits the same class folders (add the missing ones, or remove the "
+                        "extra ones), then run again."):
         train.probe(tiny_config(data, out))
+    assert not (out / "tiny" / "probe.json").exists()  # refused before any result was written
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -175,7 +213,9 @@ def test_truncated_checkpoint_is_refused_and_kept(setup):
     ckpt = out / "tiny" / "last.ckpt"
     blob = ckpt.read_bytes()
     ckpt.write_bytes(blob[: len(blob) // 2])
-    with pytest.raises(train.CheckpointError, match="corrupt"):
+    # the middle names the reader's own error (platform-dependent wording): any, in parentheses
+    with pytest.raises(train.CheckpointError, match=f"^checkpoint {re.escape(str(ckpt))} is corrupt or not a torch checkpoint "
+                       r"\([A-Za-z]+Error: .*\); delete it to start over, or point to another checkpoint$"):
         train.pretrain(tiny_config(data, out, "optim.max_steps=4"))
     assert ckpt.read_bytes() == blob[: len(blob) // 2]
 
@@ -183,7 +223,7 @@ def test_truncated_checkpoint_is_refused_and_kept(setup):
 def test_foreign_file_is_not_an_aot_checkpoint(tmp_path):
     path = tmp_path / "x.ckpt"
     torch.save({"weights": torch.zeros(2)}, path)
-    with pytest.raises(train.CheckpointError, match="not written by aot_lib"):
+    with raises_exactly(train.CheckpointError, f"checkpoint {path} was not written by aot_lib (no 'model'/'config' entries)"):
         train.load_checkpoint(path)
 
 
@@ -200,7 +240,10 @@ def test_resume_with_another_model_is_refused_before_anything_is_written(setup):
     data, out = setup
     train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
     before = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file()}
-    with pytest.raises(ConfigError, match="model.overrides"):
+    with raises_exactly(ConfigError, f"run {out / 'tiny'} was started with another config (model.overrides: "
+                        "{'embed_dim': 32, 'depth': 1, 'num_heads': 2, 'patch_size': 4} -> {'embed_dim': 16, 'depth': 1, "
+                        "'num_heads': 2, 'patch_size': 4}); resume with the same settings, or start a new run (another "
+                        "run.name, or run.resume=false run.overwrite=true)"):
         train.pretrain(tiny_config(data, out, "optim.max_steps=4",
                                    "model.overrides={embed_dim: 16, depth: 1, num_heads: 2, patch_size: 4}"))
     after = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file() and p.name != "run.json"}
@@ -239,8 +282,11 @@ def test_checkpoint_of_another_kind_is_refused(setup):
     vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
     train.finetune(tiny_config(data, out, "run.name=ft", "model.name=vit_tiny", vit, "finetune.epochs=1"))
     cfg = tiny_config(data, out, "run.name=ft", "model.name=vit_tiny", vit, "finetune.epochs=1")
-    with pytest.raises((train.CheckpointError, ConfigError)):
+    ckpt = (out / "ft" / "last.ckpt").read_bytes()
+    with raises_exactly(train.CheckpointError, f"{out / 'ft' / 'last.ckpt'} is a finetune checkpoint, not pretrain; "
+                        "use another run.name"):
         train.pretrain(cfg)
+    assert (out / "ft" / "last.ckpt").read_bytes() == ckpt  # the fine-tuning's checkpoint is kept
 
 
 def test_finetune_from_a_checkpoint_of_another_width(setup):
@@ -249,8 +295,11 @@ def test_finetune_from_a_checkpoint_of_another_width(setup):
     ckpt = train.load_checkpoint(out / "pre" / "last.ckpt")
     ckpt["model"] = {k: v[..., :1] if k.endswith("proj.weight") else v for k, v in ckpt["model"].items()}
     torch.save(ckpt, out / "bad.ckpt")
-    with pytest.raises(train.CheckpointError):
+    with raises_exactly(train.CheckpointError, f"finetune.checkpoint {out / 'bad.ckpt'} does not fit AoTADMM: missing [], "
+                        "shape mismatch ['stem.proj.weight', 'blocks.0.mssa.proj.weight']; use a checkpoint of the same "
+                        "model family and width"):
         train.finetune(tiny_config(data, out, "run.name=ft", f"finetune.checkpoint={out / 'bad.ckpt'}"))
+    assert not (out / "ft").exists()  # refused before the run folder was made
 
 
 def test_distill_teacher_of_another_model(setup):
@@ -392,7 +441,7 @@ def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
         tmp.write_text("half")
         raise OSError("disk full (simulated)")
 
-    with pytest.raises(OSError):
+    with raises_exactly(OSError, "disk full (simulated)"):  # the writer's own error, passed on unchanged
         atomic_write(target, fail)
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["metrics.json"]
 
@@ -417,7 +466,8 @@ def test_probe_features_follow_the_checkpoint_and_the_data(setup, tmp_path):
 def test_record_refuses_unfinished_and_dirty_runs(setup):
     data, out = setup
     train.pretrain(tiny_config(data, out, "optim.max_steps=4", "run.stop_after=2"))
-    with pytest.raises(train.CheckpointError, match="not finished"):
+    with raises_exactly(train.CheckpointError, f"run {out / 'tiny'} is 'paused at step 2', not finished; finish it (run it "
+                        "again to resume) before recording it"):
         train.record_run(out / "tiny", out / "rec")
     train.pretrain(tiny_config(data, out, "optim.max_steps=4"))
     record = json.loads((out / "tiny" / "run.json").read_text())
@@ -429,6 +479,6 @@ def test_record_refuses_unfinished_and_dirty_runs(setup):
 
 
 def test_linear_probe_rejects_misaligned_labels():
-    with pytest.raises(ValueError, match="differ in length"):
+    with raises_exactly(ValueError, "features and labels differ in length: train 4 vs 3, test 2 vs 2"):
         train.linear_probe(torch.zeros(4, 2), torch.zeros(3, dtype=torch.long), torch.zeros(2, 2),
                            torch.zeros(2, dtype=torch.long))

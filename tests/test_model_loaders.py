@@ -12,6 +12,7 @@ import torch
 from aot_lib import count_params, create_model
 from aot_lib.layers import interpolate_pos_embed
 from aot_lib.models.crate import convert_official_crate_state_dict, load_official_crate
+from helpers import require
 
 F64 = torch.float64
 
@@ -202,7 +203,7 @@ def test_official_crate_one_error_lists_every_problem():
 # ----------------------------------------------------------------------------- timm ViT
 
 def _timm_vit(img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2, num_classes=10, seed=0):
-    vt = pytest.importorskip("timm.models.vision_transformer")
+    vt = require("timm.models.vision_transformer", "timm")
     torch.manual_seed(seed)
     m = vt.VisionTransformer(img_size=img_size, patch_size=patch_size, embed_dim=embed_dim, depth=depth,
                              num_heads=num_heads, num_classes=num_classes, dynamic_img_size=True).double().eval()
@@ -235,7 +236,7 @@ def test_timm_vit_gives_timm_logits_at_native_and_other_resolutions():
 
 
 def test_pos_embed_resize_is_timms():
-    layers = pytest.importorskip("timm.layers")
+    layers = require("timm.layers", "timm")
     pe = torch.randn(1, 17, 8)
     for grid in [(2, 2), (3, 3), (6, 6)]:
         # float32 both sides, same interpolation call: equal up to float32 rounding (1 ulp)

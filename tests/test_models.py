@@ -5,6 +5,7 @@ import torch
 import aot_lib
 from aot_lib import count_flops, count_params, create_model, list_models
 from aot_lib.flops import count_head_params
+from helpers import raises_exactly
 
 ALL_MODELS = list_models()
 
@@ -152,9 +153,22 @@ def test_interface_and_every_parameter_gets_a_gradient(name):
 @pytest.mark.parametrize("name", ALL_MODELS)
 @pytest.mark.parametrize("size", [16, 24, 48])
 def test_other_resolutions(name, size):
-    m = create_model(name, depth=2)
-    out = m.forward_features(torch.randn(3, 3, size, size))
-    assert out.shape == (3, m.num_features) and torch.isfinite(out).all()
+    """At another input size a model is the same network built natively for that size, with the position
+    embedding's patch grid resized here by bicubic interpolation (antialiased for the ViT family, as timm; plain for
+    the CRATE family, as DINO) and the cls entry kept. Float64: the two compute the same operations."""
+    import torch.nn.functional as F
+
+    m = create_model(name, depth=2).double()
+    native = create_model(name, depth=2, img_size=size).double()
+    g0, g = 32 // m.patch_size, size // m.patch_size
+    pe = m.stem.pos_embed.detach()
+    grid = pe[:, 1:].reshape(1, g0, g0, -1).permute(0, 3, 1, 2)
+    grid = F.interpolate(grid, size=(g, g), mode="bicubic", align_corners=False, antialias=name.startswith("vit"))
+    state = m.state_dict()
+    state["stem.pos_embed"] = torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, g * g, -1)], dim=1)
+    native.load_state_dict(state)
+    x = torch.randn(3, 3, size, size, dtype=torch.float64)
+    torch.testing.assert_close(m.forward_features(x), native.forward_features(x), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ALL_MODELS)
@@ -216,53 +230,82 @@ def test_stems_pick_their_resize_convention():
 
 
 def test_overrides_and_reset_classifier():
+    """reset_classifier(n): a new LayerNorm + Linear(d, n) head (2d + dn + n parameters, LayerNorm at its identity
+    initialisation), the encoder untouched; the logits are that head applied to forward_features, by hand."""
     m = create_model("aot_admm_tiny", num_classes=100, depth=3)
-    assert len(m.blocks) == 3 and m(torch.randn(1, 3, 32, 32)).shape == (1, 100)
+    assert len(m.blocks) == 3 and count_head_params(m) == 2 * 384 + 384 * 100 + 100
+    encoder = {k: v.clone() for k, v in m.state_dict().items() if not k.startswith("head.")}
     m.reset_classifier(7)
-    assert m(torch.randn(1, 3, 32, 32)).shape == (1, 7)
+    assert m.num_classes == 7 and count_head_params(m) == 2 * 384 + 384 * 7 + 7
+    assert set(m.state_dict()) - set(encoder) == {"head.norm.weight", "head.norm.bias", "head.fc.weight", "head.fc.bias"}
+    assert all(torch.equal(m.state_dict()[k], v) for k, v in encoder.items())
+    assert (m.head.norm.weight == 1).all() and (m.head.norm.bias == 0).all() and m.head.fc.weight.shape == (7, 384)
+    x = torch.randn(2, 3, 32, 32)
+    f = m.forward_features(x)
+    normed = (f - f.mean(-1, keepdim=True)) / (f.var(-1, unbiased=False, keepdim=True) + 1e-5).sqrt()
+    # float32: a LayerNorm and a 384-term dot product computed in another order, ~1e-6 relative
+    torch.testing.assert_close(m(x), normed @ m.head.fc.weight.T + m.head.fc.bias, rtol=1e-5, atol=1e-5)
 
 
 def test_num_classes_zero_gives_features():
     m = create_model("crate_tiny", num_classes=0, depth=1)
-    assert m(torch.randn(2, 3, 32, 32)).shape == (2, 384)
+    x = torch.randn(2, 3, 32, 32)
+    assert torch.equal(m(x), m.forward_features(x)) and count_head_params(m) == 0  # the head is the identity
+    assert not [k for k in m.state_dict() if k.startswith("head.")]
 
 
 # --- bad input: one clear error that names the fix ----------------------------------------
 
 def test_unknown_model_lists_known_ones():
-    with pytest.raises(ValueError, match="unknown model 'aot_admm_huge'.*Did you mean.*Known models: .*aot_admm_tiny"):
+    with raises_exactly(ValueError, "unknown model 'aot_admm_huge'. Did you mean aot_admm_base, aot_admm_tiny, aot_admm_small? "
+                        "Known models: " + ", ".join(sorted(EXACT_PARAMS)) + "."):
         create_model("aot_admm_huge")
 
 
 def test_img_size_not_divisible_by_patch():
-    with pytest.raises(ValueError, match=r"img_size=30 is not divisible by patch_size=8.*\(e\.g\. 24 or 32\)"):
+    with raises_exactly(ValueError, "img_size=30 is not divisible by patch_size=8; use an image size that is a multiple of "
+                        "the patch (e.g. 24 or 32) or a patch size that divides 30."):
         create_model("aot_admm_tiny", img_size=30)
 
 
 def test_input_not_divisible_by_patch():
     m = create_model("aot_tiny", depth=1)
-    with pytest.raises(ValueError, match="not divisible by patch_size=8; resize or crop"):
+    with raises_exactly(ValueError, "input of size 20x20 is not divisible by patch_size=8; resize or crop the images to a "
+                        "multiple of 8."):
         m(torch.randn(1, 3, 20, 20))
 
 
 def test_width_not_divisible_by_heads():
-    with pytest.raises(ValueError, match=r"embed_dim=384 is not divisible by num_heads=5.*divisors of 384"):
+    with raises_exactly(ValueError, "embed_dim=384 is not divisible by num_heads=5; every head needs dim/heads channels: "
+                        "choose num_heads among the divisors of 384 (e.g. 1, 2, 3, 4, 6, 8, 12, 16, 24)."):
         create_model("crate_tiny", num_heads=5)
 
 
 @pytest.mark.parametrize("name", ["aot_admm_tiny", "vit_tiny"])
 def test_wrong_number_of_channels(name):
     m = create_model(name, depth=1)
-    with pytest.raises(ValueError, match="expects 3 input channels but got 1; create it with in_chans=1"):
+    with raises_exactly(ValueError, "the model expects 3 input channels but got 1; create it with in_chans=1 or convert the "
+                        "images (e.g. repeat a grayscale channel 3 times)."):
         m(torch.randn(2, 1, 32, 32))
 
 
 def test_bad_admm_hyperparameters():
-    with pytest.raises(ValueError, match=r"all three must be positive: choose eta\*\(gamma\+rho\) < 1"):
+    with raises_exactly(ValueError, "eta=0.6, gamma=1.0, rho=1.0 give branch coefficients (-0.2, 0.6, 0.6); all three must "
+                        "be positive: choose eta*(gamma+rho) < 1 with eta, gamma, rho > 0."):
         create_model("aot_admm_tiny", eta=0.6, gamma=1.0, rho=1.0)
 
 
 def test_public_api():
-    for name in ["create_model", "list_models", "count_flops", "count_params", "epps_pulley", "SIGReg",
-                 "LeJEPALoss", "coding_rate", "subspace_coding_rate"]:
-        assert hasattr(aot_lib, name)
+    """The names the README uses, each the object of the module that defines it."""
+    import importlib
+
+    # aot_lib.coding_rate is the function (it shadows its module): fetch the modules by their full names
+    coding_rate, flops, lejepa, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in
+                                                    ("coding_rate", "flops", "lejepa", "registry", "sigreg"))
+    assert aot_lib.__all__ == ["create_model", "list_models", "is_model", "register_model", "count_params", "count_flops",
+                               "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate", "subspace_coding_rate"]
+    homes = {"create_model": registry, "list_models": registry, "is_model": registry, "register_model": registry,
+             "count_params": flops, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,
+             "LeJEPALoss": lejepa, "coding_rate": coding_rate, "subspace_coding_rate": coding_rate}
+    for name, module in homes.items():
+        assert getattr(aot_lib, name) is getattr(module, name), name

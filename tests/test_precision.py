@@ -23,21 +23,47 @@ def _first_row(run):
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_bf16_mixed_step_matches_float32(name, tmp_path, monkeypatch):
+    """One step under 32-true and under bf16-mixed, at the same initial weights and views, with the loss's input
+    (the projector's embeddings) captured. bf16-mixed really computes the network in bf16: every embedding lies on
+    bf16's grid (8 significant bits), where float32 ones almost never do (a chance of 2^-16 each). The loss is then
+    computed in float32 from those embeddings: it equals a float64 evaluation of the same embeddings to float32
+    rounding, where a bf16 loss would be off by bf16's rounding, 2^-9 = 2e-3 relative. So the two runs' losses differ
+    by what their embeddings' difference dy makes of the loss: at most |grad L| |dy| to first order (Cauchy-Schwarz),
+    with a factor 2 for the second-order remainder (|dy| is a few % of |y|, so that remainder is a few % of the
+    first-order term)."""
+    import copy
+
+    from aot_lib.lejepa import LeJEPALoss
+
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     data = make_imagefolder(tmp_path / "data")
-    rows = {}
+    real = LeJEPALoss.forward
+    captured = []
+
+    def capture(self, y, directions=None):  # the embeddings and the loss module as the step sees them (step 0)
+        captured.append((y.detach().clone(), copy.deepcopy(self)))
+        return real(self, y, directions)
+
+    monkeypatch.setattr(LeJEPALoss, "forward", capture)
+    rows, ys, refs = {}, {}, {}
     for precision in ("32-true", "bf16-mixed"):
+        captured.clear()
         cfg = tiny_config(data, tmp_path / "runs", f"run.name={precision}", "optim.max_steps=1", f"model.name={name}",
                           f"model.overrides={FAMILIES[name]}", f"fabric.precision={precision}", "fabric.accelerator=cpu")
         train.pretrain(cfg)
         rows[precision] = _first_row(tmp_path / "runs" / precision)
-    full, half = rows["32-true"], rows["bf16-mixed"]
-    # The first step's loss is computed at the same initial weights and views. bf16 keeps 8 significant
-    # bits (spacing 2^-8 = 3.9e-3 relative); the encoder's and projector's matrix products compound that
-    # to about 1e-2 in the embeddings, so the loss agrees to a few 1e-2, not to float32 rounding.
-    assert half["loss"] == pytest.approx(full["loss"], rel=5e-2)
-    assert half["sigreg_loss"] == pytest.approx(full["sigreg_loss"], rel=5e-2)
-    # SIGReg itself runs in float32 under autocast: its logged value is not on bf16's grid (multiples of
-    # 2^-4 between 8 and 16, 2^-3 between 16 and 32 ...), which a bf16 statistic would be.
-    v = torch.tensor(half["sigreg_loss"], dtype=torch.float32)
-    assert v.to(torch.bfloat16).float() != v
+        (y, loss_module), = captured
+        ys[precision] = y.double().requires_grad_(True)
+        refs[precision] = real(loss_module.double(), ys[precision])  # float64, same SIGReg directions (seed + step 0)
+        # the logged loss is the float32 loss of these embeddings: float32 sums of ~1e3 terms, 1e-5 relative
+        assert rows[precision]["loss"] == pytest.approx(refs[precision].loss.item(), rel=1e-5)
+        assert rows[precision]["sigreg_loss"] == pytest.approx(refs[precision].sigreg_loss.item(), rel=1e-5)
+    y32, y16 = ys["32-true"].detach(), ys["bf16-mixed"].detach()
+    assert (y16.to(torch.bfloat16).double() == y16).all()
+    assert (y32.to(torch.bfloat16).double() == y32).double().mean() < 0.01
+    dy = y16 - y32
+    # not the float32 embeddings: rounding each entry to bf16 alone moves it by up to 2^-9 (~2^-11 on average),
+    # where two float32 computations would differ by ~1e-7
+    assert dy.norm() > 2**-12 * y32.norm()
+    (grad,) = torch.autograd.grad(refs["32-true"].loss, ys["32-true"])
+    assert abs(rows["bf16-mixed"]["loss"] - rows["32-true"]["loss"]) <= 2 * (grad.norm() * dy.norm()).item()

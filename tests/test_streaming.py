@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("litdata")
+from helpers import require
+
+require("litdata", "litdata")
 from PIL import Image  # noqa: E402
 
 from aot_lib.data import DataError  # noqa: E402

@@ -44,16 +44,39 @@ def test_population_sigreg_approaches_sigreg2_and_ratio_limit():
 
 
 def test_proposition_ratio_positive_and_bounded_on_trace_d_set():
+    """The Proposition's k_1 <= SIGReg^(2) / (R(I) - R(Sigma)) <= k_2 on the trace-d set, with the constants made
+    explicit. In the eigenvalues nu_i of Sigma (sum nu_i = d, so sum theta (nu_i - 1) = 0):
+    R(I) - R(Sigma) = 1/2 sum f(nu_i), f(nu) = log(1 + c) - log(1 + c nu) + theta (nu - 1), with f(1) = f'(1) = 0 and
+    f'' = c^2 / (1 + c nu)^2 decreasing, so g(nu) = f(nu) / (nu - 1)^2 = int_0^1 (1 - s) f''(1 + s (nu - 1)) ds decreases
+    on [0, d] from g(0) = log(1 + c) - theta to g(d). SIGReg^(2) = 2 C_w / (d (d+2)) sum (nu_i - 1)^2, so the ratio is
+    4 C_w / (d (d+2)) over a weighted mean of g(nu_i): k_1 = 4 C_w / (d (d+2) g(0)), k_2 = 4 C_w / (d (d+2) g(d)),
+    and the limit at I (g(1) = theta^2 / 2) is Eq. sup_proportionality's 8 C_w / (theta^2 d (d+2)) between them."""
     d, eps = 4, 0.5
-    g = torch.Generator().manual_seed(0)
-    ratios = []
-    for rank in (1, 2, 4):
-        for _ in range(20):
-            sigma = theory.random_trace_d_covariance(d, g, rank)
-            gap = theory.rate_gap(sigma, eps)
-            assert gap > 0
-            ratios.append((theory.sigreg2(sigma) / gap).item())
-    assert 0 < min(ratios) <= max(ratios) < math.inf
+    c, th, cw = d / eps**2, theory.theta(d, eps), theory.cw_gaussian_weight()
+
+    def g(nu):
+        return (math.log1p(c) - math.log1p(c * nu) + th * (nu - 1)) / (nu - 1) ** 2
+
+    k1, k2 = 4 * cw / (d * (d + 2) * g(0)), 4 * cw / (d * (d + 2) * g(d))
+    limit = theory.limit_ratio(d, eps)
+    assert limit == pytest.approx(4 * cw / (d * (d + 2) * th**2 / 2), rel=1e-14) and k1 < limit < k2
+
+    def ratio(sigma):
+        gap = theory.rate_gap(sigma, eps)
+        assert gap > 0
+        return (theory.sigreg2(sigma) / gap).item()
+
+    g_ = torch.Generator().manual_seed(0)
+    ratios = [ratio(theory.random_trace_d_covariance(d, g_, rank)) for rank in (1, 2, 4) for _ in range(20)]
+    # float64 logdet and sums: the ratio to ~1e-13 relative; 1e-12 keeps the bounds meaningful
+    assert k1 * (1 - 1e-12) <= min(ratios) and max(ratios) <= k2 * (1 + 1e-12)
+    # the ratio of a diagonal Sigma is the weighted mean of g, computed here by hand: both ends are approached
+    for nu in ([4.0, 0.0, 0.0, 0.0], [2.0, 2.0, 0.0, 0.0], [1.5, 1.0, 1.0, 0.5]):
+        w = [(n - 1) ** 2 for n in nu]
+        by_hand = 4 * cw / (d * (d + 2)) * sum(w) / sum(wi * g(n) for wi, n in zip(w, nu) if n != 1)
+        assert ratio(torch.diag(torch.tensor(nu, dtype=torch.float64))) == pytest.approx(by_hand, rel=1e-12)
+    # an equivalence, not a proportionality away from I: the sampled ratios lie on both sides of the limit at I
+    assert min(ratios) < limit < max(ratios)
 
 
 def test_gradients_align_with_A():
