@@ -441,7 +441,10 @@ def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
         tmp.write_text("half")
         raise OSError("disk full (simulated)")
 
-    with raises_exactly(OSError, "disk full (simulated)"):  # the writer's own error, passed on unchanged
+    # an OS error while writing is one line: what failed, where, that the previous file is intact, the fix
+    with raises_exactly(OSError, f"writing the file {target} failed: disk full (simulated) (OSError); the previous "
+                                 "metrics.json is intact. Fix that, or write it to another folder; then run the same "
+                                 "command again"):
         atomic_write(target, fail)
     assert target.read_text() == "old" and os.listdir(tmp_path) == ["metrics.json"]
 

@@ -302,9 +302,10 @@ def test_public_api():
     # aot_lib.coding_rate is the function (it shadows its module): fetch the modules by their full names
     coding_rate, flops, lejepa, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in
                                                     ("coding_rate", "flops", "lejepa", "registry", "sigreg"))
-    assert aot_lib.__all__ == ["create_model", "list_models", "is_model", "register_model", "count_params", "count_flops",
-                               "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate", "subspace_coding_rate"]
-    homes = {"create_model": registry, "list_models": registry, "is_model": registry, "register_model": registry,
+    assert aot_lib.__all__ == ["create_model", "from_pretrained", "list_models", "is_model", "register_model",
+                               "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
+                               "subspace_coding_rate"]
+    homes = {"create_model": registry, "from_pretrained": registry, "list_models": registry, "is_model": registry, "register_model": registry,
              "count_params": flops, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,
              "LeJEPALoss": lejepa, "coding_rate": coding_rate, "subspace_coding_rate": coding_rate}
     for name, module in homes.items():
