@@ -30,7 +30,8 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import nn
 
-from .sigreg import SIGReg, full_precision
+from .runtime import full_precision
+from .sigreg import SIGReg
 
 __all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES", "energy_normalize"]
 

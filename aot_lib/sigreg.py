@@ -22,28 +22,18 @@ are in :mod:`aot_lib.theory`.
 
 Precision: the statistic and its gradient are computed in (at least) float32 even under
 ``torch.autocast`` (bf16 or fp16 mixed precision), which would otherwise run the two matrix
-products (embeddings onto slices, errors onto quadrature weights) in half precision.
+products (embeddings onto slices, errors onto quadrature weights) in half precision
+(:func:`aot_lib.runtime.full_precision`).
 """
 from __future__ import annotations
-
-import contextlib
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-__all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature", "full_precision"]
+from .runtime import full_precision
 
-
-def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
-    """A context in which ``torch.autocast`` is off on ``device`` (a no-op where autocast does not exist)."""
-    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
-    if available is None or available(device.type):
-        try:
-            return torch.autocast(device_type=device.type, enabled=False)
-        except RuntimeError:  # a device type autocast does not know
-            pass
-    return contextlib.nullcontext()
+__all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature"]
 
 
 def quadrature(t_max: float = 3.0, n_points: int = 17, *, device=None, dtype=torch.float32):
