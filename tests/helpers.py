@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from aot_lib.config import load_config
+from aot_lib.training.config import load_config
 
 
 def make_imagefolder(root: Path, classes=("cat", "dog"), n_train: int = 16, n_test: int = 8, size: int = 16,
@@ -89,8 +89,8 @@ def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
     Nothing here depends on an optimiser, so the two set-ups must agree to float32 summation order."""
     import torch
 
-    from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-    from aot_lib.pretrain import build_lejepa_model, normalization_for
+    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.training.pretrain import build_lejepa_model, normalization_for
 
     torch.manual_seed(0)
     model = fabric.setup_module(build_lejepa_model(cfg))

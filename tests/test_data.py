@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
-from aot_lib.data import (DATASET_STATS, DataError, ImageData, check_same_classes, describe_split, list_classes,
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
+from aot_lib.data.datasets import (DATASET_STATS, DataError, ImageData, check_same_classes, describe_split, list_classes,
                           load_pair, load_split, normalization_stats)
 from helpers import make_imagefolder, make_offline_zip, zip_tree
 
@@ -276,7 +276,7 @@ def test_provenance_is_detected_not_guessed(tmp_path):
 
 
 def test_provenance_of_torchvision_originals(tmp_path, monkeypatch):
-    import aot_lib.data as data_mod
+    import aot_lib.data.datasets as data_mod
 
     (tmp_path / "cifar-10-batches-py").mkdir()
     fake = (torch.zeros(3, 3, 32, 32, dtype=torch.uint8), torch.tensor([0, 1, 2]), ["a", "b", "c"], "fake")
@@ -304,7 +304,7 @@ def test_provenance_of_the_real_offline_copies():
 # ---------------------------------------------------------------------------- normalisation statistics
 
 def test_normalization_stats_have_one_home():
-    from aot_lib import augment
+    from aot_lib.data import augment
 
     assert normalization_stats("cifar100") == ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
     assert normalization_stats("imagefolder") == normalization_stats("imagenet") == DATASET_STATS["imagenet"]

@@ -4,8 +4,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from aot_lib import sigreg
-from aot_lib.heads import GlobalBatchNorm1d
+from aot_lib.objectives import sigreg
+from aot_lib.objectives.heads import GlobalBatchNorm1d
 from helpers import raises_exactly
 
 

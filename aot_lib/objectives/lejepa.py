@@ -1,6 +1,6 @@
 r"""The LeJEPA objective, Eq. ``total``: ``L = L_pred + alpha * L_SIGReg``.
 
-``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.sigreg.SIGReg`
+``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.objectives.sigreg.SIGReg`
 (Eq. ``sup_ep``, times the sample size). Which embeddings form one SIGReg sample is a convention
 on which the two reference implementations differ (``sigreg_sample`` of :class:`LeJEPALoss`):
 
@@ -30,7 +30,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import nn
 
-from .runtime import full_precision
+from ..runtime import full_precision
 from .sigreg import SIGReg
 
 __all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES", "energy_normalize"]
@@ -71,7 +71,7 @@ def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
 class LeJEPAOutput(NamedTuple):
     """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32), and,
     from :class:`LeJEPAModel`, the detached projector ``embeddings`` ``(V, B, D)`` they were computed from
-    (for the monitors, :mod:`aot_lib.monitors`)."""
+    (for the monitors, :mod:`aot_lib.training.monitors`)."""
 
     loss: torch.Tensor
     pred_loss: torch.Tensor

@@ -1,7 +1,7 @@
 """LeJEPA pretraining (Algorithm 1): multi-crop views -> encoder -> projector -> prediction + SIGReg.
 
 ``pretrain(cfg)`` builds the data, the views, the model and the optimiser from a resolved config, and
-hands one step function to the shared loop (:func:`aot_lib.loop.fit`), which resumes, logs and
+hands one step function to the shared loop (:func:`aot_lib.training.loop.fit`), which resumes, logs and
 checkpoints. The data order is a function of (seed, epoch) and the view generator is checkpointed, so a
 resumed run continues the loss trajectory of an uninterrupted one.
 """
@@ -12,17 +12,17 @@ import json
 import torch
 from torch.profiler import record_function
 
-from .augment import BatchedMultiCrop, MultiCropConfig, prepare_images
+from ..data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
 from .config import validate_config
-from .data import load_pair, load_split, normalization_stats
-from .heads import LeJEPAProjector
-from .lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
+from ..data.datasets import load_pair, load_split, normalization_stats
+from ..objectives.heads import LeJEPAProjector
+from ..objectives.lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from .loop import fit, make_loggers
 from .monitors import build_monitors, knn_monitor_split
 from .optim import batch_indices, param_groups, warmup_cosine
-from .registry import create_model
+from ..models.registry import create_model
 from .runs import RunFolder
-from .runtime import compile_enabled, make_fabric
+from ..runtime import compile_enabled, make_fabric
 
 __all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
 
@@ -88,7 +88,7 @@ def pretrain(cfg: dict) -> dict:
 
 def _stream_source(fabric, cfg: dict):
     """The litdata stream of ``data.name=stream`` for this process (built after the process group exists)."""
-    from .streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
+    from ..data.streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
                             working_size_for)
 
     dc, v = cfg["data"], cfg["views"]
@@ -118,7 +118,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
     if compile_enabled(cfg["model"]["compile"], fabric.device):
-        from .compile import compile_blocks
+        from ..models.compile import compile_blocks
 
         compile_blocks(model)  # one compiled layer reused by every layer; the first step of each view size compiles
     opt = torch.optim.AdamW(param_groups(model, oc["weight_decay"]), lr=oc["lr"])

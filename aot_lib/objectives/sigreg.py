@@ -18,7 +18,7 @@ twice the trapezoid rule on ``[0, t_max]``.
 Eq. ``sigreg`` of the main text is *not* this statistic but its decomposition around the isotropic
 Gaussian into a covariance (second-order) term and higher-order deviations,
 ``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; the covariance term and ``C_w`` (Eq. ``sup_sigreg2``)
-are in :mod:`aot_lib.theory`.
+are in :mod:`aot_lib.theory.theorem1`.
 
 Precision: the statistic and its gradient are computed in (at least) float32 even under
 ``torch.autocast`` (bf16 or fp16 mixed precision), which would otherwise run the two matrix
@@ -31,7 +31,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .runtime import full_precision
+from ..runtime import full_precision
 
 __all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature"]
 
