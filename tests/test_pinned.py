@@ -591,7 +591,7 @@ def test_lejepa_loss_settings_reach_sigreg():
 
 
 def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
-    import aot_lib.objectives.sigreg as sigreg_mod
+    import aot_lib.distributed as distributed_mod
     from aot_lib.objectives.lejepa import energy_normalize
 
     y = 3 + 2 * torch.randn(2, 10, 4, dtype=torch.float64)
@@ -603,8 +603,8 @@ def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
     torch.testing.assert_close(out.mean(-2), torch.zeros(2, 4, dtype=torch.float64), rtol=0, atol=1e-12)
     torch.testing.assert_close(out.square().sum(-1).mean(-1), torch.full((2,), 4.0, dtype=torch.float64), **F64)
     # two processes holding the same shard: the statistics are those of the global batch (both shards)
-    monkeypatch.setattr(sigreg_mod, "_world_size", lambda: 2)
-    monkeypatch.setattr(sigreg_mod, "all_reduce_sum", lambda t: 2 * t)
+    monkeypatch.setattr(distributed_mod, "world_size", lambda: 2)
+    monkeypatch.setattr(distributed_mod, "all_reduce_sum", lambda t: 2 * t)
     z = y + torch.linspace(0, 1, 10, dtype=torch.float64)[:, None]  # another mean and energy than y
     got = energy_normalize(z, eps=0.5)
     monkeypatch.undo()

@@ -30,6 +30,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import nn
 
+from .. import distributed
 from ..runtime import full_precision
 from .sigreg import SIGReg
 
@@ -55,16 +56,14 @@ def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     Under DDP the mean and the energy are those of the global batch (differentiable all-reduce), so
     every process normalises with the same statistics.
     """
-    from .sigreg import _world_size, all_reduce_sum
-
-    n, d, world = y.shape[-2], y.shape[-1], _world_size()
+    n, d, world = y.shape[-2], y.shape[-1], distributed.world_size()
     s = y.sum(-2, keepdim=True)
     if world > 1:
-        s = all_reduce_sum(s)
+        s = distributed.all_reduce_sum(s)
     yc = y - s / (n * world)
     energy = yc.square().sum((-2, -1), keepdim=True)
     if world > 1:
-        energy = all_reduce_sum(energy)
+        energy = distributed.all_reduce_sum(energy)
     return yc * torch.rsqrt(energy / (n * world * d) + eps)
 
 

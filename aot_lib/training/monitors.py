@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from .. import distributed
 from ..objectives.coding_rate import subspace_coding_rate
-from .evaluation import extract_features, knn_probe, stratified_split
 from ..objectives.lejepa import energy_normalize
-from ..objectives.sigreg import _world_size, epps_pulley, sample_directions
+from ..objectives.sigreg import epps_pulley, sample_directions
 from ..theory.theorem1 import cw_quadrature, rate_gap
+from .evaluation import extract_features, knn_probe, stratified_split
 
 __all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
            "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "orthonormal_bases",
@@ -67,7 +68,7 @@ def theorem1_terms(embeddings: torch.Tensor, eps: float = 0.5, num_slices: int =
     sigma = y.T @ y / n
     eye = torch.eye(d, dtype=y.dtype, device=y.device)
     directions = sample_directions(d, num_slices, seed, device=y.device, dtype=y.dtype)
-    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * _world_size())  # same batch on every rank
+    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * distributed.world_size())  # same batch on every rank
     cw = cw_quadrature(t_max, n_points)
     return {"sigreg": float(sig), "sigreg2": float(2 * cw / (d * (d + 2)) * (sigma - eye).square().sum()),
             "rate_gap": float(rate_gap(sigma, eps))}
