@@ -19,7 +19,8 @@ from _common import write
 
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.training.config import load_config
-from aot_lib.training.pretrain import build_lejepa_model, normalization_for
+from aot_lib.training.builders import normalization_for
+from aot_lib.training.pretrain import build_lejepa_model
 
 SCOPES = ("data", "augment", "forward", "backward", "optimizer")
 

@@ -90,7 +90,8 @@ def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
     import torch
 
     from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
-    from aot_lib.training.pretrain import build_lejepa_model, normalization_for
+    from aot_lib.training.builders import normalization_for
+    from aot_lib.training.pretrain import build_lejepa_model
 
     torch.manual_seed(0)
     model = fabric.setup_module(build_lejepa_model(cfg))

@@ -46,7 +46,8 @@ from aot_lib.data.datasets import DATASET_STATS, DataError, load_split
 from aot_lib.training.loop import NonFiniteLossError
 from aot_lib.training.monitors import OnlineKNN, RankMe, Theorem1Monitor, WhiteBoxAudit
 from aot_lib.training.optim import batch_indices
-from aot_lib.training.pretrain import build_encoder, build_lejepa_model, load_data, load_train_test, normalization_for
+from aot_lib.training.builders import build_encoder, load_data, load_train_test, normalization_for
+from aot_lib.training.pretrain import build_lejepa_model
 from aot_lib.objectives.sigreg import sample_directions
 from helpers import make_imagefolder, raises_exactly, tiny_config, zip_tree
 

@@ -227,7 +227,7 @@ def test_probe_records_what_it_measured(pretrained, monkeypatch):
     import json
 
     import aot_lib.training.probe as P
-    from aot_lib.training.pretrain import load_train_test, normalization_for
+    from aot_lib.training.builders import load_train_test, normalization_for
 
     cfg, ckpt = pretrained
     monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))

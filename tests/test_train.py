@@ -173,7 +173,7 @@ def test_table4_chain_pretrained_vit_teacher_and_students(setup):
     nokd = train.distill(tiny_config(data, out, "run.name=vnokd", *relu, "distill.alpha=0"))
     assert 0 <= kd["top1"] <= 100 and _losses(out / "vkd", "ce_label")  # the distilled run logs its label term
     # alpha 0 = plain supervised training: the same steps as fine-tuning the same model from the same init
-    from aot_lib.training.pretrain import build_encoder
+    from aot_lib.training.builders import build_encoder
     from aot_lib.training.supervised import _load_into, _supervised, normalization_for
 
     cfg = tiny_config(data, out, "run.name=vplain", *relu, "distill.alpha=0")
@@ -272,7 +272,7 @@ def test_supervised_runs_resume_to_the_uninterrupted_result(setup, kind):
 
 
 def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setup):
-    from aot_lib.training.pretrain import build_encoder
+    from aot_lib.training.builders import build_encoder
     from aot_lib.training.supervised import _load_into
 
     data, out = setup

@@ -13,25 +13,17 @@ import torch
 from torch.profiler import record_function
 
 from ..data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
-from .config import validate_config
-from ..data.datasets import load_pair, load_split, normalization_stats
 from ..objectives.heads import LeJEPAProjector
 from ..objectives.lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
+from ..runtime import compile_enabled, make_fabric
+from .builders import build_encoder, load_data, normalization_for, schedule_steps
+from .config import validate_config
 from .loop import fit, make_loggers
 from .monitors import build_monitors, knn_monitor_split
 from .optim import batch_indices, param_groups, warmup_cosine
-from ..models.registry import create_model
 from .runs import RunFolder
-from ..runtime import compile_enabled, make_fabric
 
-__all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
-
-
-def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
-    """The configured encoder (``model.name`` with ``model.overrides``) at the global view size."""
-    kw = dict(cfg["model"]["overrides"])
-    kw.setdefault("img_size", img_size or cfg["views"]["global_size"])
-    return create_model(cfg["model"]["name"], num_classes=num_classes, **kw)
+__all__ = ["pretrain", "build_lejepa_model"]
 
 
 def build_lejepa_model(cfg: dict) -> LeJEPAModel:
@@ -43,36 +35,6 @@ def build_lejepa_model(cfg: dict) -> LeJEPAModel:
                       num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"],
                       sigreg_sample=lc["sigreg_sample"], sigreg_normalize=lc["sigreg_normalize"])
     return LeJEPAModel(encoder, projector, loss)
-
-
-def normalization_for(cfg: dict) -> tuple[tuple, tuple]:
-    """Mean and std the encoder's inputs are normalised with: the statistics of the data it is trained on."""
-    return normalization_stats(cfg["data"]["name"])
-
-
-def load_data(cfg: dict, split: str, size: int | None = None):
-    """One split of the configured data set (with ``data.*_subset`` applied)."""
-    dc = cfg["data"]
-    data = load_split(dc["name"], split, root=dc["root"], download=dc["download"],
-                      image_size=size if size is not None else dc["image_size"])
-    return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
-
-
-def load_train_test(cfg: dict):
-    """Both splits of the configured data set, with the same classes in the same order (else one clear error)."""
-    dc = cfg["data"]
-    return load_pair(dc["name"], root=dc["root"], download=dc["download"], image_size=dc["image_size"],
-                     train_subset=dc["train_subset"], test_subset=dc["test_subset"])
-
-
-def schedule_steps(n_images: int, batch_size: int, epochs: int, warmup_epochs: float, max_steps: int | None):
-    """``(steps_per_epoch, total_steps, warmup_steps)``; one clear error when not even one batch fits."""
-    steps_per_epoch = n_images // batch_size
-    if steps_per_epoch == 0:
-        raise ValueError(f"batch size {batch_size} is larger than the training set ({n_images} images); lower it")
-    total = max_steps if max_steps is not None else epochs * steps_per_epoch
-    warmup = min(total, round(warmup_epochs * steps_per_epoch)) if max_steps is None else min(total, max(1, total // 20))
-    return steps_per_epoch, total, warmup
 
 
 def pretrain(cfg: dict) -> dict:

@@ -25,7 +25,7 @@ from torch import nn
 from .config import validate_config
 from .evaluation import extract_features, knn_probe, knn_val_probe, stratified_split
 from .optim import warmup_cosine
-from .pretrain import build_encoder, load_data, load_train_test, normalization_for
+from .builders import build_encoder, load_data, load_train_test, normalization_for
 from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 

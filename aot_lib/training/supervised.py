@@ -23,7 +23,7 @@ from ..data.augment import BatchedMultiCrop, MultiCropConfig, normalize
 from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
-from .pretrain import build_encoder, load_train_test, normalization_for, schedule_steps
+from .builders import build_encoder, load_train_test, normalization_for, schedule_steps
 from ..models.registry import create_model
 from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
 from ..runtime import compile_enabled, make_fabric
