@@ -1,10 +1,10 @@
 """aot_lib: AoT-ADMM, the attention-only white-box Transformer trained with LeJEPA."""
 from . import models  # noqa: F401  (registers every model)
-from .coding_rate import coding_rate, subspace_coding_rate
-from .flops import count_flops, count_params
-from .lejepa import LeJEPALoss
-from .registry import create_model, from_pretrained, is_model, list_models, register_model
-from .sigreg import SIGReg, epps_pulley
+from .objectives.coding_rate import coding_rate, subspace_coding_rate
+from .models.flops import count_flops, count_params
+from .objectives.lejepa import LeJEPALoss
+from .models.registry import create_model, from_pretrained, is_model, list_models, register_model
+from .objectives.sigreg import SIGReg, epps_pulley
 
 __version__ = "0.1.0"
 

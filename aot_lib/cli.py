@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("overrides", nargs="*", help="section.key=value")
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")
-    from .streaming import add_convert_parser
+    from .data.streaming import add_convert_parser
 
     add_convert_parser(sub)
     sub.add_parser("models", help="list registered models")
@@ -55,16 +55,16 @@ def _run(args) -> int:
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
         return 0
     if args.command == "convert":
-        from .streaming import run_convert
+        from .data.streaming import run_convert
 
         return run_convert(args)
     if args.command == "record":
-        from .runs import record_run
+        from .training.runs import record_run
 
         for p in record_run(args.run_dir, args.dest, allow_dirty=args.allow_dirty):
             print(p)
         return 0
-    from .config import dump_config, load_config
+    from .training.config import dump_config, load_config
 
     overrides = list(args.overrides)
     if args.data_root:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
         if args.debug:
             raise
-        from .config import ConfigError
+        from .training.config import ConfigError
 
         e = _first_failed_write(e) or e
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -8,12 +8,13 @@ compiles the encoder's layers on a GPU and not on a CPU (:func:`compile_enabled`
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 
 import torch
 
-__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "hardware_summary", "git_commit"]
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "git_commit"]
 
 
 def resolve_fabric_kwargs(fab: dict) -> dict:
@@ -40,6 +41,17 @@ def make_fabric(fab: dict, loggers=None):
     from lightning_fabric import Fabric
 
     return Fabric(**resolve_fabric_kwargs(fab), loggers=loggers)
+
+
+def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
+    """A context in which ``torch.autocast`` is off on ``device`` (a no-op where autocast does not exist)."""
+    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
+    if available is None or available(device.type):
+        try:
+            return torch.autocast(device_type=device.type, enabled=False)
+        except RuntimeError:  # a device type autocast does not know
+            pass
+    return contextlib.nullcontext()
 
 
 def hardware_summary() -> dict:

@@ -21,9 +21,10 @@ from pathlib import Path
 import torch
 from _common import ROOT, write
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.config import load_config
-from aot_lib.pretrain import build_lejepa_model, normalization_for
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+from aot_lib.training.config import load_config
+from aot_lib.training.builders import normalization_for
+from aot_lib.training.pretrain import build_lejepa_model
 
 A100_BF16_PEAK = 312e12  # FLOP/s, dense, NVIDIA's A100 datasheet
 A100_MEMORY = 80 * 2**30  # the 80 GB model

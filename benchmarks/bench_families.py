@@ -3,8 +3,8 @@
     python benchmarks/bench_families.py [--settings tiny,w192] [--repeats 7] [--modes eager,compiled]
 
 A step is what pretraining does (Algorithm 1): 2 global 32 px + 6 local 16 px views, the views of
-one size through the encoder together (:class:`~aot_lib.lejepa.LeJEPAModel`), the projector
-(:class:`~aot_lib.heads.LeJEPAProjector`), prediction loss + SIGReg, backward, AdamW. The views are
+one size through the encoder together (:class:`~aot_lib.objectives.lejepa.LeJEPAModel`), the projector
+(:class:`~aot_lib.objectives.heads.LeJEPAProjector`), prediction loss + SIGReg, backward, AdamW. The views are
 drawn once per repeat, outside the timed region, and the same views go to every family, so
 augmentation cost (equal for all) does not dilute the ratios.
 
@@ -13,8 +13,8 @@ hidden, 1024 slices; ``w192`` = the CPU-scale configs (``configs/cpu/*_cifar10.y
 6 heads, batch 256, projector 1024 hidden, 512 slices); ``smoke`` = d 32, depth 2, 2 heads, batch 8
 with a small projector, to check the script runs.
 
-Modes: ``eager`` (AoT-ADMM with its fused state update, :mod:`aot_lib.fused`) and ``compiled``
-(:func:`aot_lib.compile.compile_blocks`: one compiled layer per family, reused for every layer;
+Modes: ``eager`` (AoT-ADMM with its fused state update, :mod:`aot_lib.models.fused`) and ``compiled``
+(:func:`aot_lib.models.compile.compile_blocks`: one compiled layer per family, reused for every layer;
 the rest of the step eager). The families run interleaved, repeat by repeat, in an order that
 rotates each repeat, so a drift in machine speed hits them alike; each ratio is the median of the
 per-repeat ratios. ``compile_s`` is the first (compiling) step minus the median step; by default
@@ -39,10 +39,10 @@ import torch
 from _common import peak_rss_mb, write
 
 from aot_lib import LeJEPALoss, count_flops, create_model
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.compile import compile_blocks
-from aot_lib.heads import LeJEPAProjector
-from aot_lib.lejepa import LeJEPAModel
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+from aot_lib.models.compile import compile_blocks
+from aot_lib.objectives.heads import LeJEPAProjector
+from aot_lib.objectives.lejepa import LeJEPAModel
 
 SETTINGS = {
     "tiny": {"overrides": {}, "batch": 64, "projector_hidden": 2048, "slices": 1024},

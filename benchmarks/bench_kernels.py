@@ -2,10 +2,10 @@
 
     python benchmarks/bench_kernels.py [--quick] [--device cuda] [--repeats 7] [--out results/benchmarks/kernels.json]
 
-(a) The fused AoT-ADMM state update (:mod:`aot_lib.fused`, ``fused=True``) against ``fused=False``
+(a) The fused AoT-ADMM state update (:mod:`aot_lib.models.fused`, ``fused=True``) against ``fused=False``
     (:meth:`ADMMLayer.step`'s plain operations): the whole encoder, forward + backward on images.
 (b) SIGReg's empirical characteristic function by the re-anchored angle-addition recurrence
-    (:func:`aot_lib.sigreg.empirical_cf`) against cos/sin evaluated at every node through autograd
+    (:func:`aot_lib.objectives.sigreg.empirical_cf`) against cos/sin evaluated at every node through autograd
     (the ``(..., N, K, T)`` tensor the recurrence never stores): SIGReg forward + backward on embeddings
     of a LeJEPA step's shape, for several node counts.
 
@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 from _common import ROOT, timeit, write
 
-from aot_lib import SIGReg, create_model, sigreg
-from aot_lib.sigreg import quadrature, sample_directions
+from aot_lib import SIGReg, create_model
+from aot_lib.objectives import sigreg
+from aot_lib.objectives.sigreg import quadrature, sample_directions
 
 FULL = {"encoder": {"embed_dim": 384, "depth": 12, "num_heads": 6}, "images": 64,
         "views": 8, "batch": 64, "embed": 128, "slices": 1024, "nodes": (17, 65, 257)}
@@ -96,7 +97,7 @@ def bench_fused(size: dict, device: str, repeats: int, warmup: int) -> dict:
 # ----------------------------------------------------------------------------- (b) SIGReg's recurrence
 
 def direct_empirical_cf(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17):
-    """:func:`aot_lib.sigreg.empirical_cf`'s means with cos/sin at every node, through autograd."""
+    """:func:`aot_lib.objectives.sigreg.empirical_cf`'s means with cos/sin at every node, through autograd."""
     t, _ = quadrature(t_max, n_points, device=x.device, dtype=x.dtype)
     xt = x.unsqueeze(-1) * t  # (..., N, K, T)
     return torch.cos(xt).mean(-3), torch.sin(xt).mean(-3)

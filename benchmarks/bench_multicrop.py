@@ -8,7 +8,7 @@ import argparse
 import torch
 from _common import timeit, write
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
 
 
 def main():

@@ -10,7 +10,7 @@ import time
 import torch
 from _common import write
 
-from aot_lib.probe import knn_probe, linear_probe
+from aot_lib.training.probe import knn_probe, linear_probe
 
 
 def main():

@@ -11,9 +11,9 @@ import torch
 from _common import peak_rss_mb, timeit, write
 
 from aot_lib import LeJEPALoss, count_flops, create_model
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.heads import LeJEPAProjector
-from aot_lib.lejepa import LeJEPAModel
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+from aot_lib.objectives.heads import LeJEPAProjector
+from aot_lib.objectives.lejepa import LeJEPAModel
 
 
 def step_fn(name, batch, device, proj_hidden, slices):

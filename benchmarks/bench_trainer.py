@@ -4,7 +4,7 @@ achieved GFLOP/s against this machine's measured matrix-product ceiling.
     AOT_DATA=../shared/data python benchmarks/bench_trainer.py [--config configs/cpu/aot_admm_cifar10.yaml]
         [--steps 30] [--warmup 5] [key=value ...]
 
-Runs ``aot_lib.pretrain`` for ``warmup + steps`` steps in a temporary run folder under ``torch.profiler``
+Runs ``aot_lib.training.pretrain`` for ``warmup + steps`` steps in a temporary run folder under ``torch.profiler``
 and splits the time of the measured steps by the trainer's named scopes (``data``, ``augment``,
 ``forward``, ``backward``, ``optimizer``, and the rest: loss checks, logging, checkpoints). FLOPs per image
 are counted with ``torch.utils.flop_counter`` over one forward + backward of the LeJEPA model on the
@@ -17,9 +17,10 @@ import time
 import torch
 from _common import write
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.config import load_config
-from aot_lib.pretrain import build_lejepa_model, normalization_for
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+from aot_lib.training.config import load_config
+from aot_lib.training.builders import normalization_for
+from aot_lib.training.pretrain import build_lejepa_model
 
 SCOPES = ("data", "augment", "forward", "backward", "optimizer")
 
@@ -69,7 +70,7 @@ def main():
                                         f"optim.max_steps={args.warmup + args.steps}", "run.ckpt_every=100000",
                                         "run.log_every=1"])
         step_times: list[float] = []
-        from aot_lib import loop
+        from aot_lib.training import loop
 
         real_fit = loop.fit
 
@@ -80,7 +81,7 @@ def main():
                 return step_fn(step)
             return real_fit(fabric, run, model, opt, sched, timed, **kw)
 
-        import aot_lib.pretrain as pretrain_mod
+        import aot_lib.training.pretrain as pretrain_mod
 
         pretrain_mod.fit = timed_fit
         with profile(activities=[ProfilerActivity.CPU],

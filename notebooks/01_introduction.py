@@ -55,8 +55,8 @@ import torch
 from IPython.display import display
 
 import aot_lib
-from aot_lib.book import run_record_box
-from aot_lib.tables import Col, Table
+from aot_lib.book.pages import run_record_box
+from aot_lib.book.tables import Col, Table
 
 torch.manual_seed(0)
 display(run_record_box(seed=0, aot_lib=aot_lib.__version__))
@@ -107,22 +107,21 @@ Table(
 #
 # And the package, module by module:
 #
-# * `aot_lib.models`, `aot_lib.layers`, `aot_lib.registry`: AoT-ADMM, CRATE, AoT, ViT;
-#   `create_model(name, **overrides)`.
-# * `aot_lib.sigreg`, `aot_lib.lejepa`, `aot_lib.heads`: Epps–Pulley, SIGReg, the LeJEPA
-#   loss, the projector.
-# * `aot_lib.coding_rate`, `aot_lib.theory`, `aot_lib.admm`: $R$, $R^c$; Appendix A's
-#   closed forms; the ADMM iterations.
-# * `aot_lib.data`, `aot_lib.augment`: data sets (with their provenance and statistics),
-#   batched multi-crop.
-# * `aot_lib.pretrain`, `aot_lib.probe`, `aot_lib.supervised`: LeJEPA pretraining,
-#   linear/k-NN probes, fine-tuning and distillation.
-# * `aot_lib.loop`, `aot_lib.runs`, `aot_lib.optim`, `aot_lib.config`, `aot_lib.cli`:
-#   the shared training loop, run folders and checkpoints, schedule and parameter
-#   groups, validated configs, the `aot` command (`aot_lib.train` imports them all).
-# * `aot_lib.flops`, `aot_lib.paper`: parameter/FLOP counting; the paper's own numbers.
-# * `aot_lib.book`, `aot_lib.tables`, `aot_lib.plotting`: what these pages use to show
-#   their results.
+# * `aot_lib.models`: the layers, AoT-ADMM, CRATE, AoT, ViT, the registry
+#   (`create_model(name, **overrides)`), parameter/FLOP counting, compilation.
+# * `aot_lib.objectives`: Epps–Pulley and SIGReg (`sigreg`), the LeJEPA loss (`lejepa`),
+#   the projector (`heads`), $R$ and $R^c$ (`coding_rate`).
+# * `aot_lib.theory`: Appendix A's closed forms (`theorem1`); the ADMM iterations
+#   (`admm`).
+# * `aot_lib.data`: data sets with their provenance and statistics (`datasets`),
+#   batched multi-crop (`augment`), streamed data (`streaming`).
+# * `aot_lib.training`: LeJEPA pretraining, linear/k-NN probes, fine-tuning and
+#   distillation (`pretrain`, `probe`, `supervised`); the shared training loop, run
+#   folders and checkpoints, schedule and parameter groups, validated configs (`loop`,
+#   `runs`, `optim`, `config`); `aot_lib.train` imports them all, `aot_lib.cli` is the
+#   `aot` command.
+# * `aot_lib.book`: what these pages use to show their results (`pages`, `tables`,
+#   `plotting`) and the paper's own numbers (`paper`).
 #
 # Every chapter is a jupytext notebook under `notebooks/`: to run and change it, open it
 # in JupyterLab (the README has the one command).

@@ -39,11 +39,11 @@ import torch
 from IPython.display import display
 
 import aot_lib
-from aot_lib import theory
-from aot_lib.book import equations, pick, run_record_box
-from aot_lib.plotting import plot_sigreg_scaling
-from aot_lib.sigreg import sample_directions
-from aot_lib.tables import Col, Table, key_value_table
+from aot_lib.theory import theorem1 as theory
+from aot_lib.book.pages import equations, pick, run_record_box
+from aot_lib.book.plotting import plot_sigreg_scaling
+from aot_lib.objectives.sigreg import sample_directions
+from aot_lib.book.tables import Col, Table, key_value_table
 
 torch.manual_seed(0)
 run_record_box(seed=0)

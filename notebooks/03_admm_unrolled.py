@@ -33,12 +33,13 @@
 # \end{aligned}
 # $$ (eq-admm-updates)
 #
-# Replacing the exact gradient (`aot_lib.admm.exact_compression_gradient`, automatic
-# differentiation of Eq. `compression_rate`) by its MSSA approximation
+# Replacing the exact gradient (`aot_lib.theory.admm.exact_compression_gradient`,
+# automatic differentiation of Eq. `compression_rate`) by its MSSA approximation
 # $\nabla_ZR^c\approx\gamma\,[Z-\mathrm{MSSA}(Z\mid U)]$ (the paper's Eq.
-# `compression_gradient`, `aot_lib.admm.mssa_compression_gradient`) turns the $Z$-step
-# into the paper's Eq. `zupdate`; mapping iteration $t$ to layer $\ell$, each with its
-# own subspaces $U^\ell$, gives the AoT-ADMM layer (the paper's Eq. `layer_updates`):
+# `compression_gradient`, `aot_lib.theory.admm.mssa_compression_gradient`) turns the
+# $Z$-step into the paper's Eq. `zupdate`; mapping iteration $t$ to layer $\ell$, each
+# with its own subspaces $U^\ell$, gives the AoT-ADMM layer (the paper's Eq.
+# `layer_updates`):
 #
 # $$
 # \begin{aligned}
@@ -58,16 +59,16 @@
 import matplotlib.pyplot as plt
 import torch
 
-from aot_lib.admm import (
+from aot_lib.theory.admm import (
     admm_iterations,
     admm_layer_from_subspaces,
     exact_compression_gradient,
     mixture_of_subspaces,
     mssa_compression_gradient,
 )
-from aot_lib.book import pick, run_record_box
-from aot_lib.plotting import plot_admm_history
-from aot_lib.tables import Col, Table
+from aot_lib.book.pages import pick, run_record_box
+from aot_lib.book.plotting import plot_admm_history
+from aot_lib.book.tables import Col, Table
 
 run_record_box(seed=0)
 
@@ -270,11 +271,11 @@ display(panel)
 # (sec-layer-equals-iteration)=
 # ## The unrolled network computes the same iterates
 #
-# `aot_lib.admm.admm_layer_from_subspaces` builds an `ADMMLayer` whose shared projection
-# is $[U_1\cdots U_K]^\top$ and whose output map is $[U_1\cdots U_K]$, with the two
-# stabilisers of the trained network (pre-MSSA LayerNorm and RMS rescaling) switched
-# off. Applying it $L$ times to $(Z^0,V^0,W^0)=(Z^0,Z^0,0)$ must reproduce the ADMM
-# iterates of {eq}`eq-layer-updates` exactly — in float64, to rounding.
+# `aot_lib.theory.admm.admm_layer_from_subspaces` builds an `ADMMLayer` whose shared
+# projection is $[U_1\cdots U_K]^\top$ and whose output map is $[U_1\cdots U_K]$, with
+# the two stabilisers of the trained network (pre-MSSA LayerNorm and RMS rescaling)
+# switched off. Applying it $L$ times to $(Z^0,V^0,W^0)=(Z^0,Z^0,0)$ must reproduce the
+# ADMM iterates of {eq}`eq-layer-updates` exactly — in float64, to rounding.
 
 # %%
 kw = dict(eta=0.3, gamma=1.2, rho=0.8, lambd=0.15)

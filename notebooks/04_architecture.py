@@ -18,7 +18,7 @@
 # **This chapter:** the three white-box Transformers side by side, and the paper's
 # parameter and FLOP tables recomputed from the live models next to its own numbers.
 #
-# Three white-box Transformers built from the same parts (`aot_lib.layers`): a
+# Three white-box Transformers built from the same parts (`aot_lib.models.layers`): a
 # CRATE-style patch stem, multi-head subspace self-attention (MSSA, the paper's Eq.
 # `mssa`) and a LayerNorm → Linear head. They differ in what follows the attention:
 #
@@ -37,10 +37,10 @@ import matplotlib.pyplot as plt
 import torch
 
 import aot_lib
-from aot_lib import paper
-from aot_lib.book import run_record_box
-from aot_lib.plotting import draw_layer
-from aot_lib.tables import Col, Table
+from aot_lib.book import paper
+from aot_lib.book.pages import run_record_box
+from aot_lib.book.plotting import draw_layer
+from aot_lib.book.tables import Col, Table
 
 run_record_box()
 
@@ -94,7 +94,8 @@ Table(rows, [Col("model"), Col("n", "parameters of one layer (counted)"),
 # `mlp_head` has exactly the paper's 5.41 / 12.10 / 21.44 M, and the paper prints the
 # same counts for CIFAR-10 and CIFAR-100, which a head would change. `count_params(m)`
 # follows that convention; the column "+ head" is `count_params(m, include_head=True)`
-# with 10 classes. The shaded columns are the paper's printed numbers (`aot_lib.paper`).
+# with 10 classes. The shaded columns are the paper's printed numbers
+# (`aot_lib.book.paper`).
 
 # %%
 names = ["crate_tiny", "aot_admm_tiny", "aot_tiny", "crate_small", "aot_admm_small",
@@ -207,9 +208,9 @@ Table(rows, [Col("scale"), Col("c", "CRATE (M)", ".2f"),
 # the same encoder ({ref}`sec-views`), so the learned position embedding must serve both
 # grids. Official CRATE never faces this: it trains at one resolution and slices its
 # embedding. Here the grid part is resized bicubically
-# (`aot_lib.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls entry is
-# kept. The CRATE-family stems resize without antialiasing (DINO's choice), the ViT
-# family with it (timm's `resample_abs_pos_embed`, so timm weights load with equal
+# (`aot_lib.models.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls
+# entry is kept. The CRATE-family stems resize without antialiasing (DINO's choice), the
+# ViT family with it (timm's `resample_abs_pos_embed`, so timm weights load with equal
 # outputs).
 #
 # ## What we learned

@@ -47,15 +47,15 @@ import torch
 import yaml
 from IPython.display import display
 
-from aot_lib import paper
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.book import (PHOTO_CREDITS, Admonition, benchmark_tables, data_label,
+from aot_lib.book import paper
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+from aot_lib.book.pages import (PHOTO_CREDITS, Admonition, benchmark_tables, data_label,
                           data_missing_note, example_images, load_recorded_run, pick,
                           run_record_box, superseded)
-from aot_lib.config import load_config
-from aot_lib.data import DataError, normalization_stats
-from aot_lib.plotting import plot_training_curves, plot_views
-from aot_lib.tables import Col, Table, key_value_table
+from aot_lib.training.config import load_config
+from aot_lib.data.datasets import DataError, normalization_stats
+from aot_lib.book.plotting import plot_training_curves, plot_views
+from aot_lib.book.tables import Col, Table, key_value_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 RESULTS = ROOT / "results"
@@ -68,7 +68,7 @@ run_record_box(seed=0)
 # Per image, the paper's CIFAR setting takes two global $32\times32$ and six local
 # $16\times16$ crops; its ImageNet setting (Table 2) two global $128\times128$ and two
 # local $64\times64$ crops of 160-px images, with blur and solarisation. Both are made
-# for the whole batch at once by `aot_lib.augment.BatchedMultiCrop`, with the view
+# for the whole batch at once by `aot_lib.data.augment.BatchedMultiCrop`, with the view
 # settings of `configs/base/`.
 #
 # The images are CIFAR-10's test images and Imagenette's validation images when the data
@@ -124,9 +124,9 @@ plt.show()
 # (sec-recorded-runs)=
 # ## Load the recorded runs, or train small ones now
 #
-# `aot_lib.book.load_recorded_run` reads `results/cpu/<name>` (the files `aot record`
-# copies: config, metrics, probe results, run record) or, when a run was never recorded,
-# trains a smoke-sized one now from the same config.
+# `aot_lib.book.pages.load_recorded_run` reads `results/cpu/<name>` (the files
+# `aot record` copies: config, metrics, probe results, run record) or, when a run was
+# never recorded, trains a smoke-sized one now from the same config.
 
 # %%
 try:
@@ -216,13 +216,14 @@ for f in sorted((RESULTS / "benchmarks").glob("*.json")):
 # (sec-speed)=
 # ## AoT-ADMM's FLOP savings in wall-clock time
 #
-# AoT-ADMM needs as many matrix products as AoT and well under half of CRATE's
-# (grey bars), but its layer adds element-wise state updates (the three-branch mix, two
-# RMS rescalings, the threshold and the dual update) that cost memory traffic, not
-# FLOPs. `benchmarks/bench_families.py` times one whole LeJEPA step per family, eager
-# (AoT-ADMM's state update fused into one autograd node, `aot_lib.fused`) and with
-# each family's layer compiled once and reused (`aot_lib.compile`), families interleaved
-# repeat by repeat, and was recorded three times; the dots are the three runs.
+# AoT-ADMM needs as many matrix products as AoT and well under half of CRATE's (grey
+# bars), but its layer adds element-wise state updates (the three-branch mix, two RMS
+# rescalings, the threshold and the dual update) that cost memory traffic, not FLOPs.
+# `benchmarks/bench_families.py` times one whole LeJEPA step per family, eager
+# (AoT-ADMM's state update fused into one autograd node, `aot_lib.models.fused`) and
+# with each family's layer compiled once and reused (`aot_lib.models.compile`), families
+# interleaved repeat by repeat, and was recorded three times; the dots are the three
+# runs.
 
 # %%
 families = [json.loads(f.read_text())
@@ -231,7 +232,7 @@ print(f"{len(families)} recorded runs of benchmarks/bench_families.py")
 
 # %% tags=["hide-input"]
 if families:
-    from aot_lib.plotting import plot_speed_ratios
+    from aot_lib.book.plotting import plot_speed_ratios
 
     plot_speed_ratios(families)
     plt.show()

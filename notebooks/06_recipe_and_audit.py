@@ -38,17 +38,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
-from aot_lib.augment import prepare_images
-from aot_lib.book import (Admonition, example_images, is_recorded, load_recorded_run,
-                          pick, run_record_box)
-from aot_lib.config import load_config
-from aot_lib.data import DataError, normalization_stats
+from aot_lib.data.augment import prepare_images
+from aot_lib.book.pages import (Admonition, example_images, is_recorded,
+                                load_recorded_run, pick, run_record_box)
+from aot_lib.training.config import load_config
+from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.models import admm_coefficients
-from aot_lib.monitors import cls_attention
-from aot_lib.plotting import plot_cls_attention, plot_monitors
-from aot_lib.probe import load_encoder
-from aot_lib.tables import Col, Table
-from aot_lib.theory import cw_quadrature, limit_ratio
+from aot_lib.training.monitors import cls_attention
+from aot_lib.book.plotting import plot_cls_attention, plot_monitors
+from aot_lib.training.probe import load_encoder
+from aot_lib.book.tables import Col, Table
+from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 SWEEP_DIR = ROOT / "configs" / "cpu" / "sweep"
@@ -211,10 +211,11 @@ else:
 # covariances with $\operatorname{tr}\Sigma=d$, and the appendix says how a trained
 # network gets there: "Centering and the fixed normalized-energy condition of Theorem 1
 # are imposed by the normalization preceding the regularizer."
-# `loss.sigreg_normalize=true` does exactly that (`aot_lib.lejepa.energy_normalize`: the
-# projector's outputs centred and scaled so that $\operatorname{tr}\hat\Sigma=d$, over
-# the global batch under DDP). The paper describes the normalised form; whether it
-# trains better at CPU scale is a measurement:
+# `loss.sigreg_normalize=true` does exactly that
+# (`aot_lib.objectives.lejepa.energy_normalize`: the projector's outputs centred and
+# scaled so that $\operatorname{tr}\hat\Sigma=d$, over the global batch under DDP). The
+# paper describes the normalised form; whether it trains better at CPU scale is a
+# measurement:
 
 # %%
 pair = [next((r for r in rows if r["run"] == k), None)
@@ -241,11 +242,11 @@ else:
 #
 # With `monitor.every` set, the trainer logs Theorem 1's two sides on a fixed batch (the
 # first 256 training images, un-augmented): the sliced Epps-Pulley discrepancy of the
-# normalised embeddings, its covariance part
-# $\tfrac{2C_w}{d(d+2)}\|\hat\Sigma-I\|_F^2$ and the rate gap $R(I)-R(\hat\Sigma)$ at
-# $\varepsilon=0.5$ (`aot_lib.monitors`); and the effective rank (RankMe) of the
-# encoder's features and of the embeddings. Near $\Sigma=I$ the theorem makes the ratio
-# of the covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted).
+# normalised embeddings, its covariance part $\tfrac{2C_w}{d(d+2)}\|\hat\Sigma-I\|_F^2$
+# and the rate gap $R(I)-R(\hat\Sigma)$ at $\varepsilon=0.5$
+# (`aot_lib.training.monitors`); and the effective rank (RankMe) of the encoder's
+# features and of the embeddings. Near $\Sigma=I$ the theorem makes the ratio of the
+# covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted).
 
 # %%
 # the 10-epoch run when it is recorded, else the sweep's best run
@@ -276,10 +277,10 @@ if best and any(x.get("theorem1/rate_gap") for x in logged):
 # objective (chapter {ref}`ch-admm`). Training is free to move every coefficient, so
 # whether the trained layers still behave like those iterations is a question for the
 # trained weights. Per layer, at the end of the 10-epoch run, on the fixed batch
-# (`aot_lib.monitors.audit_layers`): the compression term $R^c(Z\mid U^\ell)$ of the
-# layer's input and output state with the layer's own subspaces (tokens at unit RMS;
-# MSSA was derived as a descent step on it), the fraction of exact zeros and the mean
-# $|V^\ell|$, the primal residual $\|Z^\ell-V^\ell\|/\|Z^\ell\|$, and the branch
+# (`aot_lib.training.monitors.audit_layers`): the compression term $R^c(Z\mid U^\ell)$
+# of the layer's input and output state with the layer's own subspaces (tokens at unit
+# RMS; MSSA was derived as a descent step on it), the fraction of exact zeros and the
+# mean $|V^\ell|$, the primal residual $\|Z^\ell-V^\ell\|/\|Z^\ell\|$, and the branch
 # coefficients and threshold against their ADMM starting values.
 
 # %%

@@ -52,13 +52,13 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib import paper
-from aot_lib.book import (load_recorded_run, pick, run_notices, run_record_box,
+from aot_lib.book import paper
+from aot_lib.book.pages import (load_recorded_run, pick, run_notices, run_record_box,
                           run_status)
-from aot_lib.config import load_config
-from aot_lib.data import DataError
-from aot_lib.plotting import plot_training_curves
-from aot_lib.tables import Col, Table
+from aot_lib.training.config import load_config
+from aot_lib.data.datasets import DataError
+from aot_lib.book.plotting import plot_training_curves
+from aot_lib.book.tables import Col, Table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}

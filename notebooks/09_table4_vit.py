@@ -28,7 +28,7 @@
 # 1.8 M parameters), and ViT-S rises from 93.58 % to 93.67 % (21.4 M to 7.2 M). Both
 # students start from pretrained weights and minimise an equal-weighted sum of two
 # cross-entropies, one against the label and one against the teacher's top class
-# (`aot_lib.supervised.hard_label_distillation_loss`).
+# (`aot_lib.training.supervised.hard_label_distillation_loss`).
 #
 # **What is scaled down** (`configs/cpu/table4/`, one budget for the table):
 #
@@ -60,13 +60,13 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib import paper
-from aot_lib.book import (is_recorded, load_recorded_run, pick, run_notices,
+from aot_lib.book import paper
+from aot_lib.book.pages import (is_recorded, load_recorded_run, pick, run_notices,
                           run_record_box, run_status)
-from aot_lib.config import load_config
-from aot_lib.data import DataError
-from aot_lib.plotting import plot_training_curves
-from aot_lib.tables import Col, Table
+from aot_lib.training.config import load_config
+from aot_lib.data.datasets import DataError
+from aot_lib.book.plotting import plot_training_curves
+from aot_lib.book.tables import Col, Table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 CPU = ROOT / "configs" / "cpu"

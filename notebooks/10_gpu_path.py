@@ -22,8 +22,8 @@
 # code runs from the configs in `configs/paper/`, one per table cell; nothing in them
 # is CPU-specific. On a GPU, `fabric.accelerator: auto` picks CUDA,
 # `fabric.precision: auto` picks `bf16-mixed`, and `model.compile: auto` compiles the
-# encoder's layer once and reuses it for every layer (`aot_lib.compile`). Every one of
-# these configs trains one optimisation step on a tiny batch in the test suite
+# encoder's layer once and reuses it for every layer (`aot_lib.models.compile`). Every
+# one of these configs trains one optimisation step on a tiny batch in the test suite
 # (`tests/test_paper_configs.py`), so none of them can silently break.
 
 # %%
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from IPython.display import display
 
-from aot_lib.book import run_record_box
-from aot_lib.config import config_stage, load_config
-from aot_lib.tables import Col, Table
+from aot_lib.book.pages import run_record_box
+from aot_lib.training.config import config_stage, load_config
+from aot_lib.book.tables import Col, Table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 PAPER = ROOT / "configs" / "paper"

@@ -3,7 +3,7 @@
     python scripts/reprobe.py results/cpu/cpu_aot_admm_cifar10 results/cpu/sweep/sweep_r2_lr2e-3_proj64 ...
 
 For each recorded folder (one with ``config.yaml`` and the trained ``encoder.pt``): the run's own config with its
-``probe`` section replaced by today's defaults (:data:`aot_lib.config.DEFAULTS`), and ``probe.test=false`` for a
+``probe`` section replaced by today's defaults (:data:`aot_lib.training.config.DEFAULTS`), and ``probe.test=false`` for a
 sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
 encoder under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
 commit that probed; ``run.json`` keeps the commit that trained). Run it from a clean checkout, with AOT_DATA set.
@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from aot_lib import train
-from aot_lib.config import DEFAULTS, validate_config
+from aot_lib.training.config import DEFAULTS, validate_config
 from aot_lib.files import atomic_write
 
 

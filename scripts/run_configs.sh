@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run and record each config given, one after another (resumable: run it again after a stop). A pretraining
 # config is pretrained then probed; a fine-tuning or distillation config (one that sets that section itself,
-# aot_lib.config.config_stage) is run with `aot finetune` or `aot distill`. Give a pretraining config before
+# aot_lib.training.config.config_stage) is run with `aot finetune` or `aot distill`. Give a pretraining config before
 # the configs that start from its checkpoint.
 #
 #   scripts/run_configs.sh results/cpu/sweep configs/cpu/sweep/*.yaml
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 dest=$1; shift
 py=${PYTHON:-.venv/bin/python}
 for cfg in "$@"; do
-  read -r stage name < <($py -c "import sys; from aot_lib.config import config_stage, load_config; c = load_config(sys.argv[1]); print(config_stage(sys.argv[1]), c['run']['out_dir'] + '/' + c['run']['name'])" "$cfg")
+  read -r stage name < <($py -c "import sys; from aot_lib.training.config import config_stage, load_config; c = load_config(sys.argv[1]); print(config_stage(sys.argv[1]), c['run']['out_dir'] + '/' + c['run']['name'])" "$cfg")
   echo "== $cfg: $stage -> $name ($(date -u +%H:%M:%S))"
   $py -m aot_lib.cli "$stage" -c "$cfg" run.progress=false
   if [ "$stage" = pretrain ]; then $py -m aot_lib.cli probe -c "$cfg"; fi

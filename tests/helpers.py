@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from aot_lib.config import load_config
+from aot_lib.training.config import load_config
 
 
 def make_imagefolder(root: Path, classes=("cat", "dog"), n_train: int = 16, n_test: int = 8, size: int = 16,
@@ -82,7 +82,7 @@ def tiny_config(data_root: Path, out_dir: Path, *extra: str) -> dict:
 
 def top1_from_run(run: Path, data_root: Path) -> float:
     """Test accuracy (%) of a fine-tuning or distillation run's ``last.ckpt``, computed here, independently of
-    ``aot_lib.supervised.evaluate``: the test images decoded with PIL from ``data_root/test/<class>/`` (labels: the
+    ``aot_lib.training.supervised.evaluate``: the test images decoded with PIL from ``data_root/test/<class>/`` (labels: the
     sorted class index), the model rebuilt from the run's ``config.yaml`` and the checkpoint's full state dict (head
     included), inputs scaled to [0, 1], resized with antialiasing to the evaluation size when needed (the size
     fine-tuning evaluates at: ``finetune.image_size``, else the global view size) and normalised with the statistics
@@ -91,7 +91,7 @@ def top1_from_run(run: Path, data_root: Path) -> float:
 
     import torch.nn.functional as F
 
-    from aot_lib.registry import create_model
+    from aot_lib.models.registry import create_model
 
     cfg = load_config(run / "config.yaml")
     kind = json.loads((run / "run.json").read_text())
@@ -133,8 +133,9 @@ def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
     Nothing here depends on an optimiser, so the two set-ups must agree to float32 summation order."""
     import torch
 
-    from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-    from aot_lib.pretrain import build_lejepa_model, normalization_for
+    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.training.builders import normalization_for
+    from aot_lib.training.pretrain import build_lejepa_model
 
     torch.manual_seed(0)
     model = fabric.setup_module(build_lejepa_model(cfg))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from aot_lib.admm import (admm_iterations, admm_layer_from_subspaces, exact_compression_gradient,
+from aot_lib.theory.admm import (admm_iterations, admm_layer_from_subspaces, exact_compression_gradient,
                           mixture_of_subspaces, mssa_columns, mssa_compression_gradient, subspace_alignment)
 from aot_lib import subspace_coding_rate
 

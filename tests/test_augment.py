@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torchvision.transforms.v2 import functional as TF
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, color_jitter, hue_matrix
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, color_jitter, hue_matrix
 
 # Everything but the op under test off; identity crop (scale 1, ratio 1, view = image size); no normalisation.
 OFF = dict(n_global=1, n_local=0, global_scale=(1.0, 1.0), ratio=(1.0, 1.0), flip_p=0.0, jitter_p=0.0,
@@ -152,7 +152,7 @@ def test_hue_matrix_is_a_rotation_about_gray():
 # ---------------------------------------------------------------------------- config
 
 def test_view_defaults_have_one_source():
-    from aot_lib.config import DEFAULTS
+    from aot_lib.training.config import DEFAULTS
 
     d = MultiCropConfig.defaults_dict()
     assert "mean" not in d and d["global_scale"] == [0.3, 1.0] and d["ratio"] == [0.75, 4 / 3]
@@ -181,7 +181,7 @@ def test_blur_is_torchvision_gaussian_blur_with_a_tenth_of_the_view(sigma, size)
 
 
 def test_normalisation_and_prepare_images_by_definition():
-    from aot_lib.augment import prepare_images
+    from aot_lib.data.augment import prepare_images
 
     x = _images(b=2, size=8)
     mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
@@ -200,7 +200,7 @@ def test_normalisation_and_prepare_images_by_definition():
 def test_per_image_reference_pipeline_by_definition():
     """The torchvision reference (benchmarks/multicrop): with every random op off it is resize + normalise,
     per view at that view's size; with solarize / grayscale / blur on, torchvision's own op."""
-    from aot_lib.augment import per_image_multicrop
+    from aot_lib.data.augment import per_image_multicrop
 
     x = _images(b=2, size=16)
     base = dict(OFF, n_global=1, n_local=1, global_size=16, local_size=8, local_scale=(1.0, 1.0))
@@ -343,7 +343,7 @@ def test_float64_input_keeps_float64():
     """``normalize`` on float64 is float64 throughout (1e-12: a subtraction and a division in float64; a float32 mean
     would be off by ~1e-8). ``color_jitter`` on float64 returns float64 and matches torchvision's float64 ops; its
     per-image matrix is composed in float32 (for every input dtype), so only to float32 rounding (TV_GRAY)."""
-    from aot_lib.augment import normalize
+    from aot_lib.data.augment import normalize
 
     x = torch.rand(2, 3, 5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
@@ -393,7 +393,7 @@ def test_blur_applies_per_image():
 def test_draws_bernoulli_fires_strictly_below_p():
     """bernoulli(p) is ``u < p`` for u uniform on float32's grid in [0, 1): probability exactly p, so p = 0 never fires;
     a draw equal to p does not fire."""
-    from aot_lib.augment import _Draws
+    from aot_lib.data.augment import _Draws
 
     u = torch.rand(16, generator=torch.Generator().manual_seed(0))
     p = float(u[5])
@@ -449,7 +449,7 @@ def test_config_from_views_section_and_prob_errors():
 def test_prepare_images_resizes_any_shape_with_antialiasing():
     """Any H x W to size x size (a side already at size is not enough), antialiased when shrinking: torchvision's
     resize of the float image (the same interpolate call: 1e-6)."""
-    from aot_lib.augment import prepare_images
+    from aot_lib.data.augment import prepare_images
 
     for shape, size in (((16, 16), 8), ((10, 8), 8), ((8, 10), 8), ((3, 5), 3), ((5, 3), 3)):
         x = torch.randint(0, 256, (2, 3, *shape), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
@@ -462,7 +462,7 @@ def test_per_image_reference_is_torchvisions_pipeline_from_the_config():
     contrast, saturation, hue), jitter_p) -> grayscale -> solarize(128) -> [blur only where blur_p > 0] -> float ->
     normalise, with the per-view probabilities: under one global seed it gives exactly this explicit Compose's views."""
     from torchvision.transforms import v2
-    from aot_lib.augment import per_image_multicrop
+    from aot_lib.data.augment import per_image_multicrop
 
     mean, std = (0.4, 0.5, 0.6), (0.2, 0.25, 0.3)
     cfg = MultiCropConfig(n_global=2, n_local=1, global_size=12, local_size=6, global_scale=(0.4, 1.0), local_scale=(0.1, 0.4),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book import (
+from aot_lib.book.pages import (
     Dropdown,
     _header,
     benchmark_tables,
@@ -27,7 +27,7 @@ from aot_lib.book import (
     load_recorded_run,
     run_record_box,
 )
-from aot_lib.tables import Col, Table
+from aot_lib.book.tables import Col, Table
 from helpers import raises_exactly, require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -310,7 +310,7 @@ def test_sample_photos_are_real_images_of_the_asked_size():
     import torch
     from PIL import Image
 
-    from aot_lib.book import PHOTO_CREDITS, sample_photos
+    from aot_lib.book.pages import PHOTO_CREDITS, sample_photos
 
     for size, names in ((32, list(PHOTO_CREDITS)), (160, ["chelsea"])):
         got = sample_photos(size, names=names)
@@ -374,7 +374,7 @@ def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_p
     require("skimage", "scikit-image")
     import torch
 
-    from aot_lib.book import example_images, sample_photos
+    from aot_lib.book.pages import example_images, sample_photos
 
     monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
@@ -461,7 +461,7 @@ def test_smoke_distillation_starts_from_every_checkpoint_it_is_given(tmp_path, m
 
 
 def test_run_status_and_notices():
-    from aot_lib.book import run_notices, run_status
+    from aot_lib.book.pages import run_notices, run_status
 
     rec = {"recorded": True, "dir": Path("a"), "run": {}}
     old = {"recorded": True, "dir": Path("b"), "run": {"superseded": "the code changed"}}
@@ -483,7 +483,7 @@ def test_training_curves_draw_the_panels_every_run_has():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from aot_lib.plotting import plot_training_curves
+    from aot_lib.book.plotting import plot_training_curves
 
     pre = {"step": [1, 2], "loss": [3.0, 2.0], "pred": [1.0, 0.5], "sigreg": [10.0, 1.0]}
     sup = {"step": [1, 2, 3], "loss": [2.3, 1.9, 1.5]}

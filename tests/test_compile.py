@@ -1,4 +1,4 @@
-"""Regional compilation (aot_lib.compile): one compiled layer per family, no recompilation, eager's values."""
+"""Regional compilation (aot_lib.models.compile): one compiled layer per family, no recompilation, eager's values."""
 import copy
 import time
 
@@ -8,9 +8,9 @@ import torch._dynamo
 from torch._dynamo.utils import counters
 
 from aot_lib import create_model
-from aot_lib.compile import compile_blocks, encoder_blocks, uncompile_blocks
-from aot_lib.heads import LeJEPAProjector
-from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+from aot_lib.models.compile import compile_blocks, encoder_blocks, uncompile_blocks
+from aot_lib.objectives.heads import LeJEPAProjector
+from aot_lib.objectives.lejepa import LeJEPALoss, LeJEPAModel
 
 TINY = {"embed_dim": 32, "depth": 3, "num_heads": 2, "num_classes": 0}
 # the two view sizes of a LeJEPA step: global 32 px (17 tokens) and local 16 px (5 tokens)

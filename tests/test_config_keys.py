@@ -1,7 +1,7 @@
 """Every config key pinned by a test that shows its effect (issue 26).
 
 The operator-level tests elsewhere check what each function computes; the plumbing between a config key and
-that computation is checked here: for every key of :data:`aot_lib.config.SCHEMA`, the key is changed from the
+that computation is checked here: for every key of :data:`aot_lib.training.config.SCHEMA`, the key is changed from the
 tiny test config's value to another valid one and the thing it names is observed where the trainer builds it
 (the views, the loss on fixed embeddings, the optimiser's groups and schedule, the model, the data read, the
 probes' settings, the monitors, Fabric's arguments), with the value the key should produce written out.
@@ -25,7 +25,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
-import aot_lib.evaluation
+import aot_lib.training.evaluation
 import pytest
 import torch
 import torch.nn.functional as F
@@ -33,20 +33,22 @@ import yaml
 from PIL import Image
 from torch import nn
 
-import aot_lib.augment as A
-import aot_lib.probe as P
-import aot_lib.supervised as S
-from aot_lib import create_model, runs
-from aot_lib import pretrain as PT
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
-from aot_lib.compile import compile_blocks
-from aot_lib.config import SCHEMA, ConfigError, dump_config, flatten
-from aot_lib.data import DATASET_STATS, DataError, load_split
-from aot_lib.loop import NonFiniteLossError
-from aot_lib.monitors import OnlineKNN, RankMe, Theorem1Monitor, WhiteBoxAudit
-from aot_lib.optim import batch_indices
-from aot_lib.pretrain import build_encoder, build_lejepa_model, load_data, load_train_test, normalization_for
-from aot_lib.sigreg import sample_directions
+import aot_lib.data.augment as A
+import aot_lib.training.probe as P
+import aot_lib.training.supervised as S
+from aot_lib import create_model
+from aot_lib.training import runs
+from aot_lib.training import pretrain as PT
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
+from aot_lib.models.compile import compile_blocks
+from aot_lib.training.config import SCHEMA, ConfigError, dump_config, flatten
+from aot_lib.data.datasets import DATASET_STATS, DataError, load_split
+from aot_lib.training.loop import NonFiniteLossError
+from aot_lib.training.monitors import OnlineKNN, RankMe, Theorem1Monitor, WhiteBoxAudit
+from aot_lib.training.optim import batch_indices
+from aot_lib.training.builders import build_encoder, load_data, load_train_test, normalization_for
+from aot_lib.training.pretrain import build_lejepa_model
+from aot_lib.objectives.sigreg import sample_directions
 from helpers import make_imagefolder, raises_exactly, tiny_config, zip_tree
 
 # the tiny config's model (tests/helpers.py: tiny_config), for checkpoints and teachers made here
@@ -237,7 +239,7 @@ class World:
                 mp.setattr(P, "standard_linear_probe", recorder("standard", {"linear_top1": 2.0}))
                 knn = recorder("knn", {"knn_top1": 3.0})
                 mp.setattr(P, "knn_probe", knn)  # the test k-NN
-                mp.setattr(aot_lib.evaluation, "knn_probe", knn)  # the validation k-NN (knn_val_probe's)
+                mp.setattr(aot_lib.training.evaluation, "knn_probe", knn)  # the validation k-NN (knn_val_probe's)
                 result = P.probe(c, self.ckpt)
             return SimpleNamespace(result=result, **calls)
         return self._memo("probe", cfg, run)
@@ -404,7 +406,7 @@ STREAM = ("data.name=stream", "data.root={data}", "data.image_size=null")
 
 def _stream_loader(cfg) -> dict:
     """The keyword arguments pretraining builds its litdata loader with (data.name=stream)."""
-    import aot_lib.streaming as St
+    import aot_lib.data.streaming as St
 
     kept = {}
     with pytest.MonkeyPatch.context() as mp:
@@ -423,7 +425,7 @@ def _stream_key(name, new, old_value):
 
 
 def _stream_keys():
-    from aot_lib.streaming import default_stream_workers, working_size_for
+    from aot_lib.data.streaming import default_stream_workers, working_size_for
 
     for key, new, arg, old in (
             ("data.stream_workers", 3, "num_workers", default_stream_workers(1)),  # one process: this machine's share
@@ -656,10 +658,10 @@ def _grad_clip(w, old, new):
 
 @pins("optim.max_skipped_steps", 0, *ONE_STEP)
 def _max_skipped(w, old, new):
-    import aot_lib.loop
+    import aot_lib.training.loop
 
     with pytest.MonkeyPatch.context() as mp:  # every gradient not finite
-        mp.setattr(aot_lib.loop, "grad_norm", lambda model: torch.tensor(float("inf")))
+        mp.setattr(aot_lib.training.loop, "grad_norm", lambda model: torch.tensor(float("inf")))
         assert _real_pretrain(w, old, "skip10")["skipped_steps"] == 1  # up to 10 in a row are skipped
         with raises_exactly(NonFiniteLossError,
                             "the pretrain gradient was not finite for 1 steps in a row (up to step 0); the weights were "
@@ -1083,7 +1085,7 @@ def test_decoded_cache_notices_an_image_moved_to_another_class(tmp_path, cache):
 
 
 def test_decoded_cache_is_per_image_size(tmp_path, cache, monkeypatch):
-    import aot_lib.data as D
+    import aot_lib.data.datasets as D
 
     tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1, size=8)
     eight = load_split("imagefolder", "train", root=tree, image_size=8)
@@ -1165,7 +1167,7 @@ def test_compiled_layers_are_shared_per_class_and_options_only():
 def test_standard_probe_evaluates_in_evaluation_mode(monkeypatch):
     """The encoder never runs in training mode, and the probe's BatchNorm uses the batch statistics while it trains
     and its running statistics on the test images (a train-mode BatchNorm at test time scores a different model)."""
-    from aot_lib.data import ImageData
+    from aot_lib.data.datasets import ImageData
 
     modes = []
     real_bn = nn.BatchNorm1d.forward

@@ -8,8 +8,8 @@ import pytest
 import torch
 from PIL import Image
 
-from aot_lib.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
-from aot_lib.data import (DATASET_STATS, DataError, ImageData, check_same_classes, describe_split, list_classes,
+from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, per_image_multicrop
+from aot_lib.data.datasets import (DATASET_STATS, DataError, ImageData, check_same_classes, describe_split, list_classes,
                           load_pair, load_split, normalization_stats)
 from helpers import make_imagefolder, make_offline_zip, zip_tree
 
@@ -167,7 +167,7 @@ def test_reference_pipeline_agrees_with_the_batched_one():
     (half a step, 0.5/255), its grayscale truncates (up to one step) and weighs red 0.2989 instead of 0.299 (at most
     1e-4 * 255 = 0.03 step); 1.05 uint8 steps divided by the smallest std bound the difference in normalised units
     (the flip and solarisation are exact)."""
-    from aot_lib.augment import CIFAR_STD
+    from aot_lib.data.augment import CIFAR_STD
 
     cfg = MultiCropConfig(n_global=2, n_local=1, global_size=32, local_size=32, global_scale=(1.0, 1.0),
                           local_scale=(1.0, 1.0), ratio=(1.0, 1.0), flip_p=1.0, jitter_p=0.0, grayscale_p=[0.0, 1.0, 0.0],
@@ -327,7 +327,7 @@ def test_provenance_is_detected_not_guessed(tmp_path):
 
 
 def test_provenance_of_torchvision_originals(tmp_path, monkeypatch):
-    import aot_lib.data as data_mod
+    import aot_lib.data.datasets as data_mod
 
     (tmp_path / "cifar-10-batches-py").mkdir()
     fake = (torch.zeros(3, 3, 32, 32, dtype=torch.uint8), torch.tensor([0, 1, 2]), ["a", "b", "c"], "fake")
@@ -356,7 +356,7 @@ def test_provenance_of_the_real_offline_copies():
 # ---------------------------------------------------------------------------- normalisation statistics
 
 def test_normalization_stats_have_one_home():
-    from aot_lib import augment
+    from aot_lib.data import augment
 
     assert normalization_stats("cifar100") == ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762))
     assert normalization_stats("imagefolder") == normalization_stats("imagenet") == DATASET_STATS["imagenet"]

@@ -18,8 +18,8 @@ import pytest
 import torch
 from PIL import Image
 
-import aot_lib.data as data_mod
-from aot_lib.data import (DataError, ImageData, Provenance, check_same_classes, data_root, describe_split,
+import aot_lib.data.datasets as data_mod
+from aot_lib.data.datasets import (DataError, ImageData, Provenance, check_same_classes, data_root, describe_split,
                           list_classes, load_pair, load_split, normalization_stats)
 from helpers import CodeOnUnpickle, make_imagefolder, make_offline_zip, zip_tree
 

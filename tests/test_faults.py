@@ -12,8 +12,8 @@ import torch
 
 from aot_lib import train
 from aot_lib.cli import main as cli
-from aot_lib.config import ConfigError, load_config
-from aot_lib.data import DataError
+from aot_lib.training.config import ConfigError, load_config
+from aot_lib.data.datasets import DataError
 from helpers import make_imagefolder, pickled_code_checkpoint, raises_exactly, tiny_config
 
 
@@ -78,7 +78,7 @@ def test_bad_config_is_one_clear_error(override, message):
 
 
 def test_unknown_key_suggests_the_nearest_and_lists_every_known_one():
-    from aot_lib.config import SCHEMA
+    from aot_lib.training.config import SCHEMA
 
     with pytest.raises(ConfigError) as e:
         load_config(None, ["optim.lrr=1"])
@@ -103,7 +103,7 @@ def test_impossible_model_sizes_are_refused(override, message):
 
 
 def test_every_default_has_a_type_and_range():
-    from aot_lib.config import DEFAULTS, SCHEMA, flatten
+    from aot_lib.training.config import DEFAULTS, SCHEMA, flatten
 
     assert set(flatten(DEFAULTS)) - {"model.overrides"} == set(SCHEMA)
     load_config(None)  # the defaults pass their own checks
@@ -141,12 +141,12 @@ def test_cli_errors_are_one_line(setup, capsys):
 
 
 def test_cli_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
-    import aot_lib.config
+    import aot_lib.training.config
 
     def boom(*a, **k):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(aot_lib.config, "load_config", boom)
+    monkeypatch.setattr(aot_lib.training.config, "load_config", boom)
     assert cli(["show-config"]) == 1
     err = capsys.readouterr().err.strip()
     assert err == "aot show-config: internal error (ZeroDivisionError): boom (rerun with --debug for the traceback, and report it)"
@@ -155,12 +155,12 @@ def test_cli_internal_error_is_one_line_and_debug_shows_it(monkeypatch, capsys):
 
 
 def test_cli_ctrl_c_exits_130(monkeypatch, capsys):
-    import aot_lib.config
+    import aot_lib.training.config
 
     def interrupt(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(aot_lib.config, "load_config", interrupt)
+    monkeypatch.setattr(aot_lib.training.config, "load_config", interrupt)
     assert cli(["show-config"]) == 130
     assert "interrupted" in capsys.readouterr().err
 
@@ -315,7 +315,7 @@ def test_distill_teacher_of_another_model(setup):
 
 def test_nan_loss_without_any_checkpoint_says_so(setup, monkeypatch):
     data, out = setup
-    from aot_lib.lejepa import LeJEPALoss
+    from aot_lib.objectives.lejepa import LeJEPALoss
 
     real = LeJEPALoss.forward
     monkeypatch.setattr(LeJEPALoss, "forward", lambda self, y: real(self, y)._replace(loss=torch.tensor(float("nan"))))
@@ -326,7 +326,7 @@ def test_nan_loss_without_any_checkpoint_says_so(setup, monkeypatch):
 
 def test_non_finite_gradient_is_skipped_and_weights_stay_finite(setup, monkeypatch):
     data, out = setup
-    from aot_lib import loop
+    from aot_lib.training import loop
 
     calls = {"n": 0}
     real = loop.grad_norm
@@ -346,7 +346,7 @@ def test_non_finite_gradient_is_skipped_and_weights_stay_finite(setup, monkeypat
 
 def test_gradient_never_finite_stops(setup, monkeypatch):
     data, out = setup
-    from aot_lib import loop
+    from aot_lib.training import loop
 
     monkeypatch.setattr(loop, "grad_norm", lambda module: torch.tensor(float("inf")))
     with pytest.raises(train.NonFiniteLossError, match="gradient was not finite for 2 steps in a row"):
@@ -356,7 +356,7 @@ def test_gradient_never_finite_stops(setup, monkeypatch):
 def test_non_finite_weights_are_never_saved(setup, tmp_path):
     from lightning_fabric import Fabric
 
-    from aot_lib.runs import save_checkpoint
+    from aot_lib.training.runs import save_checkpoint
 
     good = tmp_path / "last.ckpt"
     good.write_bytes(b"previous")
@@ -374,7 +374,7 @@ def test_ctrl_c_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeyp
     data, out = setup
     common = ["optim.max_steps=6", "run.ckpt_every=100"]
     train.pretrain(tiny_config(data, out, "run.name=full", *common))
-    from aot_lib.lejepa import LeJEPALoss
+    from aot_lib.objectives.lejepa import LeJEPALoss
 
     calls = {"n": 0}
     real = LeJEPALoss.forward
@@ -400,7 +400,7 @@ def test_ctrl_c_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeyp
 
 def test_crash_leaves_an_inspectable_run_json(setup, monkeypatch):
     data, out = setup
-    from aot_lib.lejepa import LeJEPALoss
+    from aot_lib.objectives.lejepa import LeJEPALoss
 
     calls = {"n": 0}
     real = LeJEPALoss.forward
@@ -432,7 +432,7 @@ def test_second_launch_of_a_running_run_is_refused(setup):
 
 
 def test_atomic_write_keeps_the_old_file_on_error(tmp_path):
-    from aot_lib.runs import atomic_write
+    from aot_lib.training.runs import atomic_write
 
     target = tmp_path / "metrics.json"
     target.write_text("old")

@@ -1,4 +1,4 @@
-"""The fused AoT-ADMM state update (aot_lib.fused) against the readable reference (ADMMLayer.step)."""
+"""The fused AoT-ADMM state update (aot_lib.models.fused) against the readable reference (ADMMLayer.step)."""
 import copy
 
 import pytest
@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from aot_lib import create_model
-from aot_lib.fused import ADMMStateUpdate, admm_state_update
+from aot_lib.models.fused import ADMMStateUpdate, admm_state_update
 from aot_lib.models import ADMMLayer
 
 

@@ -4,8 +4,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from aot_lib import sigreg
-from aot_lib.heads import GlobalBatchNorm1d
+from aot_lib import distributed
+from aot_lib.objectives.heads import GlobalBatchNorm1d
 from helpers import raises_exactly
 
 
@@ -18,7 +18,7 @@ def two_identical_ranks(monkeypatch):
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
     monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
     monkeypatch.setattr(dist, "all_reduce", lambda t, op=None, group=None, async_op=False: t.mul_(2))
-    monkeypatch.setattr(sigreg, "all_reduce_sum", lambda t: t * 2)
+    monkeypatch.setattr(distributed, "all_reduce_sum", lambda t: t * 2)
 
 
 def batchnorms(dtype):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from aot_lib import LeJEPALoss
-from aot_lib.lejepa import LeJEPAOutput, alpha_from_lejepa_lambda
+from aot_lib.objectives.lejepa import LeJEPAOutput, alpha_from_lejepa_lambda
 
 
 def test_default_alpha_is_lejepa_lambda_005():
@@ -169,7 +169,7 @@ def test_float32_under_bf16_autocast(sample):
 def test_energy_normalize_imposes_appendix_a_conditions():
     """Centred, and tr(Sigma) = d for the sample covariance (Eq. sup_normalization), per view; float64 so
     the checks are exact to rounding."""
-    from aot_lib.lejepa import energy_normalize
+    from aot_lib.objectives.lejepa import energy_normalize
 
     g = torch.Generator().manual_seed(0)
     y = 3.0 + 5.0 * torch.randn(4, 64, 6, generator=g, dtype=torch.float64)
@@ -182,7 +182,7 @@ def test_energy_normalize_imposes_appendix_a_conditions():
 
 
 def test_sigreg_normalize_option_tests_the_normalised_sample():
-    from aot_lib.lejepa import LeJEPALoss, energy_normalize
+    from aot_lib.objectives.lejepa import LeJEPALoss, energy_normalize
 
     g = torch.Generator().manual_seed(1)
     y = 4.0 * torch.randn(3, 32, 5, generator=g, dtype=torch.float64) + 1.0

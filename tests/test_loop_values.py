@@ -1,9 +1,9 @@
-"""Values of the training loop (aot_lib/loop.py), on a toy model whose every step is computed here by hand.
+"""Values of the training loop (aot_lib/training/loop.py), on a toy model whose every step is computed here by hand.
 
 The model is ``y = w.x + c (+ b x_0 on even steps)`` in float64, trained by momentum SGD (no Adam: its
 update is not something to recompute) under a LambdaLR schedule; the batches come from the generator the
 loop checkpoints. :func:`reference` recomputes the run with analytic gradients, so every weight, loss,
-gradient norm, skipped step and checkpointed value of :func:`aot_lib.loop.fit` is checked against an
+gradient norm, skipped step and checkpointed value of :func:`aot_lib.training.loop.fit` is checked against an
 independent computation. ``b`` gets no gradient on odd steps: the loop must leave its gradient ``None``
 there (``zero_grad(set_to_none=True)``), or momentum SGD would move it.
 
@@ -25,8 +25,9 @@ from lightning_fabric import Fabric
 from torch import nn
 from torch.distributed import ReduceOp
 
-from aot_lib import loop, runs
-from aot_lib.config import load_config
+from aot_lib.training import loop
+from aot_lib.training import runs
+from aot_lib.training.config import load_config
 from helpers import raises_exactly
 
 BASE_LR, MU, SEED, BATCH = 0.1, 0.5, 1, 4

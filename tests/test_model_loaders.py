@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from aot_lib import count_params, create_model
-from aot_lib.layers import interpolate_pos_embed
+from aot_lib.models.layers import interpolate_pos_embed
 from aot_lib.models.crate import convert_official_crate_state_dict, load_official_crate
 from helpers import require
 

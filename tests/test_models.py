@@ -4,7 +4,7 @@ import torch
 
 import aot_lib
 from aot_lib import count_flops, count_params, create_model, list_models
-from aot_lib.flops import count_head_params
+from aot_lib.models.flops import count_head_params
 from helpers import raises_exactly
 
 ALL_MODELS = list_models()
@@ -112,7 +112,7 @@ def test_mssa_output_map_has_a_zero_initialised_bias():
         mssa = create_model(name, depth=1).blocks[0].mssa
         assert mssa.qkv.bias is None and mssa.proj.bias is not None
         assert mssa.proj.bias.shape == (384,) and (mssa.proj.bias == 0).all()
-    from aot_lib.layers import MSSA
+    from aot_lib.models.layers import MSSA
 
     assert (MSSA(8, 2).proj.bias == 0).all()  # also when built outside a model
 
@@ -200,7 +200,7 @@ def test_vit_layer_norms_use_timm_epsilon():
 
 
 def test_position_embedding_is_identity_at_native_resolution():
-    from aot_lib.layers import interpolate_pos_embed
+    from aot_lib.models.layers import interpolate_pos_embed
 
     pe = torch.randn(1, 17, 8)
     assert interpolate_pos_embed(pe, (4, 4)) is pe
@@ -213,7 +213,7 @@ def test_position_embedding_is_identity_at_native_resolution():
 
 
 def test_stems_pick_their_resize_convention():
-    from aot_lib.layers import interpolate_pos_embed
+    from aot_lib.models.layers import interpolate_pos_embed
 
     x = torch.randn(1, 3, 16, 16)
     for name, aa in [("vit_tiny", True), ("crate_tiny", False), ("aot_tiny", False), ("aot_admm_tiny", False)]:

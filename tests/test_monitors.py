@@ -1,4 +1,4 @@
-"""Training-time monitors (aot_lib.monitors): each measurement against an independent float64 reference, and
+"""Training-time monitors (aot_lib.training.monitors): each measurement against an independent float64 reference, and
 the trainer's wiring (logged columns, a trajectory that does not depend on them, clear refusals)."""
 import csv
 import math
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from aot_lib import create_model, train
-from aot_lib.config import ConfigError
-from aot_lib.layers import MSSA
-from aot_lib.monitors import audit_layers, cls_attention, rankme, theorem1_terms
+from aot_lib.training.config import ConfigError
+from aot_lib.models.layers import MSSA
+from aot_lib.training.monitors import audit_layers, cls_attention, rankme, theorem1_terms
 from helpers import free_port, make_imagefolder, tiny_config
 
 F64 = dict(rtol=1e-10, atol=1e-12)  # float64 references computed another way: agreement to rounding
@@ -60,7 +60,7 @@ def _theorem1_reference(y: np.ndarray, eps: float, directions: np.ndarray, t_max
 
 
 def test_theorem1_terms_match_a_numpy_reference():
-    from aot_lib.sigreg import sample_directions
+    from aot_lib.objectives.sigreg import sample_directions
 
     g = np.random.default_rng(1)
     y = g.normal(size=(300, 8)) @ np.diag([3.0, 2.0, 1.0, 1.0, 0.5, 0.5, 0.2, 0.1]) + 4.0  # anisotropic, off-centre
@@ -75,7 +75,7 @@ def test_theorem1_terms_match_a_numpy_reference():
 def test_theorem1_terms_follow_the_quadrature_they_are_given():
     """A grid other than the default (t_max 2.5, 9 nodes) reaches both the statistic and C_w: against the
     numpy reference on that grid, and unequal to the default grid's values (so the test can tell them apart)."""
-    from aot_lib.sigreg import sample_directions
+    from aot_lib.objectives.sigreg import sample_directions
 
     y = np.random.default_rng(2).normal(size=(200, 6)) @ np.diag([2.0, 1.5, 1.0, 1.0, 0.7, 0.3])
     got = theorem1_terms(torch.from_numpy(y), num_slices=7, seed=1, t_max=2.5, n_points=9)
@@ -268,7 +268,7 @@ def test_monitor_config_refusals(setup, overrides, message):
 
 
 def test_csv_rows_of_one_step_merge_within_a_launch_and_the_later_launch_wins(tmp_path):
-    from aot_lib.runs import merge_csv_logs
+    from aot_lib.training.runs import merge_csv_logs
 
     def write(version: int, text: str):
         d = tmp_path / "logs" / f"version_{version}"
@@ -283,8 +283,8 @@ def test_csv_rows_of_one_step_merge_within_a_launch_and_the_later_launch_wins(tm
 
 
 def test_lejepa_model_hands_the_monitors_the_embeddings_it_computed_the_loss_from():
-    from aot_lib.heads import LeJEPAProjector
-    from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+    from aot_lib.objectives.heads import LeJEPAProjector
+    from aot_lib.objectives.lejepa import LeJEPALoss, LeJEPAModel
 
     torch.manual_seed(0)
     enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=1, num_classes=0)
@@ -298,8 +298,8 @@ def test_lejepa_model_hands_the_monitors_the_embeddings_it_computed_the_loss_fro
 
 
 def _tiny_lejepa():
-    from aot_lib.heads import LeJEPAProjector
-    from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+    from aot_lib.objectives.heads import LeJEPAProjector
+    from aot_lib.objectives.lejepa import LeJEPALoss, LeJEPAModel
 
     torch.manual_seed(0)
     enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2, num_classes=0)
@@ -307,7 +307,7 @@ def _tiny_lejepa():
 
 
 def test_build_monitors_builds_what_the_config_asks_for():
-    from aot_lib.monitors import RankMe, Theorem1Monitor, WhiteBoxAudit, build_monitors
+    from aot_lib.training.monitors import RankMe, Theorem1Monitor, WhiteBoxAudit, build_monitors
 
     images = torch.randn(4, 3, 16, 16)
     mc = {"every": 7, "images": 4, "rankme": True, "theorem1": True, "audit": True, "eps": 0.3, "knn": False}
@@ -327,7 +327,7 @@ def test_build_monitors_builds_what_the_config_asks_for():
 
 
 def test_monitor_callbacks_log_their_functions_values_under_their_names():
-    from aot_lib.monitors import RankMe, StepContext, Theorem1Monitor, WhiteBoxAudit
+    from aot_lib.training.monitors import RankMe, StepContext, Theorem1Monitor, WhiteBoxAudit
 
     model = _tiny_lejepa()
     images = torch.randn(6, 3, 16, 16, dtype=torch.float64)
@@ -367,8 +367,8 @@ def test_theorem1_terms_defaults_are_eps_one_half_1024_slices_seed_0():
 # ----------------------------------------------------------------------------- the k-NN learning curve
 
 def test_knn_monitor_split_is_the_probes_split_thinned_evenly_without_random_draws():
-    from aot_lib.monitors import knn_monitor_split
-    from aot_lib.probe import stratified_split
+    from aot_lib.training.monitors import knn_monitor_split
+    from aot_lib.training.probe import stratified_split
 
     labels = torch.arange(5).repeat_interleave(40)  # stored class by class, as an ImageFolder zip is
     state = torch.random.get_rng_state()
@@ -398,8 +398,8 @@ def _knn_vote_reference(bank: np.ndarray, bank_y: np.ndarray, query: np.ndarray,
 
 
 def test_online_knn_scores_the_encoders_features_as_a_written_out_knn_and_leaves_the_model_as_found():
-    from aot_lib.augment import prepare_images
-    from aot_lib.monitors import OnlineKNN, StepContext
+    from aot_lib.data.augment import prepare_images
+    from aot_lib.training.monitors import OnlineKNN, StepContext
 
     model = _tiny_lejepa().float()  # float32, as in training: the monitor feeds float32 images
     g = torch.Generator().manual_seed(0)
@@ -421,7 +421,7 @@ def test_online_knn_scores_the_encoders_features_as_a_written_out_knn_and_leaves
 
 
 def test_build_monitors_adds_the_knn_curve_only_when_asked_and_refuses_it_without_images():
-    from aot_lib.monitors import OnlineKNN, build_monitors, RankMe
+    from aot_lib.training.monitors import OnlineKNN, build_monitors, RankMe
 
     mc = {"every": 3, "images": 4, "rankme": True, "theorem1": False, "audit": False, "eps": 0.5, "knn": True,
           "knn_bank": 10, "knn_val": 5}
@@ -438,8 +438,8 @@ def test_build_monitors_adds_the_knn_curve_only_when_asked_and_refuses_it_withou
 # ----------------------------------------------------------------------------- the audit's orthonormal bases
 
 def test_orthonormal_bases_span_the_same_subspaces_and_make_the_rate_basis_free():
-    from aot_lib.coding_rate import subspace_coding_rate
-    from aot_lib.monitors import orthonormal_bases
+    from aot_lib.objectives.coding_rate import subspace_coding_rate
+    from aot_lib.training.monitors import orthonormal_bases
 
     g = torch.Generator().manual_seed(0)
     U = torch.randn(3, 8, 2, dtype=torch.float64, generator=g)
@@ -455,7 +455,7 @@ def test_orthonormal_bases_span_the_same_subspaces_and_make_the_rate_basis_free(
 
 
 def test_audit_with_orthonormal_bases_changes_only_the_rates():
-    from aot_lib.monitors import orthonormal_bases
+    from aot_lib.training.monitors import orthonormal_bases
 
     model = _tiny_lejepa()
     images = torch.randn(3, 3, 16, 16, dtype=torch.float64)
@@ -468,7 +468,7 @@ def test_audit_with_orthonormal_bases_changes_only_the_rates():
         with torch.no_grad():
             states = model.encoder.eval().forward_intermediates(images)
         i = list(model.encoder.blocks).index(block)
-        from aot_lib.coding_rate import subspace_coding_rate
+        from aot_lib.objectives.coding_rate import subspace_coding_rate
         z = states[i].z.double()
         z = z * torch.rsqrt(z.square().mean(-1, keepdim=True))
         assert o["rc_in"] == pytest.approx(float(subspace_coding_rate(z.transpose(-1, -2), U.detach()).mean()), rel=1e-12)

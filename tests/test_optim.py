@@ -1,4 +1,4 @@
-"""aot_lib.optim by value: the learning-rate schedule computed by hand, the exact membership of the two
+"""aot_lib.training.optim by value: the learning-rate schedule computed by hand, the exact membership of the two
 weight-decay groups of every model family, the data order over epochs and processes, the gradient norm."""
 import math
 
@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from aot_lib import create_model, list_models
-from aot_lib.heads import LeJEPAProjector
-from aot_lib.layers import ISTA
-from aot_lib.optim import batch_indices, epoch_order, grad_norm, param_groups, warmup_cosine
+from aot_lib.objectives.heads import LeJEPAProjector
+from aot_lib.models.layers import ISTA
+from aot_lib.training.optim import batch_indices, epoch_order, grad_norm, param_groups, warmup_cosine
 
 # ----------------------------------------------------------------------------- warm-up + cosine
 
@@ -157,7 +157,7 @@ def test_epoch_order_formula():
 # ----------------------------------------------------------------------------- layer-wise lr decay
 
 def test_layer_id_by_name():
-    from aot_lib.optim import layer_id
+    from aot_lib.training.optim import layer_id
 
     assert [layer_id(n, 4) for n in ("stem.pos_embed", "blocks.0.norm.weight", "blocks.3.mssa.qkv.weight",
                                      "head.fc.weight", "head")] == [0, 1, 4, 5, 5]
@@ -168,7 +168,7 @@ def test_layer_id_by_name():
 
 @pytest.mark.parametrize("decay", [0.5, 2.0])
 def test_layer_decay_rates_by_rule(decay):
-    from aot_lib.optim import layer_id
+    from aot_lib.training.optim import layer_id
 
     enc = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=2, num_classes=3)
     for module in (enc, nn.ModuleDict({"encoder": enc, "projector": nn.Linear(8, 4)})):

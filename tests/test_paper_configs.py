@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from aot_lib import train
-from aot_lib.config import config_stage, load_config
+from aot_lib.training.config import config_stage, load_config
 from helpers import make_imagefolder, top1_from_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ CPU = sorted((ROOT / "configs" / "cpu").rglob("*.yaml"))
 def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path):
     """The CPU configs the book's recorded runs come from: each passes the config checks, and a fine-tuning or
     distillation config starts from the run of a pretraining or teacher config in configs/cpu/."""
-    from aot_lib.config import validate_config
+    from aot_lib.training.config import validate_config
 
     cfg = validate_config(load_config(path))
     stage = config_stage(path)
@@ -118,7 +118,7 @@ def test_every_run_name_under_configs_is_unique():
     would resume or overwrite the first, and its record replace the first's."""
     import yaml
 
-    from aot_lib.config import _read_yaml
+    from aot_lib.training.config import _read_yaml
 
     every = sorted((ROOT / "configs").rglob("*.yaml"))
     bases = {(q.parent / yaml.safe_load(q.read_text())["inherit"]).resolve() for q in every

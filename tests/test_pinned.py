@@ -12,14 +12,14 @@ import torch
 from torch import nn
 
 from aot_lib import create_model, list_models
-from aot_lib.data import ImageData
-from aot_lib.heads import GlobalBatchNorm1d, LeJEPAProjector
-from aot_lib.layers import ISTA, ConvPatchStem, PatchStem, interpolate_pos_embed
-from aot_lib.lejepa import LeJEPALoss, LeJEPAModel
+from aot_lib.data.datasets import ImageData
+from aot_lib.objectives.heads import GlobalBatchNorm1d, LeJEPAProjector
+from aot_lib.models.layers import ISTA, ConvPatchStem, PatchStem, interpolate_pos_embed
+from aot_lib.objectives.lejepa import LeJEPALoss, LeJEPAModel
 from aot_lib.models import CRATELayer
 from helpers import raises_exactly
-from aot_lib.runs import encoder_state_dict
-from aot_lib.supervised import evaluate, hard_label_distillation_loss
+from aot_lib.training.runs import encoder_state_dict
+from aot_lib.training.supervised import evaluate, hard_label_distillation_loss
 
 F64 = dict(rtol=1e-12, atol=1e-12)  # float64 references: a few ulps of O(1) values
 
@@ -319,7 +319,7 @@ def test_coding_rates_default_precision_batches_and_dtypes():
 # ----------------------------------------------------------------------------- layers: defaults, messages, edges
 
 def test_layer_defaults_are_the_official_ones():
-    from aot_lib.layers import MSSA, ClassifierHead
+    from aot_lib.models.layers import MSSA, ClassifierHead
 
     ista = ISTA(4)
     assert (ista.step_size, ista.lambd, ista.fused) == (0.1, 0.1, False)  # official CRATE
@@ -350,7 +350,7 @@ def test_interpolate_pos_embed_keeps_every_prefix_token():
 
 
 def test_input_and_width_errors_name_the_problem():
-    from aot_lib.layers import check_heads_divide
+    from aot_lib.models.layers import check_heads_divide
 
     stem = create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=1).stem
     with pytest.raises(ValueError, match=r"^expected images of shape \(B, C, H, W\), got shape \(3, 16, 16\)$"):
@@ -440,7 +440,7 @@ def test_admm_defaults_and_refusals():
     for bad in (0.0, -0.1, float("nan")):  # a softplus threshold is positive: lambda <= 0 cannot be its start
         with pytest.raises(ValueError, match=r"^lambd must be > 0 \(the V-step's threshold tau = lambd/rho is learned"):
             AoTADMM(depth=1, lambd=bad)
-        with pytest.raises(ValueError, match=r"use aot_lib.admm.admm_iterations\(lambd=0\)$"):
+        with pytest.raises(ValueError, match=r"use aot_lib.theory.admm.admm_iterations\(lambd=0\)$"):
             ADMMLayer(8, 2, lambd=bad)
     # eta, gamma, rho > 0 (NaN refused too); all three negative gives positive weights (0.5, 0.25, 0.25) but a
     # negative threshold lambda / rho
@@ -531,7 +531,7 @@ def test_official_crate_output_map_half_present_is_not_invented():
 # ----------------------------------------------------------------------------- SIGReg: defaults, dtypes, messages
 
 def test_sigreg_defaults_and_quadrature():
-    from aot_lib.sigreg import SIGReg, quadrature
+    from aot_lib.objectives.sigreg import SIGReg, quadrature
 
     s = SIGReg()
     assert (s.num_slices, s.t_max, s.n_points, s.seed) == (1024, 3.0, 17, 0)  # LeJEPA's
@@ -552,7 +552,7 @@ def test_sigreg_defaults_and_quadrature():
 
 
 def test_sigreg_directions_and_float64():
-    from aot_lib.sigreg import SIGReg, epps_pulley, sample_directions
+    from aot_lib.objectives.sigreg import SIGReg, epps_pulley, sample_directions
 
     a = sample_directions(6, 5, seed=3)
     torch.testing.assert_close(a.norm(dim=0), torch.ones(5))
@@ -579,7 +579,7 @@ def test_sigreg_directions_and_float64():
 # ----------------------------------------------------------------------------- LeJEPA loss: settings, energy normalisation
 
 def test_lejepa_loss_settings_reach_sigreg():
-    from aot_lib.lejepa import alpha_from_lejepa_lambda
+    from aot_lib.objectives.lejepa import alpha_from_lejepa_lambda
 
     d = LeJEPALoss().sigreg
     assert (d.num_slices, d.t_max, d.n_points, d.seed) == (1024, 3.0, 17, 0)
@@ -591,8 +591,8 @@ def test_lejepa_loss_settings_reach_sigreg():
 
 
 def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
-    import aot_lib.sigreg as sigreg_mod
-    from aot_lib.lejepa import energy_normalize
+    import aot_lib.distributed as distributed_mod
+    from aot_lib.objectives.lejepa import energy_normalize
 
     y = 3 + 2 * torch.randn(2, 10, 4, dtype=torch.float64)
     yc = y - y.mean(-2, keepdim=True)
@@ -603,8 +603,8 @@ def test_energy_normalize_by_definition_and_over_ranks(monkeypatch):
     torch.testing.assert_close(out.mean(-2), torch.zeros(2, 4, dtype=torch.float64), rtol=0, atol=1e-12)
     torch.testing.assert_close(out.square().sum(-1).mean(-1), torch.full((2,), 4.0, dtype=torch.float64), **F64)
     # two processes holding the same shard: the statistics are those of the global batch (both shards)
-    monkeypatch.setattr(sigreg_mod, "_world_size", lambda: 2)
-    monkeypatch.setattr(sigreg_mod, "all_reduce_sum", lambda t: 2 * t)
+    monkeypatch.setattr(distributed_mod, "world_size", lambda: 2)
+    monkeypatch.setattr(distributed_mod, "all_reduce_sum", lambda t: 2 * t)
     z = y + torch.linspace(0, 1, 10, dtype=torch.float64)[:, None]  # another mean and energy than y
     got = energy_normalize(z, eps=0.5)
     monkeypatch.undo()

@@ -33,7 +33,7 @@ def test_bf16_mixed_step_matches_float32(name, tmp_path, monkeypatch):
     first-order term)."""
     import copy
 
-    from aot_lib.lejepa import LeJEPALoss
+    from aot_lib.objectives.lejepa import LeJEPALoss
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     data = make_imagefolder(tmp_path / "data")

@@ -1,4 +1,4 @@
-"""Encoders kept as model.safetensors + config.json (aot_lib.pretrained): a round trip that is bitwise, a hash that
+"""Encoders kept as model.safetensors + config.json (aot_lib.models.pretrained): a round trip that is bitwise, a hash that
 is checked before loading, and files that are refused with one line instead of being read."""
 import hashlib
 import json
@@ -8,9 +8,9 @@ import torch
 
 import aot_lib
 from aot_lib import train
-from aot_lib.pretrained import CONFIG_NAME, WEIGHTS_NAME, PretrainedError, save_pretrained
-from aot_lib.registry import from_pretrained
-from aot_lib.runs import export_checkpoint
+from aot_lib.models.pretrained import CONFIG_NAME, WEIGHTS_NAME, PretrainedError, save_pretrained
+from aot_lib.models.registry import from_pretrained
+from aot_lib.training.runs import export_checkpoint
 from helpers import CodeOnUnpickle, make_imagefolder, raises_exactly, tiny_config
 
 ARGS = {"img_size": 16, "patch_size": 4, "embed_dim": 16, "depth": 2, "num_heads": 2, "num_classes": 3}
@@ -67,7 +67,7 @@ def test_a_pickle_in_place_of_safetensors_is_refused_and_never_run(saved, tmp_pa
     with pytest.raises(PretrainedError) as e:
         from_pretrained(folder)
     assert str(e.value).startswith(f"{weights} is not a safetensors file (")
-    assert str(e.value).endswith("); export it with aot_lib.pretrained.save_pretrained") and "\n" not in str(e.value)
+    assert str(e.value).endswith("); export it with aot_lib.models.pretrained.save_pretrained") and "\n" not in str(e.value)
     assert not marker.exists()
 
 
@@ -77,7 +77,7 @@ def test_refusals_name_the_folder_and_the_fix(saved, tmp_path):
                                     "create_model('aot_admm_tiny', pretrained=...) or aot_lib.from_pretrained"):
         aot_lib.create_model("crate_tiny", pretrained=folder)
     with raises_exactly(PretrainedError, f"{tmp_path} is not a pretrained folder (no config.json); give the folder "
-                                         "aot_lib.pretrained.save_pretrained or `aot record` wrote"):
+                                         "aot_lib.models.pretrained.save_pretrained or `aot record` wrote"):
         from_pretrained(tmp_path)
     (folder / WEIGHTS_NAME).unlink()
     with raises_exactly(PretrainedError, f"{folder} has config.json but no model.safetensors; copy the weights beside it"):
@@ -85,7 +85,7 @@ def test_refusals_name_the_folder_and_the_fix(saved, tmp_path):
 
 
 def test_export_of_a_training_checkpoint_loads_back_the_trained_encoder(tmp_path, monkeypatch):
-    from aot_lib.runs import encoder_state_dict, load_checkpoint
+    from aot_lib.training.runs import encoder_state_dict, load_checkpoint
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     cfg = tiny_config(make_imagefolder(tmp_path / "data"), tmp_path / "runs", "optim.max_steps=2")

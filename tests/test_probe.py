@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from aot_lib.probe import knn_probe, linear_probe
+from aot_lib.training.probe import knn_probe, linear_probe
 
 
 def blobs(n_per: int, classes: int = 4, dim: int = 16, seed: int = 0, spread: float = 1.0):
@@ -107,7 +107,7 @@ def test_knn_probe_on_hand_made_two_classes():
 def test_documented_defaults():
     import inspect
 
-    from aot_lib.probe import extract_features
+    from aot_lib.training.probe import extract_features
 
     def defaults(f):
         return {k: p.default for k, p in inspect.signature(f).parameters.items() if p.default is not inspect.Parameter.empty}
@@ -176,8 +176,8 @@ def test_knn_normalises_each_test_point_on_its_own():
 def test_extract_features_values_batches_and_resize():
     from PIL import Image
 
-    from aot_lib.data import ImageData
-    from aot_lib.probe import extract_features
+    from aot_lib.data.datasets import ImageData
+    from aot_lib.training.probe import extract_features
 
     class Pixels(nn.Module):  # the "features" are the normalised pixels themselves
         def __init__(self):
@@ -226,8 +226,8 @@ def pretrained(tmp_path_factory):
 def test_probe_records_what_it_measured(pretrained, monkeypatch):
     import json
 
-    import aot_lib.probe as P
-    from aot_lib.pretrain import load_train_test, normalization_for
+    import aot_lib.training.probe as P
+    from aot_lib.training.builders import load_train_test, normalization_for
 
     cfg, ckpt = pretrained
     monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
@@ -261,8 +261,8 @@ def test_probe_records_what_it_measured(pretrained, monkeypatch):
 
 
 def test_load_encoder_names_the_mismatch(pretrained, tmp_path):
-    from aot_lib.probe import load_encoder
-    from aot_lib.runs import CheckpointError
+    from aot_lib.training.probe import load_encoder
+    from aot_lib.training.runs import CheckpointError
 
     _, ckpt = pretrained
     c = torch.load(ckpt, weights_only=True)
@@ -279,8 +279,8 @@ def test_load_encoder_names_the_mismatch(pretrained, tmp_path):
 def test_feature_cache_key_format(pretrained):
     import hashlib
 
-    from aot_lib.data import ImageData
-    from aot_lib.probe import feature_cache_key
+    from aot_lib.data.datasets import ImageData
+    from aot_lib.training.probe import feature_cache_key
 
     _, ckpt = pretrained
     a = ImageData(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), torch.tensor([0, 1]), ["x", "y"], "a")
@@ -300,7 +300,7 @@ def test_probe_passes_its_settings_on(pretrained, monkeypatch):
     checkpoint, whatever the config's model section says; times are seconds rounded to 0.01."""
     import copy
 
-    import aot_lib.probe as P
+    import aot_lib.training.probe as P
 
     cfg, ckpt = pretrained
     monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
@@ -336,7 +336,7 @@ def test_probe_passes_its_settings_on(pretrained, monkeypatch):
 
 
 def test_stratified_split_small_classes():
-    from aot_lib.probe import stratified_split
+    from aot_lib.training.probe import stratified_split
 
     y = torch.tensor([0] * 10 + [1] * 2 + [2])
     tr, va = stratified_split(y, 0.2)
@@ -349,7 +349,7 @@ def test_stratified_split_small_classes():
 # ----------------------------------------------------------------------------- protocol mechanics (recorded)
 
 def test_select_linear_probe_chooses_on_the_validation_split(monkeypatch):
-    import aot_lib.probe as P
+    import aot_lib.training.probe as P
 
     calls = []
     table = {(0.1, 0.0): 50.0, (0.2, 0.0): 70.0, (0.1, 0.5): 70.0, (0.2, 0.5): 60.0}  # a tie at 70
@@ -383,9 +383,9 @@ def test_select_linear_probe_chooses_on_the_validation_split(monkeypatch):
 def test_standard_probe_protocol_settings(monkeypatch):
     """SGD (momentum 0.9, no weight decay) on a parameter-free BatchNorm + Linear, a cosine over
     epochs * (n // batch) steps, random-resized crops (scale 0.08-1) with flips only, drawn from seed + 1."""
-    import aot_lib.augment as A
-    import aot_lib.probe as P
-    from aot_lib.data import ImageData
+    import aot_lib.data.augment as A
+    import aot_lib.training.probe as P
+    from aot_lib.data.datasets import ImageData
 
     made = {}
     real_sgd, real_cfg = torch.optim.SGD, A.MultiCropConfig
@@ -515,7 +515,7 @@ def test_linear_probe_batch_order_depends_on_the_seed_alone(monkeypatch):
 
 
 def test_select_linear_probe_defaults_split_seed_and_ties(monkeypatch):
-    import aot_lib.probe as P
+    import aot_lib.training.probe as P
 
     calls = []
     table = {}
@@ -547,7 +547,7 @@ def test_select_linear_probe_defaults_split_seed_and_ties(monkeypatch):
 def test_probe_times_are_rounded_to_hundredths(pretrained, monkeypatch):
     import types
 
-    import aot_lib.probe as P
+    import aot_lib.training.probe as P
 
     cfg, ckpt = pretrained
     monkeypatch.setenv("AOT_CACHE", str(ckpt.parent.parent.parent / "cache"))
@@ -574,7 +574,7 @@ class _MeanColour(nn.Module):
 
 
 def _image_data(n, classes=2, size=8, seed=0):
-    from aot_lib.data import ImageData
+    from aot_lib.data.datasets import ImageData
 
     g = torch.Generator().manual_seed(seed)
     y = torch.arange(n) % classes
@@ -587,8 +587,8 @@ def test_standard_probe_defaults(monkeypatch, capsys):
     (optim.epoch_order), no progress bar."""
     import torch.nn.functional as F
 
-    import aot_lib.probe as P
-    from aot_lib.optim import epoch_order
+    import aot_lib.training.probe as P
+    from aot_lib.training.optim import epoch_order
 
     lrs, targets = [], []
     real_sgd, real_ce = torch.optim.SGD, F.cross_entropy
@@ -611,7 +611,7 @@ def test_standard_probe_defaults(monkeypatch, capsys):
 def test_standard_probe_progress_bar(capsys):
     import re
 
-    import aot_lib.probe as P
+    import aot_lib.training.probe as P
 
     data = _image_data(8, size=4)
     P.standard_linear_probe(_MeanColour(), data, data, 4, (0.5,) * 3, (0.25,) * 3, epochs=1, batch_size=4,
@@ -626,9 +626,9 @@ def test_standard_probe_views_are_the_documented_crops():
     seed), as one random-resized crop (scale 0.08-1) with flips, drawn from a generator of its own seeded
     seed + 1, so that the views do not depend on the classifier's initialisation; epochs * max(1, n // batch)
     steps, then the un-augmented test images."""
-    import aot_lib.probe as P
-    from aot_lib.augment import BatchedMultiCrop, MultiCropConfig
-    from aot_lib.optim import batch_indices
+    import aot_lib.training.probe as P
+    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.training.optim import batch_indices
 
     train, test = _image_data(10, seed=1), _image_data(3, seed=2)
     mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
@@ -648,8 +648,8 @@ def test_standard_probe_is_invariant_to_an_affine_change_of_the_features(monkeyp
     channel train the same classifier (the logits of every step agree); dark against bright images: 100 %."""
     import torch.nn.functional as F
 
-    import aot_lib.probe as P
-    from aot_lib.data import ImageData
+    import aot_lib.training.probe as P
+    from aot_lib.data.datasets import ImageData
 
     logits = []
     real_ce = F.cross_entropy

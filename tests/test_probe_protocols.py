@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from aot_lib import train
-from aot_lib.probe import select_linear_probe, standard_linear_probe, stratified_split
+from aot_lib.training.probe import select_linear_probe, standard_linear_probe, stratified_split
 from helpers import make_imagefolder, tiny_config, top1_from_run
 
 
@@ -42,7 +42,7 @@ def test_single_setting_skips_the_validation_split():
 def test_validation_only_probe_reads_no_test_image_and_scores_the_probes_split(tmp_path, monkeypatch):
     import shutil
 
-    from aot_lib.probe import knn_probe
+    from aot_lib.training.probe import knn_probe
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     data = make_imagefolder(tmp_path / "data")
@@ -81,8 +81,8 @@ def test_standard_probe_learns_separable_colours(tmp_path, monkeypatch):
     """Class k is noise around a pure colour: even a random encoder's features separate them, so the
     standard protocol must reach far above chance (50 %) on the held-out images."""
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
-    from aot_lib.data import load_pair, normalization_stats
-    from aot_lib.registry import create_model
+    from aot_lib.data.datasets import load_pair, normalization_stats
+    from aot_lib.models.registry import create_model
 
     root = make_imagefolder(tmp_path / "data", n_train=32, n_test=16)
     tr, te = load_pair("imagefolder", root, image_size=16)
@@ -93,7 +93,7 @@ def test_standard_probe_learns_separable_colours(tmp_path, monkeypatch):
 
 
 def test_probe_grid_is_validated():
-    from aot_lib.config import ConfigError, load_config
+    from aot_lib.training.config import ConfigError, load_config
 
     assert load_config(None, ["probe.lr=[1e-3, 1e-2]"])["probe"]["lr"] == [1e-3, 1e-2]
     with pytest.raises(ConfigError, match="probe.lr must be a number > 0"):
@@ -104,7 +104,7 @@ def test_probe_grid_is_validated():
 
 def test_mix_batch_targets_match_the_pixels():
     """Mixup: pixels and targets mixed with the same weight; CutMix: the target weight is the kept area."""
-    from aot_lib.supervised import mix_batch
+    from aot_lib.training.supervised import mix_batch
 
     g = torch.Generator().manual_seed(0)
     x = torch.stack([torch.full((3, 8, 8), float(k)) for k in range(4)])
@@ -119,8 +119,8 @@ def test_mix_batch_targets_match_the_pixels():
 
 
 def test_layer_decay_groups():
-    from aot_lib.optim import param_groups
-    from aot_lib.registry import create_model
+    from aot_lib.training.optim import param_groups
+    from aot_lib.models.registry import create_model
 
     m = create_model("aot_tiny", embed_dim=16, depth=2, num_heads=2, patch_size=4, img_size=8, num_classes=3)
     groups = param_groups(m, 0.05, layer_decay=0.5, lr=1.0)
@@ -150,7 +150,7 @@ def test_randaugment_is_torchvisions_per_image_before_the_crop(tmp_path, monkeyp
     receives the training images unchanged."""
     from torchvision.transforms import v2
 
-    import aot_lib.supervised as S
+    import aot_lib.training.supervised as S
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
     data = make_imagefolder(tmp_path / "data")

@@ -1,4 +1,4 @@
-"""Values of the run-folder bookkeeping (aot_lib/runs.py): what each function writes, returns and refuses.
+"""Values of the run-folder bookkeeping (aot_lib/training/runs.py): what each function writes, returns and refuses.
 
 Every refusal is matched in full (anchored), every record field against a value set up here (a fake clock,
 a fake commit and hardware), every written file byte for byte. No model is trained here: the training
@@ -15,8 +15,8 @@ import pytest
 import torch
 import yaml
 
-from aot_lib import runs
-from aot_lib.config import ConfigError, dump_config, load_config
+from aot_lib.training import runs
+from aot_lib.training.config import ConfigError, dump_config, load_config
 from helpers import pickled_code_checkpoint, raises_exactly
 
 STAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$"  # time.strftime("%Y-%m-%dT%H:%M:%S%z")

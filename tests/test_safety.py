@@ -13,9 +13,9 @@ import pytest
 import torch
 import yaml
 
-from aot_lib import runs
+from aot_lib.training import runs
 from aot_lib.cli import main as cli
-from aot_lib.config import ConfigError, load_config, validate_config
+from aot_lib.training.config import ConfigError, load_config, validate_config
 from helpers import raises_exactly
 
 # ----------------------------------------------------------------------------- run names
@@ -205,7 +205,7 @@ def test_an_error_that_is_not_the_operating_systems_is_not_a_write_error(tmp_pat
 @pytest.fixture
 def paused_run(tmp_path, monkeypatch, capsys):
     """A tiny pretraining paused after its checkpoint at step 2 of 4, through the CLI; its config file and folder."""
-    from aot_lib.config import dump_config
+    from aot_lib.training.config import dump_config
     from helpers import make_imagefolder, tiny_config
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
@@ -265,7 +265,7 @@ def test_a_failed_checkpoint_write_is_one_line_from_the_cli_and_the_last_checkpo
 
 
 def test_a_first_checkpoint_that_cannot_be_written_says_none_was(tmp_path, monkeypatch, capsys):
-    from aot_lib.config import dump_config
+    from aot_lib.training.config import dump_config
     from helpers import make_imagefolder, tiny_config
 
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
@@ -321,7 +321,7 @@ def test_a_status_that_cannot_be_written_does_not_hide_the_error_that_ended_the_
     ("run.name=a\x00b", "unacceptable character #x0000: special characters are not allowed"),
 ])
 def test_an_override_that_is_not_yaml_is_a_config_error(override, problem):
-    from aot_lib.config import ConfigError, load_config
+    from aot_lib.training.config import ConfigError, load_config
 
     with raises_exactly(ConfigError, f"override {override!r}: the value is not valid YAML ({problem}); give a number, "
                                      "a word, a list [a, b] or a mapping {k: v}"):

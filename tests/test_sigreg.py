@@ -8,7 +8,7 @@ import torch
 import torch.multiprocessing as mp
 
 from aot_lib import SIGReg, epps_pulley
-from aot_lib.sigreg import ANCHOR_EVERY, empirical_cf, quadrature, sample_directions
+from aot_lib.objectives.sigreg import ANCHOR_EVERY, empirical_cf, quadrature, sample_directions
 from helpers import free_port
 
 
@@ -174,7 +174,7 @@ def test_ddp_statistic_is_the_global_batch_statistic():
 
 
 def cf_bound(x: torch.Tensor, t_max: float, n_points: int) -> torch.Tensor:
-    """Per entry of ``x``, the bound of aot_lib.sigreg._EmpiricalCF's docstring on |cos + i sin - exp(i x t_j)|
+    """Per entry of ``x``, the bound of aot_lib.objectives.sigreg._EmpiricalCF's docstring on |cos + i sin - exp(i x t_j)|
     over the nodes: (2 sqrt 2 + (2 sqrt 2 + sqrt 5) m + 2 |x| t_max) u, with m the recurrence steps since the
     last anchor (at most ANCHOR_EVERY - 1 whatever the node count) and u the unit roundoff of x's dtype."""
     u = torch.finfo(x.dtype).eps / 2
@@ -235,7 +235,7 @@ def test_empirical_cf_backward_is_the_derivative_of_forward_across_anchors():
 @pytest.mark.parametrize("n_points", [17, 2049])
 def test_epps_pulley_float32_within_the_bound_of_its_parts(n_points):
     """epps_pulley of float32 input against the float64 statistic of the same values, with cos/sin at every node,
-    on the same float32 quadrature (nodes t, weights w: aot_lib.sigreg.quadrature, tested above), value and gradient."""
+    on the same float32 quadrature (nodes t, weights w: aot_lib.objectives.sigreg.quadrature, tested above), value and gradient."""
     g = torch.Generator().manual_seed(2)
     x = (1.3 * torch.randn(24, 4, generator=g) + 0.4).requires_grad_(True)  # not N(0, 1): C - phi well above rounding
     x64 = x.detach().double().requires_grad_(True)

@@ -1,10 +1,10 @@
-"""Seeds, intervals and verdicts (aot_lib.stats) against textbook values and hand computation."""
+"""Seeds, intervals and verdicts (aot_lib.book.stats) against textbook values and hand computation."""
 import math
 
 import pytest
 
-from aot_lib import paper
-from aot_lib.stats import (PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
+from aot_lib.book import paper
+from aot_lib.book.stats import (PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
                            verdict)
 from helpers import raises_exactly
 

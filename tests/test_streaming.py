@@ -1,4 +1,4 @@
-"""Streaming data (aot_lib.streaming): conversion round trip, refusals, per-rank sharding, mid-epoch resume.
+"""Streaming data (aot_lib.data.streaming): conversion round trip, refusals, per-rank sharding, mid-epoch resume.
 
 Everything runs on a folder of 200 small generated images (JPEG, a few PNG and grayscale ones, 20-60 px,
 four classes of unequal size) made under a temporary directory; no data set is needed.
@@ -21,8 +21,8 @@ from helpers import require
 require("litdata", "litdata")
 from PIL import Image  # noqa: E402
 
-from aot_lib.data import DataError  # noqa: E402
-from aot_lib.streaming import (  # noqa: E402
+from aot_lib.data.datasets import DataError  # noqa: E402
+from aot_lib.data.streaming import (  # noqa: E402
     StreamBatches,
     _check_image,
     _crop_u,
@@ -373,7 +373,7 @@ def test_pretraining_on_the_stream_resumes_to_the_uninterrupted_run(converted, t
 
 
 def test_stream_config_is_checked():
-    from aot_lib.config import ConfigError, load_config
+    from aot_lib.training.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match="data.name=stream needs data.root"):
         load_config(None, ["data.name=stream"])

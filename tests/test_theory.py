@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from aot_lib import theory
-from aot_lib.sigreg import sample_directions
+from aot_lib.theory import theorem1 as theory
+from aot_lib.objectives.sigreg import sample_directions
 
 
 def test_cw_closed_form_matches_numerical_integral():

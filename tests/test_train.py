@@ -6,7 +6,7 @@ import torch
 
 from aot_lib import train
 from aot_lib.cli import main as cli
-from aot_lib.config import ConfigError, load_config
+from aot_lib.training.config import ConfigError, load_config
 from helpers import make_imagefolder, tiny_config, top1_from_run
 
 
@@ -46,7 +46,7 @@ def test_pretrain_checkpoint_probe_smoke(setup):
     kept = train.record_run(run, out / "record", allow_dirty=True)
     assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "encoder.pt"}
     # the recorded encoder is the trained one: the same features as from the full checkpoint
-    from aot_lib.probe import load_encoder
+    from aot_lib.training.probe import load_encoder
 
     x = torch.randn(3, 3, 16, 16)
     (a, _), (b, rec) = load_encoder(run / "last.ckpt"), load_encoder(out / "record" / "encoder.pt")
@@ -75,7 +75,7 @@ def test_resume_equals_uninterrupted(setup):
 def test_nan_loss_stops_and_keeps_the_checkpoint(setup, monkeypatch):
     data, out = setup
     cfg = tiny_config(data, out, "optim.max_steps=6", "run.ckpt_every=2")
-    from aot_lib.lejepa import LeJEPALoss
+    from aot_lib.objectives.lejepa import LeJEPALoss
 
     calls = {"n": 0}
     real = LeJEPALoss.forward
@@ -179,8 +179,8 @@ def test_table4_chain_pretrained_vit_teacher_and_students(setup):
     nokd = train.distill(tiny_config(data, out, "run.name=vnokd", *relu, "distill.alpha=0"))
     assert kd["top1"] == top1_from_run(out / "vkd", data) and _losses(out / "vkd", "ce_label")  # it logs its label term
     # alpha 0 = plain supervised training: the same steps as fine-tuning the same model from the same init
-    from aot_lib.pretrain import build_encoder
-    from aot_lib.supervised import _load_into, _supervised, normalization_for
+    from aot_lib.training.builders import build_encoder
+    from aot_lib.training.supervised import _load_into, _supervised, normalization_for
 
     cfg = tiny_config(data, out, "run.name=vplain", *relu, "distill.alpha=0")
     torch.manual_seed(cfg["run"]["seed"])  # as distill() does: the new head's initial weights follow run.seed
@@ -295,8 +295,8 @@ def test_supervised_initial_weights_follow_run_seed_alone(setup, kind):
 
 
 def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setup):
-    from aot_lib.pretrain import build_encoder
-    from aot_lib.supervised import _load_into
+    from aot_lib.training.builders import build_encoder
+    from aot_lib.training.supervised import _load_into
 
     data, out = setup
     vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
@@ -315,18 +315,18 @@ def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setu
 
 
 def test_model_compile_switch_trains_like_eager(setup, monkeypatch):
-    """model.compile=true goes through aot_lib.compile.compile_blocks (here with the aot_eager backend, which
+    """model.compile=true goes through aot_lib.models.compile.compile_blocks (here with the aot_eager backend, which
     traces the layer into one graph without code generation, to keep the test fast): the same first loss as
     eager, and no recompilation after the first step of each view size."""
     import functools
 
     import torch._dynamo
 
-    import aot_lib.compile
+    import aot_lib.models.compile
 
     data, out = setup
-    real = aot_lib.compile.compile_blocks
-    monkeypatch.setattr(aot_lib.compile, "compile_blocks", functools.partial(real, backend="aot_eager"))
+    real = aot_lib.models.compile.compile_blocks
+    monkeypatch.setattr(aot_lib.models.compile, "compile_blocks", functools.partial(real, backend="aot_eager"))
     eager = train.pretrain(tiny_config(data, out, "run.name=eager", "optim.max_steps=1", "model.overrides={embed_dim: 32, "
                                        "depth: 2, num_heads: 2, patch_size: 4}"))
     torch._dynamo.reset()

@@ -1,4 +1,9 @@
-"""Model families, one file each; importing this package registers them all."""
+"""The encoders: layers, one file per model family, the registry, pretrained folders, FLOP counts, compilation.
+
+Imports only the base modules (``aot_lib.files``, ``aot_lib.runtime``); nothing here knows about losses,
+data or training. A new model family is a file here, registered with ``@register_model`` and imported below.
+Importing this package registers every family.
+"""
 from .aot import AoT, AoTLayer
 from .aot_admm import ADMMLayer, ADMMState, AoTADMM, admm_coefficients
 from .crate import CRATE, CRATELayer

@@ -4,7 +4,7 @@ Uniform interface (as in timm):
 
 * ``forward_features(x)``: the pooled ``(B, d)`` feature, ``pool(tokens) = tokens[:, 0]`` (the
   cls token) of the last token state, **before any final normalisation**, for every family;
-* ``forward_head(f)``: the logits, through ``head`` = :class:`~aot_lib.layers.ClassifierHead`
+* ``forward_head(f)``: the logits, through ``head`` = :class:`~aot_lib.models.layers.ClassifierHead`
   (LayerNorm -> Linear); ``forward(x) = forward_head(forward_features(x))``;
 * ``forward_intermediates(x)``: the token state after every layer (below).
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..layers import ClassifierHead, check_heads_divide, check_patch_divides
+from .layers import ClassifierHead, check_heads_divide, check_patch_divides
 
 __all__ = ["EncoderBase", "LayerState", "load_mapped_state_dict"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..layers import MSSA, PatchStem
-from ..registry import register_model
+from .layers import MSSA, PatchStem
+from .registry import register_model
 from ._base import EncoderBase
 
 __all__ = ["AoT", "AoTLayer"]

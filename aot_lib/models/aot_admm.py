@@ -32,9 +32,9 @@ Cost. Beyond AoT's MSSA a layer only adds element-wise work on the state (the mi
 rescalings, the threshold, the dual update). As plain tensor operations (:meth:`ADMMLayer.step`,
 kept as the readable definition) that chain costs, on a CPU, about as much as the matrix products.
 :meth:`ADMMLayer.forward` therefore runs it, in eager mode, as one autograd node with a
-hand-written backward (:func:`aot_lib.fused.admm_state_update`: same values to rounding, fewer
+hand-written backward (:func:`aot_lib.models.fused.admm_state_update`: same values to rounding, fewer
 passes over memory, no temporaries, fewer saved tensors); under ``torch.compile`` (e.g. per layer with
-:func:`aot_lib.compile.compile_blocks`) it traces :meth:`ADMMLayer.step` and lets the compiler fuse it.
+:func:`aot_lib.models.compile.compile_blocks`) it traces :meth:`ADMMLayer.step` and lets the compiler fuse it.
 """
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..fused import admm_state_update
-from ..layers import MSSA, PatchStem
-from ..registry import register_model
+from .fused import admm_state_update
+from .layers import MSSA, PatchStem
+from .registry import register_model
 from ._base import EncoderBase, LayerState
 
 __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_softplus"]
@@ -106,7 +106,7 @@ def check_threshold(lambd: float) -> None:
     if not lambd > 0:
         raise ValueError(f"lambd must be > 0 (the V-step's threshold tau = lambd/rho is learned as softplus(tau_raw) "
                          f"> 0, a shrinkage by construction), got {lambd}; for the un-thresholded iteration use "
-                         f"aot_lib.admm.admm_iterations(lambd=0)")
+                         f"aot_lib.theory.admm.admm_iterations(lambd=0)")
 
 
 class ADMMLayer(nn.Module):
@@ -125,11 +125,11 @@ class ADMMLayer(nn.Module):
             of Eq. ``layer_updates``, which the book checks iterate by iterate.
         fused: how :meth:`forward` computes the element-wise state update (mix, RMS, threshold,
             dual update, RMS) in eager mode: ``True`` (default) with the single autograd node of
-            :func:`aot_lib.fused.admm_state_update` (fewer passes over memory than the
+            :func:`aot_lib.models.fused.admm_state_update` (fewer passes over memory than the
             plain operations, fewer saved tensors), ``False`` with :meth:`step`'s plain tensor
             operations. Both give the same values and gradients to floating-point rounding and
             have the same parameters. Under ``torch.compile`` :meth:`forward` always traces
-            :meth:`step`, which the compiler fuses by itself (see :mod:`aot_lib.compile`).
+            :meth:`step`, which the compiler fuses by itself (see :mod:`aot_lib.models.compile`).
 
     :meth:`step` is the readable definition (Algorithm 1, lines 6-9, one line per update) and
     returns every intermediate as an :class:`ADMMState`; :meth:`forward` returns ``(Z, V, W)`` and
@@ -175,7 +175,7 @@ class ADMMLayer(nn.Module):
                          coefficients=torch.stack([a, b, c]))
 
     def _fused_update(self, z: torch.Tensor, v: torch.Tensor, w: torch.Tensor):
-        """:meth:`step`'s ``Z, V, W`` through :func:`aot_lib.fused.admm_state_update`, plus ``(MSSA, coef)``."""
+        """:meth:`step`'s ``Z, V, W`` through :func:`aot_lib.models.fused.admm_state_update`, plus ``(MSSA, coef)``."""
         attn, coef = self.mssa(self.norm(z)), self.coefficients()
         eps = self.rms_eps if self.rms_rescale else None
         return (*admm_state_update(z, attn, v, w, coef, self.tau, eps), attn, coef)
@@ -235,7 +235,7 @@ class AoTADMM(EncoderBase):
     def forward_tokens(self, x: torch.Tensor) -> torch.Tensor:
         z = self.stem(x)
         v, w = z.clone(), torch.zeros_like(z)  # V^0 = Z^0, W^0 = 0 (Algorithm 1, line 4)
-        # Every layer gets inputs of the same kind, so that a compiled layer (aot_lib.compile) has
+        # Every layer gets inputs of the same kind, so that a compiled layer (aot_lib.models.compile) has
         # one graph, not a second one for the first layer: V^0 is a copy of Z^0, not the same
         # tensor (nor a view of it), and W^0 requires grad when Z^0 does (its gradient is discarded).
         w.requires_grad_(z.requires_grad)

@@ -23,8 +23,8 @@ import re
 import torch
 from torch import nn
 
-from ..layers import ISTA, MSSA, PatchStem, interpolate_pos_embed
-from ..registry import register_model
+from .layers import ISTA, MSSA, PatchStem, interpolate_pos_embed
+from .registry import register_model
 from ._base import EncoderBase, load_mapped_state_dict
 
 __all__ = ["CRATE", "CRATELayer", "convert_official_crate_state_dict", "load_official_crate"]

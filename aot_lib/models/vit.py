@@ -27,8 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..layers import ConvPatchStem, interpolate_pos_embed
-from ..registry import register_model
+from .layers import ConvPatchStem, interpolate_pos_embed
+from .registry import register_model
 from ._base import EncoderBase, load_mapped_state_dict
 
 __all__ = ["ViT", "ViTBlock", "convert_timm_vit_state_dict", "load_timm_vit_state_dict"]

@@ -1,7 +1,7 @@
 """Datasets as uint8 image tensors: CIFAR-10/100 (torchvision), and ImageFolder trees or zips.
 
 Every split is decoded once into a ``(N, 3, H, W)`` uint8 tensor and cached on disk, so training
-augments whole batches on the device (:mod:`aot_lib.augment`) and never waits on image decoding.
+augments whole batches on the device (:mod:`aot_lib.data.augment`) and never waits on image decoding.
 
 **Where the data is looked for** (``root``): the argument (a relative one may also be found under
 ``$AOT_DATA``), else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. For ``cifar10`` / ``cifar100``
@@ -217,13 +217,13 @@ def cache_dir() -> Path:
 
 def atomic_save(obj, path: Path) -> None:
     """``torch.save`` to a temporary file in the same folder, then rename: never a half-written file."""
-    from .files import torch_save
+    from ..files import torch_save
 
     torch_save(obj, path)
 
 
 def _sha256(path: Path) -> str:
-    from .files import sha256_file
+    from ..files import sha256_file
 
     return sha256_file(path)
 

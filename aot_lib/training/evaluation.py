@@ -1,6 +1,6 @@
 """Frozen-encoder evaluation: features of un-augmented images, the stratified validation split carved from a
-training set, and DINO's weighted k-NN vote. The probes (:mod:`aot_lib.probe`) and the training-time k-NN
-monitor (:class:`aot_lib.monitors.OnlineKNN`) both build on these, so a learning curve and a final probe
+training set, and DINO's weighted k-NN vote. The probes (:mod:`aot_lib.training.probe`) and the training-time k-NN
+monitor (:class:`aot_lib.training.monitors.OnlineKNN`) both build on these, so a learning curve and a final probe
 measure the same thing."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .augment import prepare_images
+from ..data.augment import prepare_images
 
 __all__ = ["extract_features", "stratified_split", "knn_probe", "knn_val_probe"]
 
@@ -16,7 +16,7 @@ __all__ = ["extract_features", "stratified_split", "knn_probe", "knn_val_probe"]
 @torch.no_grad()
 def extract_features(encoder: nn.Module, data, size: int, mean, std, batch_size: int = 512,
                      device: torch.device | str = "cpu") -> torch.Tensor:
-    """Pooled features of every image of ``data`` (an :class:`~aot_lib.data.ImageData` or a uint8 image tensor;
+    """Pooled features of every image of ``data`` (an :class:`~aot_lib.data.datasets.ImageData` or a uint8 image tensor;
     no augmentation; resized to ``size`` with antialiasing if needed). Leaves the encoder in evaluation mode."""
     images = data.images if hasattr(data, "images") else data
     encoder.eval().to(device)

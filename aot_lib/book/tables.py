@@ -6,7 +6,7 @@ values are formatted and whether they hold **the paper's printed numbers** (``pa
 those columns are shaded and their header is marked, so a computed number and the paper's
 never share a column::
 
-    from aot_lib.tables import Col, Table
+    from aot_lib.book.tables import Col, Table
 
     Table(
         [{"model": "aot_admm_tiny", "params": 3.637, "paper": 3.64}],

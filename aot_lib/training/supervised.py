@@ -1,6 +1,6 @@
 """Supervised training with labels: full fine-tuning (Table 2) and hard-label distillation (Table 4).
 
-Both run through the shared loop (:func:`aot_lib.loop.fit`), so they resume from ``last.ckpt``, log,
+Both run through the shared loop (:func:`aot_lib.training.loop.fit`), so they resume from ``last.ckpt``, log,
 skip non-finite gradients and save on Ctrl-C exactly as pretraining does, with the same checkpoint layout.
 
 Recipe: random-resized crop (scale 0.35-1) and horizontal flip, AdamW with linear warm-up and cosine decay,
@@ -19,14 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .augment import BatchedMultiCrop, MultiCropConfig, normalize
+from ..data.augment import BatchedMultiCrop, MultiCropConfig, normalize
 from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
-from .pretrain import build_encoder, load_train_test, normalization_for, schedule_steps
-from .registry import create_model
+from .builders import build_encoder, load_train_test, normalization_for, schedule_steps
+from ..models.registry import create_model
 from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
-from .runtime import compile_enabled, make_fabric
+from ..runtime import compile_enabled, make_fabric
 
 __all__ = ["finetune", "distill", "evaluate", "hard_label_distillation_loss"]
 
@@ -129,7 +129,7 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
         aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
                                                jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
         if compile_enabled(cfg["model"]["compile"], fabric.device):
-            from .compile import compile_blocks
+            from ..models.compile import compile_blocks
 
             compile_blocks(student)
         opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),

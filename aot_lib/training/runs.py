@@ -25,8 +25,8 @@ from typing import Any
 import torch
 
 from .config import SCHEMA, ConfigError, dump_config
-from .files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, torch_save, write_error, write_json
-from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
+from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, torch_save, write_error, write_json
+from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "WriteError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
            "torch_save", "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
@@ -47,7 +47,7 @@ class RunLockedError(RuntimeError):
 
 def run_dir(cfg: dict) -> Path:
     """``<run.out_dir>/<run.name>``; a name that would leave ``run.out_dir`` is refused here too, for a config
-    dict that never went through :func:`aot_lib.config.validate_config`."""
+    dict that never went through :func:`aot_lib.training.config.validate_config`."""
     return Path(cfg["run"]["out_dir"]) / SCHEMA["run.name"].check("run.name", cfg["run"]["name"])
 
 
@@ -318,7 +318,7 @@ RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe
 def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
     """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
     what the book reads; with them ``encoder.pt`` (the trained encoder's weights with the run's config, a
-    checkpoint :func:`aot_lib.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, one whose commit had local
+    checkpoint :func:`aot_lib.training.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, one whose commit had local
     changes (``+dirty``) and one made without git (commit ``unknown``, or none): recorded results come from a
     clean commit. ``allow_dirty`` lifts the last two."""
     src, dest = Path(src), Path(dest)
@@ -361,12 +361,12 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
 
 
 def export_checkpoint(checkpoint: str | os.PathLike, folder: str | os.PathLike, **provenance) -> Path:
-    """A pretrained folder (:mod:`aot_lib.pretrained`) from any aot_lib checkpoint or recorded ``encoder.pt``: the
+    """A pretrained folder (:mod:`aot_lib.models.pretrained`) from any aot_lib checkpoint or recorded ``encoder.pt``: the
     encoder with its classification head if it has one (fine-tuned, distilled), with the arguments the
     checkpoint's config builds it with; then loaded back through :func:`aot_lib.create_model` and compared
     tensor by tensor, so what is written is known to load."""
-    from .pretrained import save_pretrained
-    from .registry import from_pretrained
+    from ..models.pretrained import save_pretrained
+    from ..models.registry import from_pretrained
 
     ckpt = load_checkpoint(checkpoint)
     cfg = ckpt["config"]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeVar
 
-from .runtime import git_commit, hardware_summary
+from ..runtime import git_commit, hardware_summary
 from .tables import Col, Table, format_value, key_value_table
 
 __all__ = ["PROFILE", "pick", "run_record", "run_record_box", "Dropdown", "Admonition",
@@ -196,7 +196,7 @@ def example_images(setting: str, n: int = 4):
     (32 or 160 px). Returns ``(images, source, missing)``: a uint8 tensor, a label for
     captions (never a path), and the data set's name when it was missing (else ``None``).
     """
-    from .data import DataError, load_split
+    from ..data.datasets import DataError, load_split
 
     if setting not in ("cifar", "imagenet"):
         raise ValueError(f"setting must be 'cifar' or 'imagenet', got {setting!r}")
@@ -232,7 +232,7 @@ RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill"
 
 def is_recorded(root: Path, name: str, config: str) -> bool:
     """Whether ``results/cpu/<name>`` holds the result of ``configs/cpu/<config>``'s stage."""
-    from .config import config_stage
+    from ..training.config import config_stage
 
     stage = config_stage(root / "configs" / "cpu" / config)
     return (root / "results" / "cpu" / name / RESULT_FILES[stage]).exists()
@@ -241,9 +241,9 @@ def is_recorded(root: Path, name: str, config: str) -> bool:
 def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
                       start_from: Path | Mapping[str, Path] | None = None) -> dict:
     """``results/cpu/<name>`` if recorded; otherwise a smoke-sized run of ``configs/cpu/<config>`` trained
-    now (which needs the data: :class:`aot_lib.data.DataError` otherwise).
+    now (which needs the data: :class:`aot_lib.data.datasets.DataError` otherwise).
 
-    The config's stage (:func:`aot_lib.config.config_stage`) says what a run is: pretraining (then probed),
+    The config's stage (:func:`aot_lib.training.config.config_stage`) says what a run is: pretraining (then probed),
     fine-tuning or distillation. A smoke fine-tuning or distillation starts from ``start_from`` (the
     checkpoint or recorded ``encoder.pt`` of the run it builds on: ``finetune.checkpoint`` or
     ``distill.teacher``; or a mapping of config keys to such files, e.g. a distillation's
@@ -258,7 +258,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
     import csv
     import json
 
-    from .config import config_stage, load_config
+    from ..training.config import config_stage, load_config
 
     path = root / "configs" / "cpu" / config
     stage = config_stage(path)
@@ -266,7 +266,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
     if is_recorded(root, name, config):
         run: dict = {"source": f"recorded in results/cpu/{name}", "dir": rec, "recorded": True}
     else:
-        from . import train
+        from .. import train
 
         out = root / "runs" / "book"
         overrides = [f"run.out_dir={out}", "run.progress=false", "data.train_subset=2000", "data.test_subset=1000"]
@@ -486,7 +486,3 @@ def main(argv: list[str] | None = None) -> int:
     n = len(list(Path(argv[1]).rglob("*.html")))
     print(f"check-html: {n} files, {len(problems)} problem(s)")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,32 +18,22 @@ twice the trapezoid rule on ``[0, t_max]``.
 Eq. ``sigreg`` of the main text is *not* this statistic but its decomposition around the isotropic
 Gaussian into a covariance (second-order) term and higher-order deviations,
 ``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; the covariance term and ``C_w`` (Eq. ``sup_sigreg2``)
-are in :mod:`aot_lib.theory`.
+are in :mod:`aot_lib.theory.theorem1`.
 
 Precision: the statistic and its gradient are computed in (at least) float32 even under
 ``torch.autocast`` (bf16 or fp16 mixed precision), which would otherwise run the two matrix
-products (embeddings onto slices, errors onto quadrature weights) in half precision.
+products (embeddings onto slices, errors onto quadrature weights) in half precision
+(:func:`aot_lib.runtime.full_precision`).
 """
 from __future__ import annotations
 
-import contextlib
-
 import torch
-import torch.distributed as dist
 from torch import nn
 
-__all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature", "full_precision"]
+from .. import distributed
+from ..runtime import full_precision
 
-
-def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
-    """A context in which ``torch.autocast`` is off on ``device`` (a no-op where autocast does not exist)."""
-    available = getattr(torch.amp, "is_autocast_available", None)  # torch >= 2.4
-    if available is None or available(device.type):
-        try:
-            return torch.autocast(device_type=device.type, enabled=False)
-        except RuntimeError:  # a device type autocast does not know
-            pass
-    return contextlib.nullcontext()
+__all__ = ["epps_pulley", "empirical_cf", "SIGReg", "sample_directions", "quadrature"]
 
 
 def quadrature(t_max: float = 3.0, n_points: int = 17, *, device=None, dtype=torch.float32):
@@ -56,21 +46,6 @@ def quadrature(t_max: float = 3.0, n_points: int = 17, *, device=None, dtype=tor
     trap = torch.full((n_points,), 2 * dt, device=device, dtype=dtype)
     trap[0] = trap[-1] = dt
     return t, trap * torch.exp(-0.5 * t**2)
-
-
-def _world_size() -> int:
-    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
-
-
-def all_reduce_sum(x: torch.Tensor) -> torch.Tensor:
-    """Sum over ranks, differentiable (the backward sums the gradients over ranks too)."""
-    import warnings
-
-    from torch.distributed.nn.functional import all_reduce
-
-    with warnings.catch_warnings():  # deprecated in favour of an API whose autograd is not settled yet
-        warnings.simplefilter("ignore", FutureWarning)
-        return all_reduce(x)
 
 
 #: Nodes between two direct evaluations of cos/sin in :class:`_EmpiricalCF`. 32: at most 31 recurrence steps,
@@ -177,10 +152,10 @@ def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torc
         x = x.to(dtype)
         t, weights = quadrature(t_max, n_points, device=x.device, dtype=dtype)
         cos_mean, sin_mean = empirical_cf(x, t_max, n_points)  # (..., K, T)
-        n, world = x.shape[-2], _world_size()
+        n, world = x.shape[-2], distributed.world_size()
         if world > 1:
-            cos_mean = all_reduce_sum(cos_mean) / world
-            sin_mean = all_reduce_sum(sin_mean) / world
+            cos_mean = distributed.all_reduce_sum(cos_mean) / world
+            sin_mean = distributed.all_reduce_sum(sin_mean) / world
         err = (cos_mean - torch.exp(-0.5 * t**2)) ** 2 + sin_mean**2
         return (err @ weights) * (n * world)
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .coding_rate import subspace_coding_rate
-from .models.aot_admm import ADMMLayer, admm_coefficients, inverse_softplus
+from ..objectives.coding_rate import subspace_coding_rate
+from ..models.aot_admm import ADMMLayer, admm_coefficients, inverse_softplus
 
 __all__ = ["mixture_of_subspaces", "mssa_columns", "exact_compression_gradient", "mssa_compression_gradient",
            "admm_iterations", "ADMMHistory", "admm_layer_from_subspaces", "subspace_alignment"]
@@ -63,7 +63,7 @@ def mssa_columns(Z: torch.Tensor, U: torch.Tensor, temperature: float | None = N
 
     The softmax normalises each column (each output token is a convex combination of the projected
     tokens). Eq. ``mssa`` itself has no scaling, ``t = 1``; ``temperature`` defaults to ``p^{-1/2}``,
-    the scaling :class:`~aot_lib.layers.MSSA` uses.
+    the scaling :class:`~aot_lib.models.layers.MSSA` uses.
     """
     p = U.shape[-1]
     t = p**-0.5 if temperature is None else temperature

@@ -1,7 +1,7 @@
 """LeJEPA pretraining (Algorithm 1): multi-crop views -> encoder -> projector -> prediction + SIGReg.
 
 ``pretrain(cfg)`` builds the data, the views, the model and the optimiser from a resolved config, and
-hands one step function to the shared loop (:func:`aot_lib.loop.fit`), which resumes, logs and
+hands one step function to the shared loop (:func:`aot_lib.training.loop.fit`), which resumes, logs and
 checkpoints. The data order is a function of (seed, epoch) and the view generator is checkpointed, so a
 resumed run continues the loss trajectory of an uninterrupted one.
 """
@@ -12,26 +12,18 @@ import json
 import torch
 from torch.profiler import record_function
 
-from .augment import BatchedMultiCrop, MultiCropConfig, prepare_images
+from ..data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
+from ..objectives.heads import LeJEPAProjector
+from ..objectives.lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
+from ..runtime import compile_enabled, make_fabric
+from .builders import build_encoder, load_data, normalization_for, schedule_steps
 from .config import validate_config
-from .data import load_pair, load_split, normalization_stats
-from .heads import LeJEPAProjector
-from .lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from .loop import fit, make_loggers
 from .monitors import build_monitors, knn_monitor_split
 from .optim import batch_indices, param_groups, warmup_cosine
-from .registry import create_model
 from .runs import RunFolder
-from .runtime import compile_enabled, make_fabric
 
-__all__ = ["pretrain", "build_encoder", "build_lejepa_model", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
-
-
-def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
-    """The configured encoder (``model.name`` with ``model.overrides``) at the global view size."""
-    kw = dict(cfg["model"]["overrides"])
-    kw.setdefault("img_size", img_size or cfg["views"]["global_size"])
-    return create_model(cfg["model"]["name"], num_classes=num_classes, **kw)
+__all__ = ["pretrain", "build_lejepa_model"]
 
 
 def build_lejepa_model(cfg: dict) -> LeJEPAModel:
@@ -43,36 +35,6 @@ def build_lejepa_model(cfg: dict) -> LeJEPAModel:
                       num_slices=lc["num_slices"], t_max=lc["t_max"], n_points=lc["n_points"], seed=cfg["run"]["seed"],
                       sigreg_sample=lc["sigreg_sample"], sigreg_normalize=lc["sigreg_normalize"])
     return LeJEPAModel(encoder, projector, loss)
-
-
-def normalization_for(cfg: dict) -> tuple[tuple, tuple]:
-    """Mean and std the encoder's inputs are normalised with: the statistics of the data it is trained on."""
-    return normalization_stats(cfg["data"]["name"])
-
-
-def load_data(cfg: dict, split: str, size: int | None = None):
-    """One split of the configured data set (with ``data.*_subset`` applied)."""
-    dc = cfg["data"]
-    data = load_split(dc["name"], split, root=dc["root"], download=dc["download"],
-                      image_size=size if size is not None else dc["image_size"])
-    return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
-
-
-def load_train_test(cfg: dict):
-    """Both splits of the configured data set, with the same classes in the same order (else one clear error)."""
-    dc = cfg["data"]
-    return load_pair(dc["name"], root=dc["root"], download=dc["download"], image_size=dc["image_size"],
-                     train_subset=dc["train_subset"], test_subset=dc["test_subset"])
-
-
-def schedule_steps(n_images: int, batch_size: int, epochs: int, warmup_epochs: float, max_steps: int | None):
-    """``(steps_per_epoch, total_steps, warmup_steps)``; one clear error when not even one batch fits."""
-    steps_per_epoch = n_images // batch_size
-    if steps_per_epoch == 0:
-        raise ValueError(f"batch size {batch_size} is larger than the training set ({n_images} images); lower it")
-    total = max_steps if max_steps is not None else epochs * steps_per_epoch
-    warmup = min(total, round(warmup_epochs * steps_per_epoch)) if max_steps is None else min(total, max(1, total // 20))
-    return steps_per_epoch, total, warmup
 
 
 def pretrain(cfg: dict) -> dict:
@@ -88,7 +50,7 @@ def pretrain(cfg: dict) -> dict:
 
 def _stream_source(fabric, cfg: dict):
     """The litdata stream of ``data.name=stream`` for this process (built after the process group exists)."""
-    from .streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
+    from ..data.streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
                             working_size_for)
 
     dc, v = cfg["data"], cfg["views"]
@@ -118,7 +80,7 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], mean, std))
     model = build_lejepa_model(cfg)
     if compile_enabled(cfg["model"]["compile"], fabric.device):
-        from .compile import compile_blocks
+        from ..models.compile import compile_blocks
 
         compile_blocks(model)  # one compiled layer reused by every layer; the first step of each view size compiles
     opt = torch.optim.AdamW(param_groups(model, oc["weight_decay"]), lr=oc["lr"])

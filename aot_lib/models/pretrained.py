@@ -4,8 +4,8 @@ Hugging Face Hub and timm use.
 ``config.json`` names the architecture (a registered model) and the arguments it was built with, the sha256 of
 ``model.safetensors``, and where the weights come from (run, commit, seed). Loading checks the hash before
 reading a byte of the weights, and safetensors holds tensors only: loading never runs code (unlike a pickled
-``.pt``, which :func:`aot_lib.runs.load_checkpoint` reads with ``weights_only=True``). The model is built by
-:func:`aot_lib.create_model`; :func:`aot_lib.runs.export_checkpoint` writes such a folder from a checkpoint::
+``.pt``, which :func:`aot_lib.training.runs.load_checkpoint` reads with ``weights_only=True``). The model is built by
+:func:`aot_lib.create_model`; :func:`aot_lib.training.runs.export_checkpoint` writes such a folder from a checkpoint::
 
     model = aot_lib.create_model("aot_admm_tiny", pretrained="results/cpu/cpu_aot_admm_cifar10/encoder")
     model = aot_lib.from_pretrained("results/cpu/cpu_aot_admm_cifar10/encoder")   # the same, name from the file
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .files import atomic_write, sha256_file
+from ..files import atomic_write, sha256_file
 
 __all__ = ["save_pretrained", "load_pretrained_state", "read_pretrained_config", "WEIGHTS_NAME", "CONFIG_NAME",
            "PretrainedError"]
@@ -61,7 +61,7 @@ def read_pretrained_config(folder: str | os.PathLike) -> dict:
     path = Path(folder) / CONFIG_NAME
     if not path.is_file():
         raise PretrainedError(f"{folder} is not a pretrained folder (no {CONFIG_NAME}); give the folder "
-                              f"aot_lib.pretrained.save_pretrained or `aot record` wrote")
+                              f"aot_lib.models.pretrained.save_pretrained or `aot record` wrote")
     try:
         config = json.loads(path.read_text())
     except ValueError:
@@ -91,4 +91,4 @@ def load_pretrained_state(folder: str | os.PathLike) -> tuple[dict, dict[str, to
         return config, load_file(str(weights))
     except (SafetensorError, OSError, ValueError) as e:
         raise PretrainedError(f"{weights} is not a safetensors file ({str(e).splitlines()[0]}); export it with "
-                              "aot_lib.pretrained.save_pretrained") from None
+                              "aot_lib.models.pretrained.save_pretrained") from None

@@ -42,10 +42,10 @@ _COMPILED: dict[tuple[type, str], object] = {}
 def encoder_blocks(model: nn.Module) -> list[nn.Module]:
     """The layers of every encoder inside ``model`` (``blocks`` of each :class:`EncoderBase`).
 
-    ``model`` may be an encoder, a :class:`~aot_lib.lejepa.LeJEPAModel` or anything wrapping one
+    ``model`` may be an encoder, a :class:`~aot_lib.objectives.lejepa.LeJEPAModel` or anything wrapping one
     (a DDP or Fabric module): its sub-modules are searched.
     """
-    from .models._base import EncoderBase
+    from ._base import EncoderBase
 
     blocks = []
     for m in model.modules():

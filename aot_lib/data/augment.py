@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .data import DATASET_STATS
+from .datasets import DATASET_STATS
 
 __all__ = ["MultiCropConfig", "BatchedMultiCrop", "per_image_multicrop", "normalize", "prepare_images", "color_jitter", "hue_matrix",
            "CIFAR_MEAN", "CIFAR_STD"]
@@ -78,7 +78,7 @@ class MultiCropConfig:
     @classmethod
     def defaults_dict(cls) -> dict:
         """The view defaults as a config section (tuples as lists; ``mean``/``std`` left out: they follow
-        the dataset, :func:`aot_lib.data.normalization_stats`). The single source of these defaults."""
+        the dataset, :func:`aot_lib.data.datasets.normalization_stats`). The single source of these defaults."""
         out = {}
         for f in dataclasses.fields(cls):
             if f.name not in ("mean", "std"):

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from .sigreg import quadrature
+from ..objectives.sigreg import quadrature
 
 __all__ = [
     "cw_gaussian_weight", "cw_quadrature", "gaussian_slice_sigreg", "population_sigreg",

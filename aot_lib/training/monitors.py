@@ -1,7 +1,7 @@
 r"""Training-time monitors: cheap, optional measurements logged beside the loss.
 
 As in stable-pretraining, the training step returns a dict and a monitor reads it; the loop
-(:func:`aot_lib.loop.fit`) does not change: every ``monitor.every`` steps it calls each monitor with
+(:func:`aot_lib.training.loop.fit`) does not change: every ``monitor.every`` steps it calls each monitor with
 a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like the loss).
 
 * :class:`RankMe` — effective rank of the step's embeddings (Garrido et al., 2023), read from the
@@ -16,7 +16,7 @@ a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like 
   AoT-ADMM the primal residual ``||Z - V||``, the branch coefficients ``(a, b, c)`` and the threshold
   ``tau`` against their initial ADMM values (Eq. ``zupdate``).
 * :class:`OnlineKNN` — a learning curve without labels in the loss (stable-pretraining's OnlineKNN idea):
-  the weighted k-NN accuracy (:func:`aot_lib.evaluation.knn_probe`) of a fixed validation subset of the
+  the weighted k-NN accuracy (:func:`aot_lib.training.evaluation.knn_probe`) of a fixed validation subset of the
   training set, voted on by a fixed labelled subset of the rest (the probe's stratified split).
 
 The fixed-batch monitors run the model in evaluation mode without gradients on every process (the
@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .coding_rate import subspace_coding_rate
+from .. import distributed
+from ..objectives.coding_rate import subspace_coding_rate
+from ..objectives.lejepa import energy_normalize
+from ..objectives.sigreg import epps_pulley, sample_directions
+from ..theory.theorem1 import cw_quadrature, rate_gap
 from .evaluation import extract_features, knn_probe, stratified_split
-from .lejepa import energy_normalize
-from .sigreg import _world_size, epps_pulley, sample_directions
-from .theory import cw_quadrature, rate_gap
 
 __all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
            "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "orthonormal_bases",
@@ -54,20 +55,20 @@ def rankme(embeddings: torch.Tensor, eps: float = 1e-7) -> float:
 def theorem1_terms(embeddings: torch.Tensor, eps: float = 0.5, num_slices: int = 1024, seed: int = 0,
                    t_max: float = 3.0, n_points: int = 17) -> dict[str, float]:
     r"""Both sides of Theorem 1 for ``(N, D)`` embeddings, after Appendix A's normalisation
-    (:func:`~aot_lib.lejepa.energy_normalize`: centred, ``tr \hat\Sigma = D``).
+    (:func:`~aot_lib.objectives.lejepa.energy_normalize`: centred, ``tr \hat\Sigma = D``).
 
     Returns ``sigreg``: the sliced Epps-Pulley discrepancy per sample (the statistic over ``N``: the
     population scale of Eq. ``sup_ep``, biased up by about ``0.4 / N``), over ``num_slices`` directions fixed by
     ``seed``; ``sigreg2``: its covariance component ``2 C_w ||\hat\Sigma - I||_F^2 / (D (D+2))``;
     ``rate_gap``: ``R(I) - R(\hat\Sigma)`` at ``eps``. Near ``\Sigma = I`` the theorem makes
-    ``sigreg2 / rate_gap`` tend to :func:`aot_lib.theory.limit_ratio`.
+    ``sigreg2 / rate_gap`` tend to :func:`aot_lib.theory.theorem1.limit_ratio`.
     """
     y = energy_normalize(embeddings.detach().double())
     n, d = y.shape
     sigma = y.T @ y / n
     eye = torch.eye(d, dtype=y.dtype, device=y.device)
     directions = sample_directions(d, num_slices, seed, device=y.device, dtype=y.dtype)
-    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * _world_size())  # same batch on every rank
+    sig = epps_pulley(y @ directions, t_max, n_points).mean() / (n * distributed.world_size())  # same batch on every rank
     cw = cw_quadrature(t_max, n_points)
     return {"sigreg": float(sig), "sigreg2": float(2 * cw / (d * (d + 2)) * (sigma - eye).square().sum()),
             "rate_gap": float(rate_gap(sigma, eps))}
@@ -98,7 +99,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
     normalised ``images``:
 
     * ``rc_in``, ``rc_out``: ``R^c(Z | U^l)`` of the layer's input and output token state, with the layer's
-      own subspaces ``U^l`` (:meth:`~aot_lib.layers.MSSA.subspaces`); the layer descends its compression
+      own subspaces ``U^l`` (:meth:`~aot_lib.models.layers.MSSA.subspaces`); the layer descends its compression
       term when ``rc_out < rc_in``. With ``orthonormal=True`` the rates use :func:`orthonormal_bases` of
       ``U^l``: the subspaces alone, as Eq. ``subspace_rate`` assumes. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
     * ``zeros``: fraction of exact zeros of the pooled state (AoT-ADMM's ``V^l``; CRATE's ISTA output);
@@ -106,7 +107,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
     * AoT-ADMM only: ``primal`` = ``||Z^l - V^l||_F / ||Z^l||_F``, the coefficients ``a, b, c`` and their
       initial values ``a0, b0, c0``, and ``tau_mean / tau_min / tau_max`` against ``tau0 = lambda / rho``.
     """
-    from .models.aot_admm import ADMMLayer, admm_coefficients
+    from ..models.aot_admm import ADMMLayer, admm_coefficients
 
     was_training = encoder.training
     encoder.eval()
@@ -143,7 +144,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
 @torch.no_grad()
 def cls_attention(encoder: nn.Module, images: torch.Tensor) -> torch.Tensor:
     """``(L, B, K, N - 1)``: every layer's MSSA attention from the class token to the patches, per head
-    (:meth:`~aot_lib.layers.MSSA.attention`), for an encoder whose blocks have an ``mssa``."""
+    (:meth:`~aot_lib.models.layers.MSSA.attention`), for an encoder whose blocks have an ``mssa``."""
     inputs: list[torch.Tensor] = []
     hooks = [block.mssa.register_forward_pre_hook(lambda mod, args: inputs.append(args[0])) for block in encoder.blocks]
     was_training = encoder.training
@@ -240,7 +241,7 @@ class WhiteBoxAudit(Monitor):
 def knn_monitor_split(labels: torch.Tensor, n_bank: int, n_val: int, val_fraction: float,
                       seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices ``(bank, val)`` of :class:`OnlineKNN`: the probe's stratified split of the training labels
-    (:func:`aot_lib.evaluation.stratified_split`, same fraction and seed), each side thinned to at most ``n_bank``
+    (:func:`aot_lib.training.evaluation.stratified_split`, same fraction and seed), each side thinned to at most ``n_bank``
     / ``n_val`` images evenly spaced over its sorted indices, so a split stored class by class stays
     balanced. No random number is drawn."""
     bank, val = stratified_split(labels, val_fraction, seed)
@@ -253,7 +254,7 @@ def knn_monitor_split(labels: torch.Tensor, n_bank: int, n_val: int, val_fractio
 
 @dataclass
 class OnlineKNN(Monitor):
-    """``knn/val_top1``: weighted k-NN accuracy (DINO's vote, :func:`aot_lib.evaluation.knn_probe`) of the
+    """``knn/val_top1``: weighted k-NN accuracy (DINO's vote, :func:`aot_lib.training.evaluation.knn_probe`) of the
     encoder's features of ``val_images``, voted on by the features of ``bank_images`` (both un-augmented
     uint8 images of the training set, normalised here at ``size``). Evaluation mode, no gradient, no random
     draw: the trajectory is the same with or without it."""

@@ -16,7 +16,7 @@ _PANELS = [
 
 
 def plot_admm_history(histories: Mapping[str, object], axes=None, title: str | None = None):
-    """One panel per diagnostic of :class:`aot_lib.admm.ADMMHistory`, one line per run."""
+    """One panel per diagnostic of :class:`aot_lib.theory.admm.ADMMHistory`, one line per run."""
     import matplotlib.pyplot as plt
 
     if axes is None:
@@ -102,7 +102,7 @@ def plot_views(images, views, mean, std, title: str | None = None, view_names=No
     """One row per image: the image, then every multi-crop view of it (denormalised).
 
     ``images``: ``(N, 3, H, W)`` uint8; ``views``: a list of ``(N, 3, h, w)`` normalised tensors
-    (what :class:`aot_lib.augment.BatchedMultiCrop` returns); ``mean``/``std``: 3-tuples.
+    (what :class:`aot_lib.data.augment.BatchedMultiCrop` returns); ``mean``/``std``: 3-tuples.
     """
     import matplotlib.pyplot as plt
     import torch
@@ -278,7 +278,7 @@ def plot_monitors(rows: list[Mapping[str, str]], limit: float | None = None, tit
 
 def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
     """Chapter 6: the class token's attention to the patches (``(L, B, K, N-1)`` from
-    :func:`aot_lib.monitors.cls_attention`, averaged over heads), one row per image, one column per layer,
+    :func:`aot_lib.training.monitors.cls_attention`, averaged over heads), one row per image, one column per layer,
     beside the image."""
     import matplotlib.pyplot as plt
     import torch

@@ -33,7 +33,7 @@ def is_model(name: str) -> bool:
 
 def create_model(name: str, pretrained: str | None = None, **overrides) -> nn.Module:
     """Build a registered model; keyword arguments override the paper's defaults. ``pretrained``: a folder
-    with ``model.safetensors`` and ``config.json`` (:mod:`aot_lib.pretrained`) whose architecture is ``name``:
+    with ``model.safetensors`` and ``config.json`` (:mod:`aot_lib.models.pretrained`) whose architecture is ``name``:
     its recorded arguments with ``overrides`` on top, its weights loaded strictly, in evaluation mode; a new
     ``num_classes`` gives a new, untrained classification head (the recorded one is left out).
 

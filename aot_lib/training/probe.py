@@ -25,9 +25,9 @@ from torch import nn
 from .config import validate_config
 from .evaluation import extract_features, knn_probe, knn_val_probe, stratified_split
 from .optim import warmup_cosine
-from .pretrain import build_encoder, load_data, load_train_test, normalization_for
+from .builders import build_encoder, load_data, load_train_test, normalization_for
 from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
-from .runtime import git_commit, hardware_summary, resolve_fabric_kwargs
+from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_linear_probe", "stratified_split",
            "knn_probe", "knn_val_probe", "probe", "load_encoder", "feature_cache_key", "PROTOCOLS"]
@@ -109,7 +109,7 @@ def standard_linear_probe(encoder: nn.Module, train, test, size: int, mean, std,
     images. Costs a forward pass of the encoder per image and epoch."""
     from tqdm.auto import tqdm
 
-    from .augment import BatchedMultiCrop, MultiCropConfig
+    from ..data.augment import BatchedMultiCrop, MultiCropConfig
     from .optim import batch_indices
 
     torch.manual_seed(seed)
@@ -141,7 +141,7 @@ def standard_linear_probe(encoder: nn.Module, train, test, size: int, mean, std,
 
 
 def _file_digest(path: Path) -> str:
-    from .files import sha256_file
+    from ..files import sha256_file
 
     return sha256_file(path)
 

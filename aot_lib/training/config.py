@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .augment import MultiCropConfig
+from ..data.augment import MultiCropConfig
 
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
            "dump_config"]
@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
         "progress": True,
     },
     "model": {"name": "aot_admm_tiny", "overrides": {},
-              # regional torch.compile of the encoder's layers (aot_lib.compile) for pretraining and fine-tuning:
+              # regional torch.compile of the encoder's layers (aot_lib.models.compile) for pretraining and fine-tuning:
               # true | false | auto. auto = on a GPU, off on the CPU, where it is not reliably faster than eager
               # (AoT-ADMM, median step of 3 runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192:
               # results/benchmarks/families_run*.json) and compiling costs 6-25 s per family
@@ -52,7 +52,7 @@ DEFAULTS: dict[str, Any] = {
         "image_size": None,  # stored resolution; default: native for CIFAR, 160 for imagefolder
         "train_subset": None,  # use only the first n training images (per class-balanced order)
         "test_subset": None,
-        # data.name=stream only (aot_lib.streaming): loader workers per process (null: this machine's cores),
+        # data.name=stream only (aot_lib.data.streaming): loader workers per process (null: this machine's cores),
         # working-image side (null: no global view upsampled), crop|squash, decode device (null: in the workers)
         "stream_workers": None, "stream_working_size": None, "stream_fit": "crop", "stream_decode_device": None,
     },
@@ -76,9 +76,9 @@ DEFAULTS: dict[str, Any] = {
               "knn_k": 20, "knn_t": 0.07},
     "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
                  "warmup_epochs": 5, "label_smoothing": 0.1,
-                 # the usual fine-tuning regularisers, off by default (see aot_lib.supervised)
+                 # the usual fine-tuning regularisers, off by default (see aot_lib.training.supervised)
                  "mixup": 0.0, "cutmix": 0.0, "layer_decay": 1.0, "randaugment": False},
-    # training-time monitors (aot_lib.monitors), logged every `every` steps (0: off) beside the loss;
+    # training-time monitors (aot_lib.training.monitors), logged every `every` steps (0: off) beside the loss;
     # theorem1 and audit use a fixed batch of the first `images` training images at the global view size;
     # knn (off unless asked: it reads labels) is a k-NN learning curve on the probe's validation split
     # (knn_val images of it, voted on by knn_bank labelled images of the rest; probe.knn_k, probe.knn_t)
@@ -303,7 +303,7 @@ def _check_model(name: str, overrides: dict, img_size: int):
     before any run folder is touched."""
     import torch
 
-    from .registry import create_model
+    from ..models.registry import create_model
 
     kw = {"img_size": img_size, **overrides}
     try:

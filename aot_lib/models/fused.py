@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import torch
 
-from .sigreg import full_precision
+from ..runtime import full_precision
 
 __all__ = ["admm_state_update", "ADMMStateUpdate"]
 

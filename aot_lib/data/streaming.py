@@ -1,6 +1,6 @@
 """Streaming ImageNet-scale data: litdata chunks of the original JPEG/PNG bytes, decoded batch by batch.
 
-:mod:`aot_lib.data` decodes a whole split into one uint8 tensor, which is right for CIFAR and wrong
+:mod:`aot_lib.data.datasets` decodes a whole split into one uint8 tensor, which is right for CIFAR and wrong
 for ImageNet-1K (about 100 GB of RAM at 160 px, and a stored centre crop hides the image borders from
 every random crop). This module keeps the images encoded on disk and decodes them while training,
 on `litdata <https://github.com/Lightning-AI/litData>`_, Lightning's streaming library (it fits the
@@ -18,10 +18,10 @@ are the source files' own JPEG/PNG bytes: nothing is decoded for storage. Except
 read as 8-bit RGB (16-bit PNG, BMP, WebP ...) are re-encoded as PNG.
 
 * Labels are indices into the sorted list of class folders that hold at least one image, and ids
-  follow (class, file name) order: the same labels as :func:`aot_lib.data.load_split` on the same tree.
+  follow (class, file name) order: the same labels as :func:`aot_lib.data.datasets.load_split` on the same tree.
 * Every image is decoded once while converting (JPEGs at 1/8 scale in the DCT domain, which still
   reads the whole entropy-coded stream), so a truncated or corrupt file stops the conversion with one
-  :class:`~aot_lib.data.DataError` that lists the bad files; so does a missing or empty source.
+  :class:`~aot_lib.data.datasets.DataError` that lists the bad files; so does a missing or empty source.
 * The samples are written in a fixed pseudo-random order (``shuffle_seed``), by one writer in the
   main process while ``num_workers`` processes read and check the files: the chunk layout is a function
   of the source alone (not of the number of workers), and every chunk is a random mix of classes.
@@ -33,7 +33,7 @@ read as 8-bit RGB (16-bit PNG, BMP, WebP ...) are re-encoded as PNG.
 **Streaming** (:class:`StreamingImages`, :func:`make_stream_loader`, :class:`StreamBatches`). Loader
 worker processes decode each image with ``torchvision.io.decode_image`` (PIL as a fallback) and turn
 it into one square uint8 *working image* of ``image_size`` pixels taken from the full-resolution
-image; :class:`~aot_lib.augment.BatchedMultiCrop` then cuts every view from that working image on the
+image; :class:`~aot_lib.data.augment.BatchedMultiCrop` then cuts every view from that working image on the
 training device, with the colour, blur and solarize ops batched there as before. ``fit`` says how the
 working image is taken:
 
@@ -91,7 +91,7 @@ from pathlib import Path
 
 import torch
 
-from .data import IMG_EXT, DataError
+from .datasets import IMG_EXT, DataError
 
 try:  # optional: everything that streams needs it, importing this module (the CLI) does not
     from litdata import StreamingDataLoader, StreamingDataset
@@ -312,7 +312,7 @@ def convert_imagefolder(src, dest, *, split: str = "train", num_workers: int | N
     ``dest`` is the converted data set's root, like the source's: convert ``--split train`` and
     ``--split val`` to the same ``dest``.
 
-    Raises :class:`~aot_lib.data.DataError` (nothing is left behind) for a missing or empty source, an
+    Raises :class:`~aot_lib.data.datasets.DataError` (nothing is left behind) for a missing or empty source, an
     existing ``dest/<split>``, and unreadable or undecodable images (all of them listed).
     """
     _require_litdata()
@@ -413,7 +413,7 @@ def split_path(path, split: str = "train") -> str:
 
 def read_meta(path, split: str = "train") -> dict:
     """``meta.json`` of a converted split (local path: the split folder, or the root holding ``<split>/``);
-    :class:`~aot_lib.data.DataError` when it is not one."""
+    :class:`~aot_lib.data.datasets.DataError` when it is not one."""
     p = Path(split_path(path, split))
     f = p / META_FILE
     try:
@@ -432,9 +432,9 @@ def read_meta(path, split: str = "train") -> dict:
 
 
 def stream_provenance(path, split: str = "train"):
-    """:class:`aot_lib.data.Provenance` of a converted split (what run files record as ``data``), from its
+    """:class:`aot_lib.data.datasets.Provenance` of a converted split (what run files record as ``data``), from its
     ``meta.json``: dataset ``stream``, reader ``litdata``, the source it was converted from in ``label``."""
-    from .data import Provenance
+    from .datasets import Provenance
 
     meta = read_meta(path, split)
     src = Path(meta["source"])
@@ -766,8 +766,8 @@ def run_convert(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m aot_lib.streaming convert SRC DEST ...`` (the same as ``aot convert``)."""
-    parser = argparse.ArgumentParser(prog="python -m aot_lib.streaming")
+    """``python -m aot_lib.data.streaming convert SRC DEST ...`` (the same as ``aot convert``)."""
+    parser = argparse.ArgumentParser(prog="python -m aot_lib.data.streaming")
     add_convert_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:

@@ -1,6 +1,6 @@
 r"""The LeJEPA objective, Eq. ``total``: ``L = L_pred + alpha * L_SIGReg``.
 
-``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.sigreg.SIGReg`
+``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.objectives.sigreg.SIGReg`
 (Eq. ``sup_ep``, times the sample size). Which embeddings form one SIGReg sample is a convention
 on which the two reference implementations differ (``sigreg_sample`` of :class:`LeJEPALoss`):
 
@@ -30,7 +30,9 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import nn
 
-from .sigreg import SIGReg, full_precision
+from .. import distributed
+from ..runtime import full_precision
+from .sigreg import SIGReg
 
 __all__ = ["LeJEPAModel", "LeJEPALoss", "LeJEPAOutput", "alpha_from_lejepa_lambda", "SIGREG_SAMPLES", "energy_normalize"]
 
@@ -54,23 +56,21 @@ def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     Under DDP the mean and the energy are those of the global batch (differentiable all-reduce), so
     every process normalises with the same statistics.
     """
-    from .sigreg import _world_size, all_reduce_sum
-
-    n, d, world = y.shape[-2], y.shape[-1], _world_size()
+    n, d, world = y.shape[-2], y.shape[-1], distributed.world_size()
     s = y.sum(-2, keepdim=True)
     if world > 1:
-        s = all_reduce_sum(s)
+        s = distributed.all_reduce_sum(s)
     yc = y - s / (n * world)
     energy = yc.square().sum((-2, -1), keepdim=True)
     if world > 1:
-        energy = all_reduce_sum(energy)
+        energy = distributed.all_reduce_sum(energy)
     return yc * torch.rsqrt(energy / (n * world * d) + eps)
 
 
 class LeJEPAOutput(NamedTuple):
     """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32), and,
     from :class:`LeJEPAModel`, the detached projector ``embeddings`` ``(V, B, D)`` they were computed from
-    (for the monitors, :mod:`aot_lib.monitors`)."""
+    (for the monitors, :mod:`aot_lib.training.monitors`)."""
 
     loss: torch.Tensor
     pred_loss: torch.Tensor

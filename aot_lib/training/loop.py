@@ -68,7 +68,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
     ``load_state_dict()`` and ``position``; its state is taken after every completed step and checkpointed
     with the step, and restored on resume.
 
-    ``monitors`` (:mod:`aot_lib.monitors`): each is called every ``monitor.every`` completed steps and at the
+    ``monitors`` (:mod:`aot_lib.training.monitors`): each is called every ``monitor.every`` completed steps and at the
     last one with the step's dict and the model; what it returns is logged at that step, and the last values
     are returned under ``"monitors"``. They take no gradient and draw no random number, so the trajectory
     does not depend on them."""

@@ -5,6 +5,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from .. import distributed
+
 __all__ = ["LeJEPAProjector", "GlobalBatchNorm1d"]
 
 HALF = (torch.bfloat16, torch.float16)
@@ -26,19 +28,16 @@ class GlobalBatchNorm1d(nn.BatchNorm1d):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._check_dtype(x)
-        distributed = dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-        if not (self.training and distributed):
+        if not (self.training and distributed.world_size() > 1):
             return super().forward(x)
-        from .sigreg import all_reduce_sum
-
         n_local = torch.tensor([float(x.shape[0])], device=x.device)
         dist.all_reduce(n_local)
         n = n_local.item()
         xf = x.to(torch.promote_types(x.dtype, torch.float32))
         # two passes (mean, then centred squares) as in a single process: E[x^2] - E[x]^2 in float32
         # would lose digits when the mean is large against the spread
-        mean = all_reduce_sum(xf.sum(0)) / n
-        var = all_reduce_sum((xf - mean).square().sum(0)) / n
+        mean = distributed.all_reduce_sum(xf.sum(0)) / n
+        var = distributed.all_reduce_sum((xf - mean).square().sum(0)) / n
         with torch.no_grad():
             self.num_batches_tracked += 1
             m = self.momentum
