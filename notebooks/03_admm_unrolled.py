@@ -237,9 +237,13 @@ plt.show()
 # book shows its code only, the grid above stands in for it.
 
 # %% tags=["skip-execution"]
-# Skipped when the book is built (the page shows the code only; JupyterLab runs it):
-# two builds hung in this chapter waiting on an idle kernel, the widget's messages the
-# likely cause.
+# Skipped when the book is built (the page shows the code only; JupyterLab runs it).
+# Run by nbclient, this panel is the only cell of the book that sends the kernel
+# messages while it is busy: nbclient answers each output of the panel's Output widget
+# with a comm message on the shell channel. ipykernel 7 before the fix of
+# ipython/ipykernel PR 1529 could leave a request unread when it arrived while a reply
+# was sent: the cell after the panel then waits on an idle kernel (reproduced), as two
+# builds did in this chapter.
 import ipywidgets as widgets  # noqa: E402
 from IPython.display import display  # noqa: E402
 
