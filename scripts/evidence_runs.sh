@@ -4,12 +4,16 @@
 # finished run is not retrained). Run it from a clean clone of a clean commit, with AOT_DATA set, at low
 # priority; a failed group is reported and the next one goes on.
 #
-#   nice -n 10 scripts/evidence_runs.sh sweeps controls        # the groups named, in that order
+#   nice -n 10 scripts/evidence_runs.sh seeds controls         # the groups named, in that order
 #
 # Groups:
 #   sweeps    the equal learning-rate sweep: Tables 1/3 (AoT-ADMM, CRATE, AoT at 3 epochs on CIFAR-10) and
 #             Table 2 (AoT-ADMM, CRATE pretrained on Imagenette), lr in {1e-3, 2e-3, 4e-3}, scored on
 #             validation data only (probe.test=false); results/cpu/sweep/
+#   seeds     Tables 1/3's seeds beside the recorded ones (lr 2e-3, every family's pick in the sweep): CIFAR-10
+#             AoT-ADMM and CRATE seed 2, AoT seeds 1 and 2; CIFAR-100 AoT-ADMM and CRATE seed 1; each with the
+#             online k-NN monitor. Then the recorded seeds 0/1 are probed again with today's probe protocol
+#             (scripts/reprobe.py, into runs/reprobed/ so the checkout stays clean: copy them over by hand), so every seed of a cell is probed alike
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -21,12 +25,18 @@ for group in "$@"; do
     sweeps)
       run results/cpu/sweep configs/cpu/sweep/lr_*.yaml
       run results/cpu/sweep configs/cpu/table2/sweep/*.yaml ;;
+    seeds)
+      run results/cpu configs/cpu/aot_admm_cifar10_seed2.yaml configs/cpu/crate_cifar10_seed2.yaml \
+        configs/cpu/aot_cifar10_seed1.yaml configs/cpu/aot_cifar10_seed2.yaml \
+        configs/cpu/aot_admm_cifar100_seed1.yaml configs/cpu/crate_cifar100_seed1.yaml
+      ${PYTHON:-.venv/bin/python} scripts/reprobe.py --dest runs/reprobed results/cpu/cpu_{aot_admm,crate}_cifar10{,_seed1} \
+        results/cpu/cpu_aot_cifar10 results/cpu/cpu_{aot_admm,crate}_cifar100 || echo "== FAILED: reprobe" ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, controls)" >&2; exit 2 ;;
   esac
 done

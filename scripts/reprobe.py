@@ -7,6 +7,10 @@ For each recorded folder (one with ``config.yaml`` and the trained ``encoder.pt`
 sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
 encoder under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
 commit that probed; ``run.json`` keeps the commit that trained). Run it from a clean checkout, with AOT_DATA set.
+
+With ``--dest DIR`` the new ``probe.json`` goes to ``DIR/<folder>/probe.json`` instead, leaving the checkout's
+tracked files untouched: a checkout that goes on training after re-probing stays clean (a run started in a
+checkout with changed tracked files is recorded ``+dirty`` and cannot be recorded).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from aot_lib.training.config import DEFAULTS, validate_config
 from aot_lib.files import atomic_write
 
 
-def reprobe(folder: Path, scratch: Path) -> dict:
+def reprobe(folder: Path, scratch: Path, dest: Path | None = None) -> dict:
     cfg = yaml.safe_load((folder / "config.yaml").read_text())
     cfg["probe"] = copy.deepcopy(DEFAULTS["probe"])
     cfg["probe"]["test"] = "sweep" not in folder.parts
@@ -35,7 +39,9 @@ def reprobe(folder: Path, scratch: Path) -> dict:
     shutil.copyfile(folder / "encoder.pt", work / "encoder.pt")
     result = train.probe(cfg, work / "encoder.pt")
     data = (work / "probe.json").read_bytes()
-    atomic_write(folder / "probe.json", lambda tmp: tmp.write_bytes(data))
+    out = folder / "probe.json" if dest is None else dest / folder / "probe.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, lambda tmp: tmp.write_bytes(data))
     return result
 
 
@@ -43,9 +49,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--scratch", type=Path, default=Path("runs/reprobe"))
+    ap.add_argument("--dest", type=Path, default=None,
+                    help="write DEST/<folder>/probe.json instead of replacing the recorded one")
     args = ap.parse_args()
     for folder in args.folders:
-        r = reprobe(folder, args.scratch)
+        r = reprobe(folder, args.scratch, args.dest)
         test = f"test {r['linear_top1']:.2f} / k-NN {r['knn_top1']:.2f}" if "linear_top1" in r else "no test"
         print(f"{folder}: val {r['linear_val_best']:.2f} (lr {r['linear_lr']:g}), k-NN val {r['knn_val_top1']:.2f}, {test}")
 

@@ -93,7 +93,7 @@ def test_unknown_key_suggests_the_nearest_and_lists_every_known_one():
     ("depth: 0", "depth must be an integer >= 1, got 0"),
     ("lambd: -0.1", "lambd must be > 0 (the V-step's threshold tau = lambd/rho is learned as softplus(tau_raw) > 0, a "
                     "shrinkage by construction), got -0.1; for the un-thresholded iteration use "
-                    "aot_lib.admm.admm_iterations(lambd=0)"),
+                    "aot_lib.theory.admm.admm_iterations(lambd=0)"),
     ("num_classes: -1", "num_classes must be an integer >= 0, got -1; num_classes=0 gives the encoder without a classifier"),
 ])
 def test_impossible_model_sizes_are_refused(override, message):
