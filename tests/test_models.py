@@ -299,9 +299,9 @@ def test_public_api():
     """The names the README uses, each the object of the module that defines it."""
     import importlib
 
-    # aot_lib.coding_rate is the function (it shadows its module): fetch the modules by their full names
-    coding_rate, flops, lejepa, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in
-                                                    ("coding_rate", "flops", "lejepa", "registry", "sigreg"))
+    # fetched by their full names: the sub-package modules that define each public name
+    coding_rate, flops, lejepa, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in (
+        "objectives.coding_rate", "models.flops", "objectives.lejepa", "models.registry", "objectives.sigreg"))
     assert aot_lib.__all__ == ["create_model", "from_pretrained", "list_models", "is_model", "register_model",
                                "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
                                "subspace_coding_rate"]
