@@ -1,0 +1,143 @@
+"""The recorded seeds of each table cell, read from ``results/``: accuracies by seed, learning curves, verdicts.
+
+A *cell* is a run name (``cpu_aot_admm_cifar10``) and its seed variants (``cpu_aot_admm_cifar10_seed1``, …): the
+recorded folders whose configs differ only in what a seed variant may change (:data:`SEED_FREE_KEYS`). Reading a
+cell checks that, so a table never averages runs that were trained differently; a run marked superseded or not
+finished is refused by name. The comparisons and verdicts are :mod:`aot_lib.book.stats`'s.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+
+from . import stats
+
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
+           "seconds_per_step"]
+
+#: Where each stage's test accuracy lives in a recorded folder.
+RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
+                "distill": ("distill.json", "top1")}
+
+#: Config keys in which the seeds of one cell may differ: the seed itself, the name, the prose, the online k-NN
+#: monitor (which leaves the trajectory bitwise unchanged) and the probe section (a recorded run may have been
+#: probed again with today's protocol, scripts/reprobe.py; the probe that produced the number is in its
+#: ``probe.json``). Anything else differing means the runs are not seeds of one recipe. A key only one of the
+#: configs has (added to the package between their commits) is not compared: it took its default, the old behaviour.
+SEED_FREE_KEYS = ("run.name", "run.seed", "description", "monitor.knn", "monitor.knn_bank", "monitor.knn_val",
+                  "probe.", "distill.teacher", "distill.student_init", "finetune.checkpoint")
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One recorded run of a cell: its seed, test accuracy (%), the commit that trained it and its wall time
+    (seconds, as recorded; the machine may have been shared)."""
+
+    name: str
+    seed: int
+    top1: float
+    commit: str
+    wall_time_s: float
+    folder: Path
+
+
+def _flat(d: Mapping, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _seed_free(key: str) -> bool:
+    return any(key == k or (k.endswith(".") and key.startswith(k)) for k in SEED_FREE_KEYS)
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
+    """The recorded runs of cell ``name`` under ``root`` (``results/cpu``), by seed. Refuses a cell with no
+    recorded run, a run not finished or marked superseded, two runs with one seed, and seed variants whose
+    configs differ outside :data:`SEED_FREE_KEYS` (naming the key)."""
+    root = Path(root)
+    folders = [root / name] + sorted(p for p in root.glob(f"{name}_seed*") if re.fullmatch(rf"{re.escape(name)}_seed\d+", p.name))
+    folders = [f for f in folders if (f / "run.json").exists()]
+    if not folders:
+        raise FileNotFoundError(f"no recorded run named {name} or {name}_seed<k> under {root}; "
+                                "run scripts/evidence_runs.sh and record it")
+    runs, reference = [], None
+    for folder in folders:
+        record = _read_json(folder / "run.json")
+        if record.get("status") != "finished":
+            raise ValueError(f"{folder}: status {record.get('status')!r}, not finished; resume it before tabulating")
+        if (record.get("run") or {}).get("superseded") or record.get("superseded"):
+            raise ValueError(f"{folder} is marked superseded; leave it out of the cell or record it again")
+        config = _flat(yaml.safe_load((folder / "config.yaml").read_text()))
+        kind = record.get("kind")
+        if kind not in RESULT_FILES:
+            raise ValueError(f"{folder}: run kind {kind!r} has no test accuracy file ({sorted(RESULT_FILES)})")
+        if reference is None:
+            reference = (folder, config)
+        else:
+            ref_folder, ref = reference
+            for key in sorted(set(ref) & set(config)):  # a key added to the package since is at its default
+                if not _seed_free(key) and ref[key] != config[key]:
+                    raise ValueError(f"{folder.name} is not a seed of {ref_folder.name}: {key} is "
+                                     f"{config.get(key)!r} there and {ref.get(key)!r} here")
+        file, key = RESULT_FILES[kind]
+        top1 = float(_read_json(folder / file)[key])
+        runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
+                            float(record.get("wall_time_s", math.nan)), folder))
+    seeds = [r.seed for r in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"cell {name} has two runs with one seed: {[(r.name, r.seed) for r in runs]}")
+    return sorted(runs, key=lambda r: r.seed)
+
+
+def cell(root: str | Path, name: str) -> dict[int, float]:
+    """``{seed: test accuracy}`` of cell ``name`` (see :func:`cell_runs`)."""
+    return {r.seed: r.top1 for r in cell_runs(root, name)}
+
+
+def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None) -> dict:
+    """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
+    that states it: ``{"a", "b", "diff", "verdict", "sentence"}``."""
+    ca, cb = cell(root, a), cell(root, b)
+    diff = stats.paired_difference(ca, cb)
+    return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
+            "verdict": stats.verdict(diff, claim), "sentence": stats.claim_sentence(what, diff, claim, paper_value)}
+
+
+def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
+    """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epoch, accuracy)`` rows in
+    order. Refuses a run without the monitor (``monitor.knn: false``)."""
+    path = Path(folder) / "metrics.csv"
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if column not in (reader.fieldnames or ()):
+            raise ValueError(f"{path} has no {column} column: the run was made with monitor.knn=false")
+        rows = [(int(float(r["step"])), float(r["epoch"]), float(r[column])) for r in reader if r.get(column)]
+    return rows
+
+
+def seconds_per_step(benchmark: Mapping, setting: str = "w192", mode: str = "eager") -> dict[str, float]:
+    """Median seconds of one training step per family, from an interleaved ``bench_families.py`` JSON: the
+    time axis of a learning curve (wall times of runs that shared a machine are not comparable)."""
+    for run in benchmark["runs"]:
+        if run["setting"]["name"] == setting and run["mode"] == mode:
+            return {family: r["step"]["median_s"] for family, r in run["results"].items()}
+    found = sorted({(r["setting"]["name"], r["mode"]) for r in benchmark["runs"]})
+    raise ValueError(f"benchmark {benchmark.get('benchmark')!r} has no {setting}/{mode} run (it has {found}); "
+                     f"run benchmarks/bench_families.py --settings {setting} --modes {mode}")
+

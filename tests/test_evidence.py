@@ -1,0 +1,107 @@
+"""aot_lib.book.evidence: a table cell's seeds read from recorded folders, checked to be seeds of one recipe, and
+compared by seed with the interval worked out by hand here."""
+import json
+import math
+
+import pytest
+import yaml
+
+from aot_lib.book import evidence
+from helpers import raises_exactly
+
+BASE = {"model": {"name": "aot_admm_tiny", "overrides": {"depth": 6}}, "optim": {"lr": 0.002},
+        "run": {"name": None, "seed": None}, "monitor": {"knn": False}, "probe": {"lr": [0.003]}}
+
+
+def _record(root, name, seed, top1, kind="pretrain", status="finished", **changes):
+    folder = root / name
+    folder.mkdir(parents=True)
+    cfg = json.loads(json.dumps(BASE))
+    cfg["run"].update(name=name, seed=seed)
+    for dotted, value in changes.items():
+        section, key = dotted.split("__")
+        cfg[section][key] = value
+    (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (folder / "run.json").write_text(json.dumps({"kind": kind, "seed": seed, "status": status, "commit": "c" * 40,
+                                                 "wall_time_s": 100.0 + seed}))
+    file, key = evidence.RESULT_FILES[kind]
+    (folder / file).write_text(json.dumps({key: top1}))
+    return folder
+
+
+def test_cell_reads_every_seed_variant_by_its_recorded_seed(tmp_path):
+    _record(tmp_path, "a", 0, 50.0)
+    _record(tmp_path, "a_seed1", 1, 51.0, monitor__knn=True, probe__lr=[0.001, 0.003])  # seed-free keys
+    _record(tmp_path, "a_seed2", 2, 53.0)
+    _record(tmp_path, "a_seedling", 3, 99.0)  # not a seed variant's name: left out
+    _record(tmp_path, "ab", 4, 99.0)
+    assert evidence.cell(tmp_path, "a") == {0: 50.0, 1: 51.0, 2: 53.0}
+    assert [r.wall_time_s for r in evidence.cell_runs(tmp_path, "a")] == [100.0, 101.0, 102.0]
+
+
+def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
+    for seed, (a, b) in enumerate([(51.0, 50.0), (52.0, 50.0), (53.0, 50.0)]):
+        _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, a)
+        _record(tmp_path, "b" if seed == 0 else f"b_seed{seed}", seed, b, model__name="crate_tiny")
+    got = evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39)
+    # differences 1, 2, 3: mean 2, sample std 1, t_{0.975, 2} = 4.302652729911275 (printed t tables: 4.303)
+    half = 4.302652729911275 / math.sqrt(3)
+    assert got["diff"].mean == pytest.approx(2.0, abs=1e-12) and got["diff"].std == pytest.approx(1.0, abs=1e-12)
+    assert (got["diff"].low, got["diff"].high) == pytest.approx((2 - half, 2 + half), abs=1e-9)
+    assert got["a"].mean == pytest.approx(52.0) and got["b"].std == 0.0
+    assert got["verdict"] == "not distinguishable at this scale"  # [-0.48, 4.48] straddles the ±1.39 margin
+    assert got["sentence"] == ("A − B: +2.00 points, 95 % CI [-0.48, +4.48] over 3 seeds; the paper claims parity "
+                               "(within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
+
+
+def test_a_cell_of_runs_trained_differently_is_refused_naming_the_key(tmp_path):
+    _record(tmp_path, "a", 0, 50.0)
+    _record(tmp_path, "a_seed1", 1, 51.0, optim__lr=0.004)
+    with raises_exactly(ValueError, "a_seed1 is not a seed of a: optim.lr is 0.004 there and 0.002 here"):
+        evidence.cell(tmp_path, "a")
+
+
+def test_unfinished_superseded_duplicate_and_missing_runs_are_refused(tmp_path):
+    folder = _record(tmp_path, "u", 0, 50.0, status="running")
+    with raises_exactly(ValueError, f"{folder}: status 'running', not finished; resume it before tabulating"):
+        evidence.cell(tmp_path, "u")
+    folder = _record(tmp_path, "s", 0, 50.0)
+    record = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**record, "superseded": "the probe changed"}))
+    with raises_exactly(ValueError, f"{folder} is marked superseded; leave it out of the cell or record it again"):
+        evidence.cell(tmp_path, "s")
+    _record(tmp_path, "d", 0, 50.0)
+    _record(tmp_path, "d_seed1", 0, 51.0)
+    with raises_exactly(ValueError, "cell d has two runs with one seed: [('d', 0), ('d_seed1', 0)]"):
+        evidence.cell(tmp_path, "d")
+    with raises_exactly(FileNotFoundError, f"no recorded run named x or x_seed<k> under {tmp_path}; "
+                                           "run scripts/evidence_runs.sh and record it"):
+        evidence.cell(tmp_path, "x")
+
+
+def test_fine_tuning_and_distillation_cells_read_their_own_files(tmp_path):
+    _record(tmp_path, "ft", 0, 49.85, kind="finetune")
+    _record(tmp_path, "kd", 0, 53.26, kind="distill")
+    assert evidence.cell(tmp_path, "ft") == {0: 49.85} and evidence.cell(tmp_path, "kd") == {0: 53.26}
+
+
+def test_knn_curve_reads_the_monitor_rows_and_refuses_a_run_without_it(tmp_path):
+    (tmp_path / "metrics.csv").write_text("epoch,knn/val_top1,loss,step\n"
+                                          "0.05,,1.0,10\n1.0,30.5,0.9,195\n1.05,,0.8,205\n2.0,35.25,0.7,390\n")
+    assert evidence.knn_curve(tmp_path) == [(195, 1.0, 30.5), (390, 2.0, 35.25)]
+    (tmp_path / "metrics.csv").write_text("epoch,loss,step\n1.0,0.9,195\n")
+    with raises_exactly(ValueError, f"{tmp_path / 'metrics.csv'} has no knn/val_top1 column: the run was made "
+                                    "with monitor.knn=false"):
+        evidence.knn_curve(tmp_path)
+
+
+def test_seconds_per_step_come_from_the_interleaved_benchmark():
+    bench = {"benchmark": "families_x", "runs": [
+        {"setting": {"name": "tiny"}, "mode": "eager", "results": {"aot": {"step": {"median_s": 9.0}}}},
+        {"setting": {"name": "w192"}, "mode": "eager", "results": {"aot": {"step": {"median_s": 0.5}},
+                                                                   "crate": {"step": {"median_s": 1.25}}}}]}
+    assert evidence.seconds_per_step(bench) == {"aot": 0.5, "crate": 1.25}
+    with raises_exactly(ValueError, "benchmark 'families_x' has no w192/compiled run (it has [('tiny', 'eager'), "
+                                    "('w192', 'eager')]); run benchmarks/bench_families.py --settings w192 "
+                                    "--modes compiled"):
+        evidence.seconds_per_step(bench, mode="compiled")
