@@ -105,3 +105,30 @@ def test_seconds_per_step_come_from_the_interleaved_benchmark():
                                     "('w192', 'eager')]); run benchmarks/bench_families.py --settings w192 "
                                     "--modes compiled"):
         evidence.seconds_per_step(bench, mode="compiled")
+
+
+def test_initial_encoder_is_where_pretraining_started(tmp_path, monkeypatch):
+    """After one AdamW step every weight has moved by at most lr (Adam's first update m/(sqrt(v)+eps) =
+    g/(|g|+eps) has magnitude below 1) plus its decoupled weight decay lr * wd * |w| (at most: some groups are not
+    decayed): the run's first weights must be initial_encoder's to that bound. Another seed's differ by far more."""
+    import torch
+
+    from aot_lib import train
+    from helpers import make_imagefolder, tiny_config
+
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    data = make_imagefolder(tmp_path / "data")
+    cfg = tiny_config(data, tmp_path / "runs", "optim.max_steps=1", "optim.warmup_epochs=0", "run.seed=3")
+    torch.manual_seed(123)  # the caller's state must not matter
+    train.pretrain(cfg)
+    ckpt = train.load_checkpoint(tmp_path / "runs" / "tiny" / "last.ckpt")
+    lr, wd = ckpt["optimizer"]["param_groups"][0]["lr"], cfg["optim"]["weight_decay"]
+    after = {k[len("encoder."):]: v for k, v in ckpt["model"].items() if k.startswith("encoder.")}
+    before = evidence.initial_encoder(cfg).state_dict()
+    assert after.keys() == before.keys()
+    floats = [k for k in before if before[k].is_floating_point()]
+    excess = max(float(((after[k] - before[k]).abs() - lr * wd * before[k].abs()).max()) for k in floats)
+    assert excess <= lr * (1 + 1e-5)  # 1e-5: float32 rounding of the update
+    assert any(not torch.equal(after[k], before[k]) for k in floats)  # the step did train
+    other = evidence.initial_encoder({**cfg, "run": {**cfg["run"], "seed": 4}}).state_dict()
+    assert max(float((other[k] - before[k]).abs().max()) for k in before if before[k].is_floating_point()) > 100 * lr

@@ -20,7 +20,7 @@ import yaml
 from . import stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
-           "seconds_per_step"]
+           "seconds_per_step", "initial_encoder"]
 
 #: Where each stage's test accuracy lives in a recorded folder.
 RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
@@ -141,3 +141,16 @@ def seconds_per_step(benchmark: Mapping, setting: str = "w192", mode: str = "eag
     raise ValueError(f"benchmark {benchmark.get('benchmark')!r} has no {setting}/{mode} run (it has {found}); "
                      f"run benchmarks/bench_families.py --settings {setting} --modes {mode}")
 
+
+
+def initial_encoder(cfg: Mapping):
+    """The encoder a pretraining run of ``cfg`` starts from (the white-box audit's untrained control): built as
+    :func:`aot_lib.training.pretrain.pretrain` builds it, first thing after seeding with ``run.seed``. The caller's
+    random state is left as it was."""
+    import torch
+
+    from ..training.builders import build_encoder
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg["run"]["seed"])
+        return build_encoder(dict(cfg))
