@@ -86,5 +86,5 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
-        "AoT-ADMM − AoT: +5.00 points, one seed: no interval over 1 seed; the paper claims a gain; its gap: +4.91: "
+        "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91: "
         "not distinguishable at this scale.")

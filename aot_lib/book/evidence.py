@@ -17,10 +17,10 @@ from typing import Mapping
 
 import yaml
 
-from . import stats
+from . import paper, stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
-           "seconds_per_step", "initial_encoder"]
+           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows"]
 
 #: Where each stage's test accuracy lives in a recorded folder.
 RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
@@ -154,3 +154,63 @@ def initial_encoder(cfg: Mapping):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg["run"]["seed"])
         return build_encoder(dict(cfg))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of the paper (or one control of ours) as a comparison of two cells: A − B should be ``claim``
+    (``better`` or ``parity``, :func:`aot_lib.book.stats.verdict`). ``paper_gap`` is the paper's own A − B
+    (``None`` for a control the paper does not report)."""
+
+    key: str
+    what: str
+    a: str
+    b: str
+    claim: str
+    paper_gap: float | None
+    where: str
+
+
+def _gap(table: Mapping, data: str, a: str, b: str) -> float:
+    return round(table[data][a] - table[data][b], 2)
+
+
+#: Every comparison the evidence chapters close with, in book order. The paper's gaps are from
+#: :mod:`aot_lib.book.paper` (Tiny for Tables 1/3: our CPU-scale width 192 is closest to it; Base for Table 2).
+CLAIMS = (
+    Claim("t1_cifar10", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1)", "cpu_aot_admm_cifar10",
+          "cpu_crate_cifar10", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "crate_tiny"),
+          "ch-tables-1-3"),
+    Claim("t1_cifar100", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1)", "cpu_aot_admm_cifar100",
+          "cpu_crate_cifar100", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "crate_tiny"),
+          "ch-tables-1-3"),
+    Claim("t3_cifar10", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3)", "cpu_aot_admm_cifar10",
+          "cpu_aot_cifar10", "better", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "aot_tiny"),
+          "ch-tables-1-3"),
+    Claim("t2_cifar10", "AoT-ADMM − CRATE, fine-tuned on CIFAR-10 after Imagenette pretraining (Table 2)",
+          "cpu_aot_admm_imagenette_ft_cifar10", "cpu_crate_imagenette_ft_cifar10", "parity",
+          _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer"),
+    Claim("t2_cifar100", "AoT-ADMM − CRATE, fine-tuned on CIFAR-100 after Imagenette pretraining (Table 2)",
+          "cpu_aot_admm_imagenette_ft_cifar100", "cpu_crate_imagenette_ft_cifar100", "parity",
+          _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer"),
+    *(Claim(f"t2_control_{fam}_{data}", f"{label} pretrained on Imagenette − from scratch, fine-tuned on "
+            f"{data.upper().replace('CIFAR', 'CIFAR-')} (our control)", f"cpu_{fam}_imagenette_ft_{data}",
+            f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer")
+      for fam, label in (("aot_admm", "AoT-ADMM"), ("crate", "CRATE")) for data in ("cifar10", "cifar100")),
+    Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (Table 4)",
+          "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
+)
+
+
+def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
+    """One row per claim: the paper's gap, ours (mean over paired seeds with its interval), the verdict and its
+    sentence; a claim whose cells are not all recorded yet says which (``verdict`` "pending"), never a number."""
+    rows = []
+    for c in claims:
+        try:
+            got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap)
+        except FileNotFoundError as e:
+            rows.append({"claim": c, "diff": None, "verdict": "pending", "sentence": f"{c.what}: pending ({e})."})
+            continue
+        rows.append({"claim": c, "diff": got["diff"], "verdict": got["verdict"], "sentence": got["sentence"]})
+    return rows

@@ -124,6 +124,6 @@ def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float |
     distinguishable at this scale."``"""
     said = {"better": "a gain", "parity": f"parity (within ±{margin:.2f} points)"}[claim]
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
-    seeds = f"{diff.n} seed{'s' if diff.n != 1 else ''}"
-    return (f"{what}: {diff.mean:+.2f} points, {diff.interval()} over {seeds}; the paper claims {said}{paper}: "
+    spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
+    return (f"{what}: {diff.mean:+.2f} points, {spread}; the paper claims {said}{paper}: "
             f"{verdict(diff, claim, margin)}.")
