@@ -347,10 +347,11 @@ else:
 # ## Theorem 1, measured while training
 #
 # With `monitor.every` set, the trainer logs Theorem 1's two sides on a fixed batch (the
-# first 256 training images, un-augmented): the sliced Epps-Pulley discrepancy of the
-# normalised embeddings, its covariance part $\tfrac{2C_w}{d(d+2)}\|\hat\Sigma-I\|_F^2$
-# and the rate gap $R(I)-R(\hat\Sigma)$ at $\varepsilon=0.5$
-# (`aot_lib.training.monitors`); and the effective rank (RankMe) of the encoder's
+# first `monitor.images` training images, un-augmented): the sliced Epps-Pulley
+# discrepancy of the normalised embeddings, its covariance part
+# $\tfrac{2C_w}{d(d+2)}\|\hat\Sigma-I\|_F^2$ and the rate gap $R(I)-R(\hat\Sigma)$ at
+# the $\varepsilon$ of `monitor.eps`, both printed below (`aot_lib.training.monitors`);
+# and the effective rank (RankMe) of the encoder's
 # features and of the embeddings. Near $\Sigma=I$ the theorem makes the ratio of the
 # covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted).
 
@@ -368,7 +369,8 @@ if best:
     d, eps = cfg["projector"]["out_dim"], cfg["monitor"]["eps"]
     cw = cw_quadrature(cfg["loss"]["t_max"], cfg["loss"]["n_points"])
     print(f"run {best}: {r['source']}")
-    print(f"embedding width d = {d}, eps = {eps}")
+    print(f"embedding width d = {d}, eps = {eps}, "
+          f"fixed batch: the first {cfg['monitor']['images']} training images")
 
 # %% tags=["hide-input"]
 if best and any(x.get("theorem1/rate_gap") for x in logged):
