@@ -49,9 +49,11 @@ from IPython.display import display
 
 from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.book.pages import (PHOTO_CREDITS, Admonition, benchmark_tables, data_label,
-                          data_missing_note, example_images, load_recorded_run, pick,
-                          run_record_box, superseded)
+from aot_lib.book.benchmarks import (current, family_speed_table, plot_family_ratios,
+                                     trainer_phase_table, trainer_records_table)
+from aot_lib.book.pages import (PHOTO_CREDITS, Admonition, data_label,
+                                data_missing_note, example_images, load_recorded_run,
+                                pick, run_record_box, superseded)
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.book.plotting import plot_training_curves, plot_views
@@ -147,19 +149,22 @@ if have_runs and superseded(main_run):
 # (sec-main-run)=
 # ## AoT-ADMM on CIFAR-10 at CPU scale
 #
-# `configs/cpu/aot_admm_cifar10.yaml`: width 192, depth 6, 6 heads (Tiny is 384/12/6),
-# the paper's views, optimiser and batch, 10 epochs instead of 800, and the learning
-# rate and projector the CPU recipe sweep of {ref}`ch-recipe-audit` chose
-# (`configs/cpu/recipe.yaml`). The record (its own config is in the run folder):
+# `configs/cpu/aot_admm_cifar10.yaml` scales the paper's Tiny setting down: a narrower,
+# shallower encoder and far fewer epochs than the paper's 800, with the paper's views,
+# optimiser and batch, and the learning rate and projector the CPU recipe sweep of
+# {ref}`ch-recipe-audit` chose (`configs/cpu/recipe.yaml`). The record, with the
+# encoder and schedule read from the run's own config (`config.yaml` in the run folder):
 
 # %%
 if have_runs:
     r = main_run
     hw = r["run"]["hardware"]
-    epochs = load_config(ROOT / "configs" / "cpu" / "aot_admm_cifar10.yaml")
-    epochs = epochs["optim"]["epochs"]
+    run_cfg = load_config(r["dir"] / "config.yaml")  # the recorded run's, not today's
+    epochs, ov = run_cfg["optim"]["epochs"], run_cfg["model"]["overrides"]
+    encoder = f"AoT-ADMM, width {ov['embed_dim']}, depth {ov['depth']}"
     display(key_value_table(
         [("source", r["source"]),
+         ("encoder", f"{encoder}, {ov['num_heads']} heads"),
          ("epochs / steps", f"{epochs} / {r['metrics']['step']:,}"),
          ("training images", r["run"].get("train_images")),
          ("status", r["run"].get("status")),
@@ -183,7 +188,7 @@ if have_runs:
     test_data = data_label((p.get("data") or {}).get("test"),
                            "CIFAR-10 test images (provenance not recorded)")
     display(Table(
-        [dict(run="AoT-ADMM, width 192, depth 6", epochs=epochs,
+        [dict(run=encoder, epochs=epochs,
               linear=p["linear_top1"], knn=p["knn_top1"], n=p["test_images"],
               paper=paper.LINEAR_PROBE_ACC["cifar10"]["aot_admm_tiny"])],
         [Col("run"), Col("epochs"), Col("linear", "linear top-1 (%)", ".2f"),
@@ -204,13 +209,21 @@ if have_runs:
 # (sec-benchmarks)=
 # ## Speed and memory
 #
-# The benchmark scripts under `benchmarks/` write JSON to `results/benchmarks/`; this is
-# what they recorded, file by file (machine and commit in each caption).
+# The benchmark scripts under `benchmarks/` write JSON to `results/benchmarks/`
+# (machine and commit in each); a file marked superseded is not shown.
+# `benchmarks/bench_trainer.py` times the trainer's own step on the CPU config of
+# {ref}`sec-main-run` and splits it by phase; most of a step is the encoder's forward
+# and backward pass, and the share of the CPU's measured matrix-product ceiling that the
+# step reaches is what {ref}`ch-gpu` scales its GPU estimates by.
 
 # %%
-for f in sorted((RESULTS / "benchmarks").glob("*.json")):
-    for item in benchmark_tables(json.loads(f.read_text()), name=f.stem):
-        display(item)
+BENCH = RESULTS / "benchmarks"
+trainer = current([json.loads(f.read_text()) for f in BENCH.glob("trainer_*.json")])
+if trainer:
+    display(trainer_records_table(trainer))
+    display(trainer_phase_table(max(trainer, key=lambda b: b.get("date", ""))))
+else:
+    print("no trainer benchmark recorded (run benchmarks/bench_trainer.py)")
 
 # %% [markdown]
 # (sec-speed)=
@@ -222,19 +235,28 @@ for f in sorted((RESULTS / "benchmarks").glob("*.json")):
 # `benchmarks/bench_families.py` times one whole LeJEPA step per family, eager
 # (AoT-ADMM's state update fused into one autograd node, `aot_lib.models.fused`) and
 # with each family's layer compiled once and reused (`aot_lib.models.compile`), families
-# interleaved repeat by repeat, and was recorded three times; the dots are the three
-# runs.
+# interleaved repeat by repeat, and was recorded several times (the table's caption says
+# how many). In the figure, blue bars are AoT-ADMM's step time over the other family's
+# (pooled over the recordings; each black dot is one recording), grey bars the same
+# ratio of the encoders' FLOPs, the red dashes the ratio `bench_families.py` sets as its
+# target (this project's, not the paper's), and the black line 1 (equal cost): a bar
+# below it means AoT-ADMM's step is the cheaper one.
 
 # %%
-families = [json.loads(f.read_text())
-            for f in sorted((RESULTS / "benchmarks").glob("families_run*.json"))]
-print(f"{len(families)} recorded runs of benchmarks/bench_families.py")
+families = current([json.loads(f.read_text())
+                    for f in sorted(BENCH.glob("families_run*.json"))])
+if families:
+    display(family_speed_table(families))
+    peak = [b["peak_rss_mb"] for b in families if "peak_rss_mb" in b]
+    if peak:
+        print(f"peak memory (RSS) of a benchmark process: {min(peak):,.0f}–"
+              f"{max(peak):,.0f} MB")
+else:
+    print("no family benchmark recorded (run benchmarks/bench_families.py)")
 
 # %% tags=["hide-input"]
 if families:
-    from aot_lib.book.plotting import plot_speed_ratios
-
-    plot_speed_ratios(families)
+    plot_family_ratios(families)
     plt.show()
 
 # %% [markdown]

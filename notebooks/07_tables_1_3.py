@@ -118,14 +118,42 @@ for fam in NAMES:
 
 
 def table_row(fam: str, data: str, seed: int, r: dict) -> dict:
-    p = r["probe"]
+    p, cfg = r["probe"], load_config(r["dir"] / "config.yaml")
     return dict(model=NAMES[fam], data=label(data), seed=seed,
+                width=cfg["model"]["overrides"]["embed_dim"],
+                depth=cfg["model"]["overrides"]["depth"], epochs=cfg["optim"]["epochs"],
                 params=size[fam][0], flops=size[fam][1], linear=p["linear_top1"],
                 knn=p["knn_top1"], wall=r["run"]["wall_time_s"] / 60,
+                probe_s=p["wall_time_s"], knn_k=p["knn_k"],
+                cores=r["run"]["hardware"]["cpu_count"],
                 status=run_status(r),
                 paper=paper.LINEAR_PROBE_ACC[data].get(f"{fam}_tiny"),
                 paper_params=paper.PARAMS_M.get(f"{fam}_tiny"),
                 paper_flops=paper.FLOPS_G.get(f"{fam}_tiny"))
+
+
+def scale(rows: list[dict]) -> str:
+    """'width 192, depth 6, 10 epochs': from the rows' own configs."""
+    scales = {(r["width"], r["depth"], r["epochs"]) for r in rows}
+    return "; ".join(f"width {w}, depth {d}, {e} epochs" for w, d, e in sorted(scales))
+
+
+def cores(rows: list[dict]) -> str:
+    """The CPU core counts the rows' runs recorded (run.json), e.g. '2 CPU cores'."""
+    counts = sorted({r["cores"] for r in rows})
+    return " or ".join(map(str, counts)) + " CPU cores"
+
+
+def knn_k(rows: list[dict]) -> str:
+    """The k of the rows' recorded k-NN probes (probe.json)."""
+    return " or ".join(str(k) for k in sorted({r["knn_k"] for r in rows}))
+
+
+def probe_minutes(rows: list[dict]) -> str:
+    """The recorded probes' wall times (probe.json) of a table's rows, as a range."""
+    times = [r["probe_s"] / 60 for r in rows]
+    lo, hi = min(times), max(times)
+    return f"{lo:.1f} min" if round(lo, 1) == round(hi, 1) else f"{lo:.1f}–{hi:.1f} min"
 
 
 COLS = [Col("model"), Col("data"), Col("seed"), Col("params", "params (M)", ".2f"),
@@ -140,17 +168,17 @@ table1 = [table_row(fam, data, seed, r) for (fam, data, seed), r in runs.items()
 if table1:
     display(Table(
         table1, COLS,
-        caption="Table 1 at CPU scale: LeJEPA pretraining (width 192, depth 6, "
-                "10 epochs), linear probe",
-        notes=["Pretraining wall time on 2 CPU cores (the probe adds about half a "
-               "minute); the machine is shared, so times are indicative. The "
-               "CIFAR-100 AoT-ADMM run shared it with test runs for its first 17 "
-               "minutes, when its steps ran 1.5–3× slower than the 1 s they took "
-               "afterwards, so its time is inflated by several minutes; the speed "
-               "comparison below uses the CIFAR-10 pair of seed 0.",
+        caption=f"Table 1 at CPU scale: LeJEPA pretraining ({scale(table1)}), "
+                "linear probe",
+        notes=[f"Pretraining wall time on {cores(table1)} (the linear and k-NN probes "
+               f"took {probe_minutes(table1)} more); the machine is shared, so times "
+               "are indicative. The CIFAR-100 AoT-ADMM run shared it with test runs "
+               "at its start, which inflates its time; the speed comparison below uses "
+               "the CIFAR-10 pair of seed 0.",
                "Linear probe: the quick protocol of chapter 5 (features of "
                "un-augmented images; lr and weight decay chosen on a validation "
-               "split); k-NN: the 20 nearest neighbours by cosine similarity, "
+               f"split); k-NN: the {knn_k(table1)} "
+               "nearest neighbours by cosine similarity, "
                "weighted as in DINO."]))
 
 # %% [markdown]
@@ -246,7 +274,7 @@ if rows:
 #
 # AoT (Wang et al.) is the attention-only Transformer without the unrolled ADMM state:
 # the same attention, the same parameter count to within the ADMM coefficients and
-# thresholds, no $V$ and $\Lambda$ carried between layers. Same budget as above:
+# thresholds, no $V$ and $W$ carried between layers. Same budget as above:
 
 # %%
 table3 = [table_row(fam, data, seed, r) for (fam, data, seed), r in runs.items()

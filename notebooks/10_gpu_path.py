@@ -29,7 +29,7 @@
 # %%
 from pathlib import Path
 
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from aot_lib.book.pages import run_record_box
 from aot_lib.training.config import config_stage, load_config
@@ -80,7 +80,7 @@ Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command")
 # that batch (tested with two CPU processes).
 #
 # ```bash
-# # one node, 8 GPUs (Fabric spawns the processes); fabric.strategy=fsdp shards state
+# # one node, 8 GPUs (Fabric spawns the processes); fabric.strategy=fsdp is untested
 # aot pretrain -c CONFIG fabric.devices=8 fabric.strategy=ddp
 # # two nodes x 8 GPUs with torchrun, on every node with its rank
 # torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=8 \
@@ -119,10 +119,19 @@ if est_file.exists():
         caption="Estimated pretraining cost of the paper's configs (not measured)",
         notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
                f"{est['utilisation_source']} (commit {est['commit'][:8]}); A100 bf16 "
-               "peak 312 TFLOP/s.",
+               f"peak {est['a100_bf16_peak_flops'] / 1e12:g} TFLOP/s.",
                *([f"Caveat: {est['caveat']}."] if est.get("caveat") else [])]
         if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
     ))
+    # AoT-ADMM's estimated hours over CRATE's, per size and data set (last bullet below)
+    hours = {r["config"].split("/")[1]: r["hours_1xA100"] for r in est["rows"]}
+    ratios = [hours[k] / hours[k.replace("aot_admm", "crate")] for k in hours
+              if k.startswith("aot_admm") and k.replace("aot_admm", "crate") in hours]
+    if est["utilisation"] and ratios:
+        assert max(ratios) < 0.5, "the text below says 'under half of CRATE's cost'"
+        display(Markdown(
+            f"Per size and data set, AoT-ADMM's estimated pretraining time is "
+            f"{min(ratios):.2f}–{max(ratios):.2f}× CRATE's ({len(ratios)} pairs)."))
 else:
     print("no estimates recorded (run benchmarks/bench_estimates.py)")
 

@@ -1,0 +1,209 @@
+"""Recorded benchmarks (``results/benchmarks/*.json``) as the book shows them: tables with units, and the
+step-time figure with every line named in its legend.
+
+Two scripts are shown (chapter 5): ``benchmarks/bench_families.py`` (one whole LeJEPA step per encoder
+family, eager and compiled, families interleaved repeat by repeat; recorded several times as
+``families_run*.json``) and ``benchmarks/bench_trainer.py`` (the trainer's own step on a CPU config, its
+time split by phase; ``trainer_*.json``). A file with a ``superseded`` entry is never shown as a result::
+
+    runs = [json.loads(f.read_text()) for f in sorted(folder.glob("families_run*.json"))]
+    display(family_speed_table(runs))
+    plot_family_ratios(runs)
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Any, Mapping, Sequence
+
+from .tables import Col, Table
+
+__all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
+           "family_targets", "trainer_records_table", "trainer_phase_table", "plot_family_ratios"]
+
+FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
+_TARGET = re.compile(r"^aot_admm/(\w+) <= ([0-9.]+)$")
+
+
+def current(benchmarks: Sequence[Mapping]) -> list[Mapping]:
+    """The benchmarks that carry no ``superseded`` notice: what may be shown as a result."""
+    return [b for b in benchmarks if not b.get("superseded")]
+
+
+def setting_label(setting: Mapping) -> str:
+    """``bench_families.py``'s setting as a reader's label, the encoder's width and depth read from the model it
+    builds (``aot_admm_tiny`` with the setting's overrides), e.g. ``"width 384, depth 12, batch 64"``."""
+    from ..models.registry import create_model
+
+    enc = create_model("aot_admm_tiny", num_classes=0, **setting.get("overrides", {}))
+    return f"width {enc.embed_dim}, depth {enc.depth}, batch {setting['batch']}"
+
+
+def family_targets(run: Mapping) -> dict[str, float]:
+    """The step-time targets one ``bench_families.py`` entry was judged against, read from its recorded
+    ``targets`` keys (``"aot_admm/aot <= 1.3"`` -> ``{"aot": 1.3}``)."""
+    out = {}
+    for key in run.get("targets") or {}:
+        m = _TARGET.match(key)
+        if m is None:
+            raise ValueError(f"unreadable target {key!r}: expected 'aot_admm/<family> <= <ratio>'")
+        out[m.group(1)] = float(m.group(2))
+    return out
+
+
+def family_speed_rows(runs: Sequence[Mapping]) -> list[dict[str, Any]]:
+    """One row per (setting, mode) of ``bench_families.py`` recordings (``runs``: their JSON), pooled over
+    the recordings: per family the median of the recordings' median step times (s); AoT-ADMM's step time over
+    AoT's and over CRATE's (the median of the recordings' medians of per-repeat ratios, and the smallest and
+    largest of those medians); the encoders' forward-FLOP ratio of a step; the target and in how many
+    recordings it was met."""
+    groups: dict[tuple[str, str], list[Mapping]] = {}
+    settings: dict[str, Mapping] = {}
+    for rec in runs:
+        for entry in rec["runs"]:
+            name = entry["setting"]["name"]
+            settings.setdefault(name, entry["setting"])
+            groups.setdefault((name, entry["mode"]), []).append(entry)
+    rows = []
+    for (name, mode), entries in groups.items():
+        row: dict[str, Any] = {"setting": setting_label(settings[name]), "mode": mode, "recordings": len(entries)}
+        for fam in FAMILY_NAMES:
+            steps = [e["results"][fam]["step"]["median_s"] for e in entries if fam in e["results"]]
+            row[f"{fam}_s"] = statistics.median(steps) if steps else None
+        for other in ("aot", "crate"):
+            ratios = [e[f"ratio_aot_admm_over_{other}"]["median"] for e in entries
+                      if f"ratio_aot_admm_over_{other}" in e]
+            if not ratios:
+                continue
+            row[f"over_{other}"] = statistics.median(ratios)
+            row[f"over_{other}_range"] = (min(ratios), max(ratios))
+            row[f"flops_over_{other}"] = entries[0][f"flop_ratio_aot_admm_over_{other}"][
+                "encoder_gflops_per_step_forward"]
+            targets = [family_targets(e).get(other) for e in entries]
+            row[f"target_{other}"] = targets[0] if len(set(targets)) == 1 else None
+            row[f"met_{other}"] = sum(t is not None and r <= t for r, t in zip(ratios, targets))
+        rows.append(row)
+    return rows
+
+
+def _ratio_cell(row: Mapping, other: str) -> str:
+    """``"1.18 (1.14–1.19)"``: the pooled ratio and the range of the recordings' ratios."""
+    lo, hi = row[f"over_{other}_range"]
+    return f"{row[f'over_{other}']:.2f} ({lo:.2f}–{hi:.2f})"
+
+
+def _target_cell(row: Mapping, other: str) -> str:
+    """``"≤ 1.30: 3 of 3"``: the target and in how many recordings the ratio met it."""
+    t = row.get(f"target_{other}")
+    return "—" if t is None else f"≤ {t:.2f}: {row[f'met_{other}']} of {row['recordings']}"
+
+
+def family_speed_table(runs: Sequence[Mapping]) -> Table:
+    """:func:`family_speed_rows` as a table with units."""
+    rows = family_speed_rows(runs)
+    for r in rows:
+        for other in ("aot", "crate"):
+            r[f"ratio_{other}"] = _ratio_cell(r, other)
+            r[f"target_cell_{other}"] = _target_cell(r, other)
+    commits = sorted({str(b.get("commit", "unknown"))[:8] for b in runs})
+    machines = sorted({_machine(b.get("hardware") or {}) for b in runs})
+    return Table(
+        rows,
+        [Col("setting"), Col("mode"),
+         *[Col(f"{fam}_s", f"{name} step (s)", ".2f") for fam, name in FAMILY_NAMES.items()],
+         Col("ratio_aot", "AoT-ADMM / AoT, time"), Col("flops_over_aot", "… FLOPs", ".2f"),
+         Col("target_cell_aot", "… target: met in"),
+         Col("ratio_crate", "AoT-ADMM / CRATE, time"), Col("flops_over_crate", "… FLOPs", ".2f"),
+         Col("target_cell_crate", "… target: met in")],
+        caption=f"One LeJEPA step per family, {len(runs)} recordings of benchmarks/bench_families.py",
+        notes=[f"Commit {', '.join(commits)}; {'; '.join(machines)}.",
+               "Step (s): the median over recordings of each recording's median step time. A time ratio: the "
+               "median over recordings of each recording's median per-repeat ratio, with the smallest and "
+               "largest of those in brackets. FLOPs: the encoders' forward FLOPs of the step (matrix products "
+               "and attention).",
+               "Targets: the ratios benchmarks/bench_families.py judges each recording against (set by this "
+               "project, not the paper)."],
+    )
+
+
+def _machine(hw: Mapping) -> str:
+    parts = [hw.get("machine"), hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
+             hw.get("torch") and f"PyTorch {hw['torch']}"]
+    return ", ".join(str(p) for p in parts if p)
+
+
+def trainer_records_table(records: Sequence[Mapping]) -> Table:
+    """``bench_trainer.py`` recordings, one row each, oldest first: commit, date, config and its overrides,
+    step time, throughput, and the share of the CPU's measured matrix-product ceiling the step reaches."""
+    rows = []
+    for b in sorted(records, key=lambda b: b.get("date", "")):
+        rows.append(dict(commit=str(b.get("commit", "unknown"))[:8], date=str(b.get("date", ""))[:10],
+                         config=b["config"], overrides=" ".join(b.get("overrides") or []) or "none",
+                         step=b["step_s"], images=b["images_per_s"], gflops=b["achieved_gflop_per_s"],
+                         ceiling=b["matmul_ceiling_gflop_per_s"], share=100 * b["share_of_ceiling"]))
+    return Table(
+        rows,
+        [Col("commit"), Col("date"), Col("config"), Col("overrides"),
+         Col("step", "step (s)", ".2f"), Col("images", "images/s", ".0f"),
+         Col("gflops", "achieved GFLOP/s", ".1f"), Col("ceiling", "matmul ceiling (GFLOP/s)", ".0f"),
+         Col("share", "share of ceiling (%)", ".0f")],
+        caption="The trainer's step on a CPU config, recorded by benchmarks/bench_trainer.py",
+        notes=["Step (s): the wall time of the measured steps over their number, under the profiler (a few % "
+               "slower than without); images/s: the batch over that. Achieved GFLOP/s: the step's counted FLOPs "
+               "(forward and backward, every view) per second; the ceiling: the fastest of several timings of a "
+               "large fp32 matrix product on the same machine."],
+    )
+
+
+def trainer_phase_table(b: Mapping) -> Table:
+    """Where one ``bench_trainer.py`` step goes: seconds per step and share, phase by phase (the trainer's
+    profiler scopes)."""
+    secs, share = b["profile_s_per_step"], b["profile_share"]
+    return Table(
+        [dict(phase=k, s=secs[k], share=100 * share[k]) for k in secs],
+        [Col("phase"), Col("s", "s per step", ".3f"), Col("share", "share (%)", ".1f")],
+        caption=f"Where a step of {b['config']} goes (commit {str(b.get('commit', 'unknown'))[:8]})",
+        notes=[b["note"]] if b.get("note") else [],
+    )
+
+
+def plot_family_ratios(runs: Sequence[Mapping]):
+    """Two panels (AoT-ADMM / AoT and AoT-ADMM / CRATE), one group of bars per (setting, mode): the measured
+    step-time ratio (pooled as :func:`family_speed_rows` pools it; each recording's ratio as a dot), the
+    encoders' FLOP ratio, the recorded target, and 1 (equal cost). Every element is named in the legend."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = family_speed_rows(runs)
+    per_rec: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for rec in runs:
+        for e in rec["runs"]:
+            d = per_rec.setdefault((setting_label(e["setting"]), e["mode"]), {"aot": [], "crate": []})
+            for other in d:
+                d[other].append(e[f"ratio_aot_admm_over_{other}"]["median"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    x = np.arange(len(rows))
+    labels = [f"{r['setting'].replace(', batch', chr(10) + 'batch')}, {r['mode']}" for r in rows]
+    for ax, other in zip(axes, ("aot", "crate")):
+        ax.bar(x - 0.18, [r[f"over_{other}"] for r in rows], 0.36, color="tab:blue",
+               label=f"step time ratio (median of {len(runs)} recordings)")
+        for xi, r in zip(x, rows):
+            dots = per_rec[r["setting"], r["mode"]][other]
+            ax.plot([xi - 0.18] * len(dots), dots, "k.", ms=4, label="one recording" if xi == 0 else None)
+        ax.bar(x + 0.18, [r[f"flops_over_{other}"] for r in rows], 0.36, color="tab:gray",
+               label="encoder FLOP ratio")
+        for xi, r in zip(x, rows):
+            t = r.get(f"target_{other}")
+            if t is not None:
+                ax.plot([xi - 0.4, xi + 0.4], [t, t], "r--", lw=1,
+                        label="target (bench_families.py)" if xi == 0 else None)
+        ax.axhline(1.0, color="k", lw=0.6, label="1: equal cost")
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_title(f"AoT-ADMM / {FAMILY_NAMES[other]}", fontsize=10)
+        ax.set_ylabel("ratio (lower: AoT-ADMM cheaper)")
+        ax.set_ylim(0, 1.15 * max(1.0, *(max(d[other]) for d in per_rec.values()),
+                                  *(r.get(f"target_{other}") or 0 for r in rows)))
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(names), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig

@@ -1,0 +1,132 @@
+"""aot_lib.book.benchmarks: the recorded benchmarks as tables with units and a figure whose every line is named.
+
+Inputs are hand-made recordings whose pooled values are worked out here by hand; the committed recordings are
+checked for what the book must never print again (a dict or list repr in a table cell)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import raises_exactly, require
+
+from aot_lib.book.benchmarks import (current, family_speed_rows, family_speed_table, family_targets,
+                                     plot_family_ratios, setting_label, trainer_phase_table, trainer_records_table)
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = {"overrides": {"embed_dim": 32, "depth": 2, "num_heads": 2}, "batch": 8, "name": "smoke"}
+
+
+def entry(aot_admm: float, crate: float, aot: float, over_aot: float, over_crate: float) -> dict:
+    """One (setting, mode) entry as bench_families.py writes it, with its targets of 1.2 (AoT) and 0.5 (CRATE)."""
+    step = {"aot_admm": aot_admm, "crate": crate, "aot": aot}
+    return {"setting": SMALL, "mode": "eager",
+            "results": {f: {"step": {"median_s": s}} for f, s in step.items()},
+            "ratio_aot_admm_over_aot": {"median": over_aot},
+            "ratio_aot_admm_over_crate": {"median": over_crate},
+            "flop_ratio_aot_admm_over_aot": {"encoder_gflops_per_step_forward": 1.0},
+            "flop_ratio_aot_admm_over_crate": {"encoder_gflops_per_step_forward": 0.41},
+            "targets": {"aot_admm/aot <= 1.2": over_aot <= 1.2, "aot_admm/crate <= 0.5": over_crate <= 0.5}}
+
+
+# three recordings: AoT-ADMM steps 1.0, 1.2, 1.1 s (median 1.1); ratios over AoT 1.25, 1.20, 1.10 (median 1.20,
+# two of three within the 1.2 target); over CRATE 0.50, 0.55, 0.45 (median 0.50, two of three within 0.5)
+RECORDINGS = [{"commit": "a" * 40, "hardware": {"machine": "x86_64", "cpu_count": 2, "torch": "2.15"},
+               "runs": [entry(*v)]}
+              for v in [(1.0, 2.0, 0.8, 1.25, 0.50), (1.2, 2.2, 1.0, 1.20, 0.55), (1.1, 2.4, 0.9, 1.10, 0.45)]]
+
+
+def test_targets_are_read_from_the_recorded_keys():
+    assert family_targets({"targets": {"aot_admm/aot <= 1.3": True, "aot_admm/crate <= 0.7": False}}) == \
+        {"aot": 1.3, "crate": 0.7}
+    assert family_targets({}) == {}
+    with raises_exactly(ValueError, "unreadable target 'speed <= 2': expected 'aot_admm/<family> <= <ratio>'"):
+        family_targets({"targets": {"speed <= 2": True}})
+
+
+def test_setting_label_reads_width_and_depth_from_the_model_it_builds():
+    assert setting_label(SMALL) == "width 32, depth 2, batch 8"
+    # no overrides: the paper's Tiny (d 384, depth 12; Table 1)
+    assert setting_label({"overrides": {}, "batch": 64}) == "width 384, depth 12, batch 64"
+
+
+def test_family_rows_pool_the_recordings_by_median():
+    (row,) = family_speed_rows(RECORDINGS)
+    assert row["setting"] == "width 32, depth 2, batch 8" and row["mode"] == "eager" and row["recordings"] == 3
+    assert (row["aot_admm_s"], row["crate_s"], row["aot_s"]) == (1.1, 2.2, 0.9)
+    assert row["over_aot"] == 1.20 and row["over_aot_range"] == (1.10, 1.25)
+    assert row["over_crate"] == 0.50 and row["over_crate_range"] == (0.45, 0.55)
+    assert (row["flops_over_aot"], row["flops_over_crate"]) == (1.0, 0.41)
+    assert (row["target_aot"], row["met_aot"], row["target_crate"], row["met_crate"]) == (1.2, 2, 0.5, 2)
+
+
+def test_family_table_cells_are_numbers_with_units():
+    table = family_speed_table(RECORDINGS)
+    headers = [table.header(c) for c in table.columns]
+    assert headers == ["setting", "mode", "AoT-ADMM step (s)", "CRATE step (s)", "AoT step (s)",
+                       "AoT-ADMM / AoT, time", "… FLOPs", "… target: met in",
+                       "AoT-ADMM / CRATE, time", "… FLOPs", "… target: met in"]
+    assert table.text_cells() == [["width 32, depth 2, batch 8", "eager", "1.10", "2.20", "0.90",
+                                   "1.20 (1.10–1.25)", "1.00", "≤ 1.20: 2 of 3",
+                                   "0.50 (0.45–0.55)", "0.41", "≤ 0.50: 2 of 3"]]
+    assert table.caption == "One LeJEPA step per family, 3 recordings of benchmarks/bench_families.py"
+    assert table.notes[0] == "Commit aaaaaaaa; x86_64, 2 CPU cores, PyTorch 2.15."
+
+
+TRAINER = {"commit": "b" * 40, "date": "2026-11-22T18:29:17+0000", "config": "configs/cpu/x.yaml", "overrides": [],
+           "step_s": 0.5, "images_per_s": 512.0, "achieved_gflop_per_s": 60.0, "matmul_ceiling_gflop_per_s": 180.0,
+           "share_of_ceiling": 1 / 3, "profile_s_per_step": {"forward": 0.2, "backward": 0.3},
+           "profile_share": {"forward": 0.4, "backward": 0.6}, "note": "under the profiler"}
+
+
+def test_trainer_tables():
+    older = {**TRAINER, "commit": "c" * 40, "date": "2026-11-21T00:00:00+0000", "overrides": ["model.compile=false"],
+             "step_s": 1.0, "images_per_s": 256.0}
+    records = trainer_records_table([TRAINER, older])
+    assert records.text_cells() == [  # oldest first
+        ["cccccccc", "2026-11-21", "configs/cpu/x.yaml", "model.compile=false", "1.00", "256", "60.0", "180", "33"],
+        ["bbbbbbbb", "2026-11-22", "configs/cpu/x.yaml", "none", "0.50", "512", "60.0", "180", "33"]]
+    phases = trainer_phase_table(TRAINER)
+    assert [phases.header(c) for c in phases.columns] == ["phase", "s per step", "share (%)"]
+    assert phases.text_cells() == [["forward", "0.200", "40.0"], ["backward", "0.300", "60.0"]]
+    assert phases.caption == "Where a step of configs/cpu/x.yaml goes (commit bbbbbbbb)"
+    assert phases.notes == ["under the profiler"]
+
+
+def test_superseded_recordings_are_left_out():
+    assert current([{"a": 1}, {"a": 2, "superseded": "re-recorded"}, {"a": 3, "superseded": ""}]) == [{"a": 1},
+                                                                                                     {"a": 3, "superseded": ""}]
+
+
+def test_the_committed_recordings_render_without_a_dict_or_list_in_any_cell():
+    """What chapter 5 shows from results/benchmarks/: every cell a number or words (the book once printed whole
+    dicts of estimates in table cells)."""
+    folder = ROOT / "results" / "benchmarks"
+    families = current([json.loads(f.read_text()) for f in sorted(folder.glob("families_run*.json"))])
+    trainer = current([json.loads(f.read_text()) for f in sorted(folder.glob("trainer_*.json"))])
+    assert families and trainer, "chapter 5 shows these; they must stay recorded"
+    tables = [family_speed_table(families), trainer_records_table(trainer)] + [trainer_phase_table(b) for b in trainer]
+    cells = [cell for t in tables for row in t.text_cells() for cell in row]
+    assert cells and not [c for c in cells if any(ch in c for ch in "{}[]'")]
+
+
+def test_every_plotted_element_is_named_in_the_legend():
+    require("matplotlib", "matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plot_family_ratios(RECORDINGS)
+    try:
+        for ax, pooled, flops, target, each in zip(fig.axes, (1.20, 0.50), (1.0, 0.41), (1.2, 0.5),
+                                                   ([1.25, 1.20, 1.10], [0.50, 0.55, 0.45])):
+            _, labels = ax.get_legend_handles_labels()
+            assert sorted(labels) == sorted(["step time ratio (median of 3 recordings)", "one recording",
+                                             "encoder FLOP ratio", "target (bench_families.py)", "1: equal cost"])
+            assert [p.get_height() for p in ax.patches] == [pooled, flops]  # blue bar, grey bar
+            lines = {line.get_label(): list(line.get_ydata()) for line in ax.lines}
+            assert lines["one recording"] == each
+            assert lines["target (bench_families.py)"] == [target, target]
+            assert lines["1: equal cost"] == [1.0, 1.0]
+    finally:
+        plt.close(fig)
