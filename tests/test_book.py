@@ -15,18 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book.pages import (
-    Dropdown,
-    _header,
-    benchmark_tables,
-    check_built_book,
-    check_html,
-    data_label,
-    data_missing_note,
-    is_recorded,
-    load_recorded_run,
-    run_record_box,
-)
+from aot_lib.book.check_html import check_built_book, check_html
+from aot_lib.book.pages import Dropdown, data_label, data_missing_note, run_record_box
+from aot_lib.book.recorded import _header, benchmark_tables, is_recorded, load_recorded_run
 from aot_lib.book.tables import Col, Table
 from helpers import raises_exactly, require
 
@@ -310,7 +301,7 @@ def test_sample_photos_are_real_images_of_the_asked_size():
     import torch
     from PIL import Image
 
-    from aot_lib.book.pages import PHOTO_CREDITS, sample_photos
+    from aot_lib.book.photos import PHOTO_CREDITS, sample_photos
 
     for size, names in ((32, list(PHOTO_CREDITS)), (160, ["chelsea"])):
         got = sample_photos(size, names=names)
@@ -374,7 +365,7 @@ def test_example_images_fall_back_to_photographs_without_data(monkeypatch, tmp_p
     require("skimage", "scikit-image")
     import torch
 
-    from aot_lib.book.pages import example_images, sample_photos
+    from aot_lib.book.photos import example_images, sample_photos
 
     monkeypatch.setenv("AOT_DATA", str(tmp_path))  # an empty data folder
     monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
@@ -461,7 +452,7 @@ def test_smoke_distillation_starts_from_every_checkpoint_it_is_given(tmp_path, m
 
 
 def test_run_status_and_notices():
-    from aot_lib.book.pages import run_notices, run_status
+    from aot_lib.book.recorded import run_notices, run_status
 
     rec = {"recorded": True, "dir": Path("a"), "run": {}}
     old = {"recorded": True, "dir": Path("b"), "run": {"superseded": "the code changed"}}

@@ -1,0 +1,88 @@
+"""The checks of the built book's HTML: ``python -m aot_lib.book check-html BUILD_HTML_DIR`` (``.ci/run`` runs it).
+
+A page must read offline (nothing loaded from another host), show no path of the machine that
+built it, and show results as tables and typeset math, not as data dumps or raw LaTeX.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["PAGE_WIDTH", "check_html", "check_built_book", "main"]
+
+
+#: A ``<script src>``, stylesheet ``<link href>`` or ``<img src>`` on another host.
+_EXTERNAL = re.compile(
+    r"""<(?:script|img)\b[^>]*?\bsrc\s*=\s*["']?\s*((?:https?:)?//[^"'\s>]+)"""
+    r"""|<link\b(?=[^>]*\brel\s*=\s*["']?stylesheet)[^>]*?\bhref\s*=\s*["']?\s*"""
+    r"""((?:https?:)?//[^"'\s>]+)""",
+    re.IGNORECASE,
+)
+#: Paths of the machine that built the book: home, work, temporary and cache folders, and
+#: installed packages.
+_MACHINE_PATHS = re.compile(
+    r"(?<![\w.~/-])/(?:root|home|work|tmp|Users|private/var|var/folders|opt/conda)/"
+    r"|~/\.cache|/\.cache/|site-packages|dist-packages|[A-Za-z]:\\+Users\\+",
+)
+
+
+#: Characters of code or text output a page shows without clipping (ruff's line length
+#: for notebooks/).
+PAGE_WIDTH = 88
+
+#: A cell's text output (stream or text/plain) as myst-nb renders it.
+_TEXT_OUTPUT = re.compile(
+    r'<div class="output (?:stream|text_plain)[^"]*">(.*?)</pre>', re.DOTALL)
+
+
+def check_html(text: str, name: str = "<html>") -> list[str]:
+    """Problems in one built page: scripts, stylesheets or images loaded from another host
+    (the book must read offline), paths of the machine that built it, and cell outputs that
+    print a raw dict or JSON object instead of a table or a line wider than the page."""
+    problems = []
+    for m in _TEXT_OUTPUT.finditer(text):
+        out = html.unescape(re.sub(r"<[^>]+>", "", m.group(1)))
+        line = text.count("\n", 0, m.start()) + 1
+        if re.search(r"^\s*\{\s*['\"][^'\"]*['\"]\s*:", out, re.MULTILINE):
+            problems.append(f"{name}:{line}: a cell prints a raw dict/JSON: {out.strip()[:80]}")
+        wide = [w for w in out.splitlines() if len(w) > PAGE_WIDTH]
+        if wide:
+            problems.append(f"{name}:{line}: an output line is wider than the page "
+                            f"({len(wide[0])} > {PAGE_WIDTH} characters): {wide[0][:60]}...")
+    for m in _EXTERNAL.finditer(text):
+        problems.append(f"{name}: loads {m.group(1) or m.group(2)} from another host")
+    for m in _MACHINE_PATHS.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        start = max(0, m.start() - 40)
+        excerpt = re.sub(r"\s+", " ", text[start:m.end() + 40])
+        problems.append(f"{name}:{line}: shows a path of the build machine: ...{excerpt}...")
+    return problems
+
+
+def check_built_book(html_dir: str | os.PathLike) -> list[str]:
+    """:func:`check_html` over every page of a built book (``book/_build/html``)."""
+    root = Path(html_dir)
+    pages = sorted(p for p in root.rglob("*.html") if "_static" not in p.relative_to(root).parts)
+    if not pages:
+        return [f"no HTML pages under {root}: build the book first"]
+    problems = []
+    for page in pages:
+        problems += check_html(page.read_text(encoding="utf-8", errors="replace"),
+                               str(page.relative_to(root)))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "check-html":
+        print("usage: python -m aot_lib.book check-html BUILD_HTML_DIR", file=sys.stderr)
+        return 2
+    problems = check_built_book(argv[1])
+    for p in problems:
+        print(p, file=sys.stderr)
+    n = len(list(Path(argv[1]).rglob("*.html")))
+    print(f"check-html: {n} files, {len(problems)} problem(s)")
+    return 1 if problems else 0
