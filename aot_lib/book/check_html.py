@@ -37,11 +37,40 @@ PAGE_WIDTH = 88
 _TEXT_OUTPUT = re.compile(
     r'<div class="output (?:stream|text_plain)[^"]*">(.*?)</pre>', re.DOTALL)
 
+#: A table cell and its content.
+_CELL = re.compile(r"<(t[dh])\b[^>]*>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
+#: Code a page shows on purpose (a literal, not a dump), and what is no text at all.
+_CODE = re.compile(r"<(code|pre|script|style)\b[^>]*>.*?</\1>", re.DOTALL | re.IGNORECASE)
+#: A Python dict or list repr, or a tensor's/array's: ``{'key': ...``, ``{0: ...``, ``['a', ...``,
+#: ``[[...``, ``[1, 2, 3]``, ``tensor(...``. (Two numbers in brackets read as an interval: allowed.)
+_NUMBER = r"-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
+_REPR = re.compile(
+    r"""\{\s*(?:'[^']*'|"[^"]*"|-?\d+)\s*:|\[\s*(?:'[^']*'|"[^"]*")\s*[,\]]|\[\s*\["""
+    rf"|\[\s*{_NUMBER}(?:\s*,\s*{_NUMBER}){{2,}}\s*,?\s*\]|\b(?:tensor|array)\(",
+    re.IGNORECASE)
+#: Math MathJax typesets: the spans and divs of class ``math`` that Sphinx writes for ``$...$``,
+#: ``$$...$$`` and ``{math}`` (their dollar signs already turned into ``\(...\)``).
+_MATH = re.compile(r"""<(span|div)\b[^>]*\bclass\s*=\s*["'][^"']*\bmath\b[^"']*["'][^>]*>.*?</\1>""",
+                   re.DOTALL | re.IGNORECASE)
+#: LaTeX between dollar signs, which only the book's Markdown parser turns into typeset math:
+#: left in the HTML it is shown raw.
+_DOLLAR_MATH = re.compile(r"\$\$.+?\$\$|\$(?!\s)[^$\n]+?(?<!\s)\$", re.DOTALL)
+
+
+def _blank(m: re.Match) -> str:
+    """A match replaced by spaces (newlines kept), so that offsets and line numbers stay."""
+    return re.sub(r"[^\n]", " ", m.group(0))
+
+
+def _excerpt(text: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", text))).strip()
+
 
 def check_html(text: str, name: str = "<html>") -> list[str]:
     """Problems in one built page: scripts, stylesheets or images loaded from another host
-    (the book must read offline), paths of the machine that built it, and cell outputs that
-    print a raw dict or JSON object instead of a table or a line wider than the page."""
+    (the book must read offline), paths of the machine that built it, cell outputs that
+    print a raw dict or JSON object instead of a table or a line wider than the page, table
+    cells holding a Python dict/list repr, and ``$...$`` LaTeX outside typeset math."""
     problems = []
     for m in _TEXT_OUTPUT.finditer(text):
         out = html.unescape(re.sub(r"<[^>]+>", "", m.group(1)))
@@ -52,6 +81,17 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
         if wide:
             problems.append(f"{name}:{line}: an output line is wider than the page "
                             f"({len(wide[0])} > {PAGE_WIDTH} characters): {wide[0][:60]}...")
+    for m in _CELL.finditer(text):
+        cell = _excerpt(_CODE.sub("", m.group(2)))
+        if _REPR.search(cell):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(f"{name}:{line}: a table cell shows a Python dict/list repr (give each value "
+                            f"its own column or row): {cell[:80]}")
+    prose = re.sub(r"<[^>]+>", _blank, _MATH.sub(_blank, _CODE.sub(_blank, text)))
+    for m in _DOLLAR_MATH.finditer(prose):
+        line = text.count("\n", 0, m.start()) + 1
+        problems.append(f"{name}:{line}: raw LaTeX outside typeset math (write it in a Markdown cell or "
+                        f"show it with IPython's Math): {_excerpt(m.group(0))[:80]}")
     for m in _EXTERNAL.finditer(text):
         problems.append(f"{name}: loads {m.group(1) or m.group(2)} from another host")
     for m in _MACHINE_PATHS.finditer(text):
