@@ -64,6 +64,36 @@ def test_every_chapter_is_in_the_toc():
         assert f"notebooks/{path.stem}" in listed, f"{path.name} is not in _toc.yml"
 
 
+def test_chapters_and_sections_are_numbered():
+    """The text cites "chapter 5": the toc numbers every chapter and its sections (Jupyter Book 1.x)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert toc["options"] == {"numbered": True}
+
+
+def test_executed_chapters_are_offered_as_ipynb(tmp_path):
+    """The download menu of sphinx-book-theme offers ``_sources/<page>.ipynb`` when the page context names it;
+    the extension copies myst-nb's executed notebook (outputs included) there. A page that was not executed
+    keeps its source download only."""
+    from types import SimpleNamespace
+
+    from aot_lib.book.ipynb_download import offer_executed_notebook
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert "aot_lib.book.ipynb_download" in config["sphinx"]["extra_extensions"]
+    executed = tmp_path / "jupyter_execute" / "notebooks" / "05_training.ipynb"
+    executed.parent.mkdir(parents=True)
+    executed.write_text('{"cells": [{"outputs": ["executed"]}]}')
+    app = SimpleNamespace(outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"))
+    context: dict = {}
+    offer_executed_notebook(app, "notebooks/05_training", "page.html", context, None)
+    assert context == {"ipynb_source": "notebooks/05_training.ipynb"}
+    copied = tmp_path / "html" / "_sources" / "notebooks" / "05_training.ipynb"
+    assert copied.read_text() == '{"cells": [{"outputs": ["executed"]}]}'
+    intro: dict = {}
+    offer_executed_notebook(app, "intro", "page.html", intro, None)
+    assert intro == {} and not (tmp_path / "html" / "_sources" / "intro.ipynb").exists()
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
 def test_notebook_opens_with_jupytext(path):
     nb = jupytext.read(path)
@@ -237,10 +267,36 @@ def test_table_renders_html_with_units_and_paper_columns():
     assert "<table" in html and "<strong>Encoder parameters</strong>" in html
     assert "a&lt;b" in html, "cells are escaped"
     assert "3.637" in html and "1,234,567" in html and "3.64" in html
-    assert html.count('class="paper"') == 2, "the paper's column: header and cell"
+    assert html.count('class="paper num"') == 2, "the paper's column of numbers: header and cell"
     assert "paper&#x27;s printed numbers" in html
     text = repr(t)
     assert "params (M) [paper]" in text and "3.637" in text
+
+
+def test_table_html_says_which_cells_hold_numbers_and_whether_the_table_is_wide():
+    """What the book's CSS fits a table by: number cells (class num) never wrap; a table more than WIDE_CHARS
+    characters across is set smaller (aot-table-wide); a long word may break after / and _ (<wbr>)."""
+    from aot_lib.book.tables import LONG_WORD, WIDE_CHARS
+
+    cols = [Col("run"), Col("top1", "linear top-1 (%)", ".2f")]
+    narrow = Table([("aot_admm", 51.02)], cols)
+    # run: "aot_admm", 8 characters, + 2 of padding; the second column: its header's longest word, "linear" (6),
+    # is longer than its cell "51.02" (5), + 2
+    assert narrow.width_chars() == (8 + 2) + (6 + 2)
+    assert narrow._repr_html_().splitlines()[:7] == [
+        '<div class="aot-table-wrap tex2jax_process">', '<table class="aot-table">', "<thead><tr>",
+        '<th style="text-align: left;">run</th>', '<th class="num" style="text-align: right;">linear top-1 (%)</th>',
+        "</tr></thead>", "<tbody>"]
+    assert '<td class="num" style="text-align: right;">51.02</td>' in narrow._repr_html_()
+    path = "configs/paper/table1/aot_admm_base_cifar10.yaml"  # 47 characters: longer than LONG_WORD
+    assert len(path) > LONG_WORD and len("aot_admm_base") <= LONG_WORD
+    wide = Table([(f"aot probe -c {path}", 1.5)] * 2, [Col("command"), Col("x", "x")])
+    assert wide.width_chars() == (len("aot probe -c ") + len(path) + 2) + (3 + 2) and wide.width_chars() <= WIDE_CHARS
+    assert ('<td style="text-align: left;">aot probe -c configs/<wbr>paper/<wbr>table1/<wbr>aot_<wbr>admm_<wbr>'
+            'base_<wbr>cifar10.yaml</td>') in wide._repr_html_()
+    many = Table([tuple(range(30))], [Col(f"c{i}", f"column {i}") for i in range(30)])
+    assert many.width_chars() == 30 * (len("column") + 2) > WIDE_CHARS
+    assert many._repr_html_().startswith('<div class="aot-table-wrap aot-table-wide tex2jax_process">')
 
 
 def test_table_from_sequences_and_missing_values():
