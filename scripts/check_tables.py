@@ -11,7 +11,8 @@ to scroll sideways to see its right-hand columns.
 
 * at 1280 px every table must fit: none may need sideways scrolling;
 * at 420 px a wide table may scroll inside its own box (a phone cannot show 8 columns), but the page itself must
-  not scroll sideways, no cell text may be smaller than 11 px, and a scroll box must not hide the first column.
+  not scroll sideways, no cell text may be smaller than 11 px, a scroll box must not hide the first column, and
+  no header may wrap into more than 4 lines (a tower that leaves a blank gap above the headers beside it).
 
 The report (JSON) lists every table of every page at both widths, with its caption, columns and widths, so that
 a before/after comparison is a diff of two reports. Needs the ``[browser]`` extra (selenium) and Debian's
@@ -32,6 +33,7 @@ from pathlib import Path
 WIDTHS = (1280, 420)
 PHONE_WIDTH = 420
 MIN_FONT_PX = 11  # smaller text is not readable on a phone without zooming
+MAX_HEADER_LINES = 4  # a taller header leaves a blank gap above the short headers beside it
 HEIGHT = 900
 #: Pages with no content tables of their own (Sphinx's index and search pages).
 SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
@@ -67,6 +69,11 @@ article.querySelectorAll('table').forEach((t, i) => {
     box: box === article ? 'article' : (box.className || box.tagName.toLowerCase()).toString().slice(0, 60),
     first_column_visible: first ? first.getBoundingClientRect().left >= boxRect.left - 1 : true,
     font_px: cell ? parseFloat(getComputedStyle(cell).fontSize) : null,
+    header_lines: Math.max(0, ...[...t.querySelectorAll('thead th')].map((h) => {
+      const s = getComputedStyle(h);
+      const text = h.getBoundingClientRect().height - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom);
+      return Math.round(text / (parseFloat(s.lineHeight) || 1.5 * parseFloat(s.fontSize)));
+    })),
   });
 });
 return {
@@ -99,6 +106,9 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
                 out.append(f"{what} has {t['font_px']:g} px text, under {MIN_FONT_PX} px")
             if not t["first_column_visible"]:
                 out.append(f"{what} hides its first column")
+            if t["header_lines"] > MAX_HEADER_LINES:
+                out.append(f"{what} has a header {t['header_lines']} lines tall (at most {MAX_HEADER_LINES}): "
+                           "a blank gap above the other columns")
     if width == PHONE_WIDTH and measured["page_scroll_width"] > measured["viewport_width"] + 1:
         out.append(f"{page} at {width} px: the page is {measured['page_scroll_width']} px wide in a "
                    f"{measured['viewport_width']} px window: it scrolls sideways")

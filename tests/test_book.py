@@ -267,7 +267,8 @@ def test_table_renders_html_with_units_and_paper_columns():
     assert "<table" in html and "<strong>Encoder parameters</strong>" in html
     assert "a&lt;b" in html, "cells are escaped"
     assert "3.637" in html and "1,234,567" in html and "3.64" in html
-    assert html.count('class="paper num"') == 2, "the paper's column of numbers: header and cell"
+    assert html.count('<th class="paper num long"') == 1, "the paper's column of numbers: its header (long) ..."
+    assert html.count('<td class="paper num"') == 1, "... and its cell"
     assert "paper&#x27;s printed numbers" in html
     text = repr(t)
     assert "params (M) [paper]" in text and "3.637" in text
@@ -275,8 +276,9 @@ def test_table_renders_html_with_units_and_paper_columns():
 
 def test_table_html_says_which_cells_hold_numbers_and_whether_the_table_is_wide():
     """What the book's CSS fits a table by: number cells (class num) never wrap; a table more than WIDE_CHARS
-    characters across is set smaller (aot-table-wide); a long word may break after / and _ (<wbr>)."""
-    from aot_lib.book.tables import LONG_WORD, WIDE_CHARS
+    characters across is set smaller (aot-table-wide); a long word may break after / and _ (<wbr>), a short
+    one with a hyphen never (aot-word); a header longer than LONG_HEADER is long (a wider column on a phone)."""
+    from aot_lib.book.tables import LONG_HEADER, LONG_WORD, WIDE_CHARS
 
     cols = [Col("run"), Col("top1", "linear top-1 (%)", ".2f")]
     narrow = Table([("aot_admm", 51.02)], cols)
@@ -292,8 +294,14 @@ def test_table_html_says_which_cells_hold_numbers_and_whether_the_table_is_wide(
     assert len(path) > LONG_WORD and len("aot_admm_base") <= LONG_WORD
     wide = Table([(f"aot probe -c {path}", 1.5)] * 2, [Col("command"), Col("x", "x")])
     assert wide.width_chars() == (len("aot probe -c ") + len(path) + 2) + (3 + 2) and wide.width_chars() <= WIDE_CHARS
-    assert ('<td style="text-align: left;">aot probe -c configs/<wbr>paper/<wbr>table1/<wbr>aot_<wbr>admm_<wbr>'
-            'base_<wbr>cifar10.yaml</td>') in wide._repr_html_()
+    assert ('<td style="text-align: left;">aot probe <span class="aot-word">-c</span> configs/<wbr>paper/<wbr>'
+            'table1/<wbr>aot_<wbr>admm_<wbr>base_<wbr>cifar10.yaml</td>') in wide._repr_html_()
+    assert len("linear top-1 (%)") == LONG_HEADER  # not longer: not long
+    long_head = Table([("AoT-ADMM", 1.0)], [Col("m", "model"), Col("x", "linear top-1 (%), Tiny")])
+    assert long_head._repr_html_().splitlines()[3:7] == [
+        '<th style="text-align: left;">model</th>',
+        '<th class="num long" style="text-align: right;">linear top-1 (%), Tiny</th>', "</tr></thead>", "<tbody>"]
+    assert '<td style="text-align: left;"><span class="aot-word">AoT-ADMM</span></td>' in long_head._repr_html_()
     many = Table([tuple(range(30))], [Col(f"c{i}", f"column {i}") for i in range(30)])
     assert many.width_chars() == 30 * (len("column") + 2) > WIDE_CHARS
     assert many._repr_html_().startswith('<div class="aot-table-wrap aot-table-wide tex2jax_process">')
@@ -398,6 +406,17 @@ def test_jupyterlab_opens_chapters_as_notebooks():
     assert viewers["defaultViewers"]["python"] == "Jupytext Notebook"
     readme = (ROOT / "README.md").read_text()
     assert 'JUPYTER_CONFIG_PATH="$PWD/book/jupyter"' in readme and "[lab]" in readme
+
+
+def test_jupyterlab_starts_as_root_and_renders_myst():
+    """As root (containers, rented GPU machines) Jupyter refuses to start unless allowed: README command 3's
+    config folder allows it; and the lab extra brings jupyterlab-myst, which renders the chapters' labels,
+    {ref} and {eq} instead of showing the markup. (Checked in headless Chromium as root: JupyterLab 4.6.6,
+    jupyterlab-myst 2.7.0.)"""
+    server = json.loads((ROOT / "book" / "jupyter" / "jupyter_server_config.json").read_text())
+    assert server == {"ServerApp": {"allow_root": True}}
+    lab = re.search(r"^lab = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S).group(1)
+    assert re.search(r'^\s*"jupyterlab-myst>=', lab, re.M)  # (tomllib is Python 3.11+; we support 3.10)
 
 
 def _recorded(root: Path, name: str, files: dict, csv_text: str) -> None:

@@ -21,7 +21,8 @@ in a ``tex2jax_process`` block), and so does JupyterLab.
 How a table fits the page is the book's CSS (``book/_static/aot.css``), from two things the HTML
 says: which cells hold numbers (class ``num``: they never wrap; text cells may) and whether the
 table is wide (class ``aot-table-wide`` on its box: more than :data:`WIDE_CHARS` characters across,
-set in a smaller type); words longer than :data:`LONG_WORD` may break after ``/`` and ``_``. A table
+set in a smaller type); words longer than :data:`LONG_WORD` may break after ``/`` and ``_``, shorter
+hyphenated words never break (``aot-word``), and headers longer than :data:`LONG_HEADER` are ``long``. A table
 wider than the text column grows into the right margin on a desktop screen.
 """
 from __future__ import annotations
@@ -47,6 +48,9 @@ WIDE_CHARS = 88
 #: A word longer than this (a path, a run's name) may break after its slashes and underscores
 #: (``<wbr>``), so that it does not hold its column wider than the page; shorter ones never break.
 LONG_WORD = 20
+#: A header longer than this (with the paper's mark) is marked ``long``: on a phone its column gets
+#: room for about 14 characters a line, so it does not wrap into a tower above the other headers.
+LONG_HEADER = 16
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,13 @@ def format_value(value: Any, fmt: str | Callable[[Any], str] | None = None) -> s
 
 
 def _breakable(text: str) -> str:
-    """``text`` escaped for HTML, its long words given a line-break opportunity after each ``/`` and ``_``."""
-    return " ".join(re.sub(r"([/_])", r"\1<wbr>", html.escape(w)) if len(w) > LONG_WORD else html.escape(w)
-                    for w in text.split(" "))
+    """``text`` escaped for HTML, its long words given a line-break opportunity after each ``/`` and ``_``,
+    its short hyphenated words (``AoT-ADMM``, ``CIFAR-10``) kept whole."""
+    def word(w: str) -> str:
+        if len(w) > LONG_WORD:
+            return re.sub(r"([/_])", r"\1<wbr>", html.escape(w))
+        return f'<span class="aot-word">{html.escape(w)}</span>' if "-" in w else html.escape(w)
+    return " ".join(word(w) for w in text.split(" "))
 
 
 def _is_number(value: Any) -> bool:
@@ -145,8 +153,10 @@ class Table:
             width += max([len(w) for w in words] + [len(row[i]) for row in cells]) + 2
         return width
 
-    def _classes(self, col: Col) -> str:
+    def _classes(self, col: Col, head: bool = False) -> str:
         names = (["paper"] if col.paper else []) + (["num"] if self._align(col) == "right" else [])
+        if head and len(self.header(col)) + (len(PAPER_MARK) + 1 if col.paper else 0) > LONG_HEADER:
+            names.append("long")  # a wider column on a phone, so the header does not stack into a tower
         return f' class="{" ".join(names)}"' if names else ""
 
     def _repr_html_(self) -> str:
@@ -163,7 +173,7 @@ class Table:
             for c in self.columns:
                 style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
                 mark = f' <span class="aot-paper-mark">{PAPER_MARK}</span>' if c.paper else ""
-                out.append(f'<th{self._classes(c)} style="{style}">{esc(self.header(c))}{mark}</th>')
+                out.append(f'<th{self._classes(c, head=True)} style="{style}">{esc(self.header(c))}{mark}</th>')
             out.append("</tr></thead>")
         out.append("<tbody>")
         for cells in self.text_cells():
