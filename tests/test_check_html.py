@@ -45,6 +45,13 @@ def test_check_built_book_walks_the_pages(tmp_path):
     (tmp_path / "_static" / "x.html").write_text('<script src="https://x.org/a.js">')
     problems = check_built_book(tmp_path)
     assert len(problems) == 1 and "05.html" in problems[0]
+    # the executed notebooks offered for download are searched for paths too (their $...$ is Markdown, not HTML)
+    (tmp_path / "_sources" / "notebooks").mkdir(parents=True)
+    (tmp_path / "_sources" / "notebooks" / "05.ipynb").write_text(
+        '{"cells": [{"source": "width $a$"},\n {"outputs": [{"text": "File /work/main/aot_lib/x.py"}]}]}')
+    assert check_built_book(tmp_path)[1:] == [
+        '_sources/notebooks/05.ipynb:2: shows a path of the build machine: ...dth $a$"},'
+        ' {"outputs": [{"text": "File /work/main/aot_lib/x.py"}]}]}...']
 
 
 def test_table_cells_holding_python_reprs_are_named_with_their_line():

@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["PAGE_WIDTH", "check_html", "check_built_book", "main"]
+__all__ = ["PAGE_WIDTH", "check_html", "machine_paths", "check_built_book", "main"]
 
 
 #: A ``<script src>``, stylesheet ``<link href>`` or ``<img src>`` on another host.
@@ -94,6 +94,12 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
                         f"show it with IPython's Math): {_excerpt(m.group(0))[:80]}")
     for m in _EXTERNAL.finditer(text):
         problems.append(f"{name}: loads {m.group(1) or m.group(2)} from another host")
+    return problems + machine_paths(text, name)
+
+
+def machine_paths(text: str, name: str = "<text>") -> list[str]:
+    """Paths of the machine that built the book in ``text`` (a page, or a notebook offered for download)."""
+    problems = []
     for m in _MACHINE_PATHS.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         start = max(0, m.start() - 40)
@@ -103,7 +109,8 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
 
 
 def check_built_book(html_dir: str | os.PathLike) -> list[str]:
-    """:func:`check_html` over every page of a built book (``book/_build/html``)."""
+    """:func:`check_html` over every page of a built book (``book/_build/html``), and :func:`machine_paths` over
+    the executed notebooks it offers for download (``_sources/**/*.ipynb``: their outputs are the pages')."""
     root = Path(html_dir)
     pages = sorted(p for p in root.rglob("*.html") if "_static" not in p.relative_to(root).parts)
     if not pages:
@@ -112,6 +119,9 @@ def check_built_book(html_dir: str | os.PathLike) -> list[str]:
     for page in pages:
         problems += check_html(page.read_text(encoding="utf-8", errors="replace"),
                                str(page.relative_to(root)))
+    for notebook in sorted((root / "_sources").rglob("*.ipynb")):
+        problems += machine_paths(notebook.read_text(encoding="utf-8", errors="replace"),
+                                  str(notebook.relative_to(root)))
     return problems
 
 
