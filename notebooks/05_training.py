@@ -51,9 +51,10 @@ from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.book.benchmarks import (current, family_speed_table, plot_family_ratios,
                                      trainer_phase_table, trainer_records_table)
-from aot_lib.book.pages import (PHOTO_CREDITS, Admonition, data_label,
-                                data_missing_note, example_images, load_recorded_run,
-                                pick, run_record_box, superseded)
+from aot_lib.book.pages import (Admonition, data_label, data_missing_note, pick,
+                                run_record_box)
+from aot_lib.book.photos import PHOTO_CREDITS, example_images
+from aot_lib.book.recorded import load_recorded_run, superseded
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.book.plotting import plot_training_curves, plot_views
@@ -126,7 +127,7 @@ plt.show()
 # (sec-recorded-runs)=
 # ## Load the recorded runs, or train small ones now
 #
-# `aot_lib.book.pages.load_recorded_run` reads `results/cpu/<name>` (the files
+# `aot_lib.book.recorded.load_recorded_run` reads `results/cpu/<name>` (the files
 # `aot record` copies: config, metrics, probe results, run record) or, when a run was
 # never recorded, trains a smoke-sized one now from the same config.
 

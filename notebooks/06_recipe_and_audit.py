@@ -40,8 +40,9 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.data.augment import prepare_images
-from aot_lib.book.pages import (Admonition, example_images, is_recorded,
-                                load_recorded_run, pick, run_record_box)
+from aot_lib.book.pages import Admonition, pick, run_record_box
+from aot_lib.book.photos import example_images
+from aot_lib.book.recorded import is_recorded, load_recorded_run
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.models import admm_coefficients

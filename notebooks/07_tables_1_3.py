@@ -53,8 +53,8 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import paper
-from aot_lib.book.pages import (load_recorded_run, pick, run_notices, run_record_box,
-                          run_status)
+from aot_lib.book.pages import pick, run_record_box
+from aot_lib.book.recorded import load_recorded_run, run_notices, run_status
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError
 from aot_lib.book.plotting import plot_training_curves

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 __all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
-           "plot_training_curves", "plot_speed_ratios", "plot_monitors", "plot_cls_attention"]
+           "plot_training_curves", "plot_monitors", "plot_cls_attention"]
 
 _PANELS = [
     ("objective", "$R^c(Z|U)+\\lambda\\|V\\|_1$", "log"),
@@ -187,51 +187,6 @@ def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
             ax.set_yscale("log")
     if len(curves) > 1:
         axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def plot_speed_ratios(runs: list, targets: dict | None = None):
-    """Bars: AoT-ADMM's step time over AoT's and over CRATE's (median of each recorded benchmark run's
-    per-repeat ratios; the dots are the runs, the whiskers the smallest and largest per-repeat ratio of all
-    runs), beside the encoders' FLOP ratio, per setting and mode. ``runs``: the JSON of
-    ``benchmarks/bench_families.py`` runs."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    targets = targets or {("eager", "aot"): 1.30, ("eager", "crate"): 0.70,
-                          ("compiled", "aot"): 1.05, ("compiled", "crate"): 0.50}
-    groups: dict = {}
-    for run in runs:
-        for r in run["runs"]:
-            key = (r["setting"]["name"], r["mode"])
-            g = groups.setdefault(key, {"aot": [], "crate": [], "lo": {}, "hi": {}, "flops": {}})
-            for base in ("aot", "crate"):
-                ratio = r[f"ratio_aot_admm_over_{base}"]
-                g[base].append(ratio["median"])
-                g["lo"][base] = min(g["lo"].get(base, np.inf), ratio["min"])
-                g["hi"][base] = max(g["hi"].get(base, -np.inf), ratio["max"])
-                g["flops"][base] = r[f"flop_ratio_aot_admm_over_{base}"]["encoder_gflops_per_step_forward"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=False)
-    labels = [f"{s}\n{m}" for s, m in groups]
-    x = np.arange(len(groups))
-    for ax, base, title in zip(axes, ("aot", "crate"), ("AoT-ADMM / AoT", "AoT-ADMM / CRATE")):
-        med = [np.median(g[base]) for g in groups.values()]
-        lo = [m - g["lo"][base] for m, g in zip(med, groups.values())]
-        hi = [g["hi"][base] - m for m, g in zip(med, groups.values())]
-        ax.bar(x - 0.18, med, 0.36, yerr=[lo, hi], capsize=3, label="step time (measured)", color="tab:blue")
-        for xi, g in zip(x, groups.values()):
-            ax.plot([xi - 0.18] * len(g[base]), g[base], "k.", ms=4)
-        ax.bar(x + 0.18, [g["flops"][base] for g in groups.values()], 0.36, label="encoder FLOPs", color="tab:gray")
-        for xi, (_setting, mode) in zip(x, groups):
-            t = targets.get((mode, base))
-            if t:
-                ax.plot([xi - 0.4, xi + 0.4], [t, t], "r--", lw=1, label="target" if xi == 0 else None)
-        ax.axhline(1.0, color="k", lw=0.5)
-        ax.set_xticks(x, labels, fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.set_ylabel("ratio")
-    axes[0].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return fig
 

@@ -17,15 +17,23 @@ never share a column::
 
 Headers may hold inline math as ``\\( ... \\)``: the book's MathJax typesets it (the table sits
 in a ``tex2jax_process`` block), and so does JupyterLab.
+
+How a table fits the page is the book's CSS (``book/_static/aot.css``), from two things the HTML
+says: which cells hold numbers (class ``num``: they never wrap; text cells may) and whether the
+table is wide (class ``aot-table-wide`` on its box: more than :data:`WIDE_CHARS` characters across,
+set in a smaller type); words longer than :data:`LONG_WORD` may break after ``/`` and ``_``, shorter
+hyphenated words never break (``aot-word``), and headers longer than :data:`LONG_HEADER` are ``long``. A table
+wider than the text column grows into the right margin on a desktop screen.
 """
 from __future__ import annotations
 
 import html
 import numbers
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE"]
+__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS"]
 
 # Inline styles (not only classes) so that the shading also shows in JupyterLab, which does
 # not load the book's CSS. A translucent tint reads on light and dark themes alike.
@@ -33,6 +41,16 @@ PAPER_STYLE = "background-color: rgba(255, 176, 0, 0.16);"
 MISSING = "\N{EM DASH}"
 PAPER_MARK = "\N{LEFT-POINTING DOUBLE ANGLE QUOTATION MARK}paper" \
              "\N{RIGHT-POINTING DOUBLE ANGLE QUOTATION MARK}"
+#: Characters across (cells, plus two a column for its padding) above which a table is set in the
+#: smaller type of ``aot-table-wide``: about what the text column beside the contents sidebar holds
+#: at 1280 px (690 px of the table's 14 px type, 7.7 px a character on average).
+WIDE_CHARS = 88
+#: A word longer than this (a path, a run's name) may break after its slashes and underscores
+#: (``<wbr>``), so that it does not hold its column wider than the page; shorter ones never break.
+LONG_WORD = 20
+#: A header longer than this (with the paper's mark) is marked ``long``: on a phone its column gets
+#: room for about 14 characters a line, so it does not wrap into a tower above the other headers.
+LONG_HEADER = 16
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,16 @@ def format_value(value: Any, fmt: str | Callable[[Any], str] | None = None) -> s
     if isinstance(value, (list, tuple)):
         return " \N{MULTIPLICATION SIGN} ".join(str(v) for v in value)
     return str(value)
+
+
+def _breakable(text: str) -> str:
+    """``text`` escaped for HTML, its long words given a line-break opportunity after each ``/`` and ``_``,
+    its short hyphenated words (``AoT-ADMM``, ``CIFAR-10``) kept whole."""
+    def word(w: str) -> str:
+        if len(w) > LONG_WORD:
+            return re.sub(r"([/_])", r"\1<wbr>", html.escape(w))
+        return f'<span class="aot-word">{html.escape(w)}</span>' if "-" in w else html.escape(w)
+    return " ".join(word(w) for w in text.split(" "))
 
 
 def _is_number(value: Any) -> bool:
@@ -115,11 +143,28 @@ class Table:
         values = [r[col.key] for r in self.rows if r[col.key] is not None]
         return "right" if values and all(_is_number(v) for v in values) else "left"
 
+    def width_chars(self) -> int:
+        """How many characters across the table is when nothing wraps: per column its longest cell, or
+        its header's longest word (headers wrap), plus two for the padding; the paper's mark counts."""
+        cells = self.text_cells()
+        width = 0
+        for i, c in enumerate(self.columns):
+            words = (self.header(c) + (" " + PAPER_MARK if c.paper else "")).split() or [""]
+            width += max([len(w) for w in words] + [len(row[i]) for row in cells]) + 2
+        return width
+
+    def _classes(self, col: Col, head: bool = False) -> str:
+        names = (["paper"] if col.paper else []) + (["num"] if self._align(col) == "right" else [])
+        if head and len(self.header(col)) + (len(PAPER_MARK) + 1 if col.paper else 0) > LONG_HEADER:
+            names.append("long")  # a wider column on a phone, so the header does not stack into a tower
+        return f' class="{" ".join(names)}"' if names else ""
+
     def _repr_html_(self) -> str:
         esc = html.escape
         # The title sits above the table rather than in <caption>, which a narrow table
         # would squeeze into its own width.
-        out = ['<div class="aot-table-wrap tex2jax_process">']
+        wide = " aot-table-wide" if self.width_chars() > WIDE_CHARS else ""
+        out = [f'<div class="aot-table-wrap{wide} tex2jax_process">']
         if self.caption:
             out.append(f'<p class="aot-table-title"><strong>{esc(self.caption)}</strong></p>')
         out.append('<table class="aot-table">')
@@ -128,16 +173,14 @@ class Table:
             for c in self.columns:
                 style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
                 mark = f' <span class="aot-paper-mark">{PAPER_MARK}</span>' if c.paper else ""
-                cls = ' class="paper"' if c.paper else ""
-                out.append(f'<th{cls} style="{style}">{esc(self.header(c))}{mark}</th>')
+                out.append(f'<th{self._classes(c, head=True)} style="{style}">{esc(self.header(c))}{mark}</th>')
             out.append("</tr></thead>")
         out.append("<tbody>")
         for cells in self.text_cells():
             out.append("<tr>")
             for c, text in zip(self.columns, cells):
                 style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
-                cls = ' class="paper"' if c.paper else ""
-                out.append(f'<td{cls} style="{style}">{esc(text)}</td>')
+                out.append(f'<td{self._classes(c)} style="{style}">{_breakable(text)}</td>')
             out.append("</tr>")
         out.append("</tbody></table>")
         for note in self.notes:

@@ -1,0 +1,34 @@
+"""Sphinx extension: every executed chapter downloadable as an ``.ipynb`` with its outputs, beside its ``.py`` source.
+
+myst-nb writes each notebook it executes, outputs included, to ``<build>/jupyter_execute/<page>.ipynb``, and
+sphinx-book-theme's download menu offers an ``.ipynb`` when the page's context names one under ``_sources/``
+(``ipynb_source``) — which nothing sets for jupytext ``.py`` chapters, so the menu offered the ``.py`` only.
+This copies the executed notebook there and names it. ``_config.yml`` lists it in ``sphinx.extra_extensions``.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+__all__ = ["offer_executed_notebook", "setup"]
+
+#: Where myst-nb writes executed notebooks, beside the HTML folder (``myst_nb.sphinx_ext.OUTPUT_FOLDER``).
+EXECUTED = "jupyter_execute"
+
+
+def offer_executed_notebook(app, pagename: str, templatename: str, context: dict, doctree) -> None:
+    """``html-page-context`` handler: copy the page's executed notebook into ``_sources/`` and name it in the
+    context; a page that was not executed (the introduction, the references) keeps its source download only."""
+    executed = Path(app.outdir).parent / EXECUTED / f"{pagename}.ipynb"
+    if app.builder.format != "html" or not executed.is_file():
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(executed, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def setup(app):
+    # before sphinx-book-theme's add_header_buttons (priority 501), which reads ipynb_source
+    app.connect("html-page-context", offer_executed_notebook, priority=400)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

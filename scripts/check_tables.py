@@ -1,0 +1,211 @@
+"""Measure every table of the built book in headless Chromium at a desktop and a phone width; fail when one does not fit.
+
+    python scripts/check_tables.py book/_build/html [--report book/_build/tables.json] [--screenshots DIR]
+
+Each page is served from a local HTTP server (the book reads offline; MathJax typesets the headers before the
+measurement) and opened at 1280 px and at 420 px. For every table the script records its scroll width and the
+box it has to fit: of the boxes around it that clip (``overflow-x`` not ``visible``: its own scroll box, the cell
+output's), the one whose content is widest past its edge; with none, the article's text column. A table
+overflows when that box's scroll width exceeds its client width (1 px of rounding allowed): the reader then has
+to scroll sideways to see its right-hand columns.
+
+* at 1280 px every table must fit: none may need sideways scrolling;
+* at 420 px a wide table may scroll inside its own box (a phone cannot show 8 columns), but the page itself must
+  not scroll sideways, no cell text may be smaller than 11 px, a scroll box must not hide the first column, and
+  no header may wrap into more than 4 lines (a tower that leaves a blank gap above the headers beside it).
+
+The report (JSON) lists every table of every page at both widths, with its caption, columns and widths, so that
+a before/after comparison is a diff of two reports. Needs the ``[browser]`` extra (selenium) and Debian's
+``chromium`` and ``chromium-driver`` (``apt-get install chromium chromium-driver``). Exit status: 0 when every
+table fits, 1 when one does not, 2 when the browser or the build is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+WIDTHS = (1280, 420)
+PHONE_WIDTH = 420
+MIN_FONT_PX = 11  # smaller text is not readable on a phone without zooming
+MAX_HEADER_LINES = 4  # a taller header leaves a blank gap above the short headers beside it
+HEIGHT = 900
+#: Pages with no content tables of their own (Sphinx's index and search pages).
+SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
+
+# Runs in the page: every table in the article, the box it must fit in, and what a reader sees of it.
+MEASURE_JS = r"""
+const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+const out = [];
+article.querySelectorAll('table').forEach((t, i) => {
+  if (t.closest('.MathJax, mjx-container')) return;  // MathJax's own layout tables
+  // every box between the table and the article that clips (overflow-x not visible) can hide part of it:
+  // the one that hides most is what the reader has to scroll; with none, the article's column is the box
+  let box = article, overflow = Math.round(t.getBoundingClientRect().right - article.getBoundingClientRect().right);
+  for (let a = t.parentElement; a && a !== article; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX === 'visible') continue;
+    const hidden = a.scrollWidth - a.clientWidth;
+    if (box === article || hidden > overflow) { box = a; overflow = hidden; }
+  }
+  const title = t.closest('.aot-table-wrap')?.querySelector('.aot-table-title')?.innerText
+             || t.querySelector('caption')?.innerText || '';
+  const heads = [...t.querySelectorAll('thead th')].map((h) => h.innerText.trim().replace(/\s+/g, ' '));
+  const first = t.querySelector('tr')?.cells[0];
+  const cell = t.querySelector('td') || t.querySelector('th');
+  const boxRect = box.getBoundingClientRect();
+  out.push({
+    index: i,
+    title: title.trim().replace(/\s+/g, ' ').slice(0, 120),
+    columns: heads.length || (t.querySelector('tr')?.cells.length || 0),
+    headers: heads.slice(0, 12),
+    table_width: Math.round(t.scrollWidth),
+    box_width: Math.round(box.clientWidth),
+    overflow: Math.max(0, overflow),
+    box: box === article ? 'article' : (box.className || box.tagName.toLowerCase()).toString().slice(0, 60),
+    first_column_visible: first ? first.getBoundingClientRect().left >= boxRect.left - 1 : true,
+    font_px: cell ? parseFloat(getComputedStyle(cell).fontSize) : null,
+    header_lines: Math.max(0, ...[...t.querySelectorAll('thead th')].map((h) => {
+      const s = getComputedStyle(h);
+      const text = h.getBoundingClientRect().height - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom);
+      return Math.round(text / (parseFloat(s.lineHeight) || 1.5 * parseFloat(s.fontSize)));
+    })),
+  });
+});
+return {
+  tables: out,
+  page_scroll_width: document.documentElement.scrollWidth,
+  viewport_width: document.documentElement.clientWidth,
+  article_width: Math.round(article.clientWidth),
+};
+"""
+
+# MathJax typesets after load; measure when it is done (the headers' math changes their width).
+WAIT_JS = r"""
+const done = arguments[arguments.length - 1];
+const ready = () => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+  ? MathJax.startup.promise.then(() => done(true), () => done(false)) : done(true);
+if (document.readyState === 'complete') ready(); else window.addEventListener('load', ready);
+"""
+
+
+def problems_of(page: str, width: int, measured: dict) -> list[str]:
+    """What does not fit on one page at one width (one line each, empty when everything fits)."""
+    out = []
+    for t in measured["tables"]:
+        what = f"{page} at {width} px: table {t['index'] + 1}" + (f" ({t['title'][:60]})" if t["title"] else "")
+        if width != PHONE_WIDTH and t["overflow"] > 1:
+            out.append(f"{what} is {t['table_width']} px wide in a {t['box_width']} px box: "
+                       f"{t['overflow']} px need sideways scrolling")
+        if width == PHONE_WIDTH:
+            if t["font_px"] is not None and t["font_px"] < MIN_FONT_PX:
+                out.append(f"{what} has {t['font_px']:g} px text, under {MIN_FONT_PX} px")
+            if not t["first_column_visible"]:
+                out.append(f"{what} hides its first column")
+            if t["header_lines"] > MAX_HEADER_LINES:
+                out.append(f"{what} has a header {t['header_lines']} lines tall (at most {MAX_HEADER_LINES}): "
+                           "a blank gap above the other columns")
+    if width == PHONE_WIDTH and measured["page_scroll_width"] > measured["viewport_width"] + 1:
+        out.append(f"{page} at {width} px: the page is {measured['page_scroll_width']} px wide in a "
+                   f"{measured['viewport_width']} px window: it scrolls sideways")
+    return out
+
+
+def browser():
+    """Headless Chromium through selenium, or a one-line reason why not."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return None, "selenium is not installed: pip install -e '.[browser]'"
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not (chromium and driver):
+        return None, "chromium and chromedriver are not installed: apt-get install chromium chromium-driver"
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--hide-scrollbars", "--force-device-scale-factor=1", f"--window-size=1280,{HEIGHT}"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver), options=opts), ""
+
+
+def serve(root: Path) -> http.server.ThreadingHTTPServer:
+    """The built book on a free local port (quietly), so that pages load as from a web server."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            pass  # the browser dropped a connection (a favicon it stopped waiting for): nothing to report
+
+    server = Server(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def measure(html_dir: Path, widths=WIDTHS, screenshots: Path | None = None, pages: list[str] | None = None):
+    """``{page: {width: measurement}}`` for every page of the built book (or the given ``pages``)."""
+    pages = pages or sorted(str(p.relative_to(html_dir)) for p in html_dir.rglob("*.html")
+                            if "_static" not in p.relative_to(html_dir).parts and p.name not in SKIP_PAGES)
+    driver, why = browser()
+    if driver is None:
+        raise RuntimeError(why)
+    server = serve(html_dir)
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    result: dict = {}
+    try:
+        driver.set_script_timeout(60)
+        for width in widths:
+            # the viewport itself, not the window: the page lays out for exactly this many CSS pixels
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": HEIGHT, "deviceScaleFactor": 1,
+                                    "mobile": width == PHONE_WIDTH})
+            for page in pages:
+                driver.get(base + page)
+                driver.execute_async_script(WAIT_JS)
+                result.setdefault(page, {})[width] = driver.execute_script(MEASURE_JS)
+                if screenshots is not None:
+                    shot = screenshots / f"{page.replace('/', '_').removesuffix('.html')}_{width}.png"
+                    shot.parent.mkdir(parents=True, exist_ok=True)
+                    driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+        server.shutdown()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("html_dir", type=Path, help="the built book (book/_build/html)")
+    ap.add_argument("--report", type=Path, default=None, help="JSON report (default HTML_DIR/../tables.json)")
+    ap.add_argument("--screenshots", type=Path, default=None, help="a folder for one screenshot per page and width")
+    ap.add_argument("--page", action="append", default=None, help="only this page (relative to HTML_DIR); repeatable")
+    args = ap.parse_args(argv)
+    if not (args.html_dir / "index.html").exists():
+        print(f"check_tables: no built book in {args.html_dir}: build it first (README command 1)", file=sys.stderr)
+        return 2
+    try:
+        measured = measure(args.html_dir, screenshots=args.screenshots, pages=args.page)
+    except RuntimeError as e:
+        print(f"check_tables: {e}", file=sys.stderr)
+        return 2
+    problems = [p for page, by_width in measured.items() for w, m in by_width.items()
+                for p in problems_of(page, w, m)]
+    report = args.report or args.html_dir.parent / "tables.json"
+    report.write_text(json.dumps({"widths": list(WIDTHS), "pages": measured, "problems": problems}, indent=1))
+    for p in problems:
+        print(p, file=sys.stderr)
+    n = sum(len(m["tables"]) for by_width in measured.values() for m in by_width.values())
+    print(f"check_tables: {len(measured)} pages, {n} tables measured at {' and '.join(map(str, WIDTHS))} px, "
+          f"{len(problems)} problem(s); report {report}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""scripts/check_tables.py: what counts as a table that does not fit (exact messages, no browser), and the book's
+table CSS measured in headless Chromium on a small page laid out like the book's (a 688 px text column beside the
+contents sidebar at 1280 px; the whole width at 420 px), with tables rendered by aot_lib.book.tables."""
+import importlib.util
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aot_lib.book.tables import Col, Table
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("check_tables", ROOT / "scripts" / "check_tables.py")
+check_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_tables)
+
+
+def _table(**over):
+    t = {"index": 0, "title": "Table 1 at CPU scale", "columns": 12, "headers": [], "table_width": 900,
+         "box_width": 688, "overflow": 212, "box": "aot-table-wrap", "first_column_visible": True,
+         "font_px": 12.8, "header_lines": 3}
+    return {**t, **over}
+
+
+def _page(tables, page_width=1280, viewport=1280):
+    return {"tables": tables, "page_scroll_width": page_width, "viewport_width": viewport, "article_width": 688}
+
+
+def test_a_table_that_needs_sideways_scrolling_at_1280_px_is_named():
+    assert check_tables.problems_of("ch.html", 1280, _page([_table()])) == [
+        "ch.html at 1280 px: table 1 (Table 1 at CPU scale) is 900 px wide in a 688 px box: "
+        "212 px need sideways scrolling"]
+    # one pixel is rounding, not scrolling
+    assert check_tables.problems_of("ch.html", 1280, _page([_table(overflow=1, title="")])) == []
+    assert check_tables.problems_of("ch.html", 1280, _page([_table(overflow=2, title="", index=4)])) == [
+        "ch.html at 1280 px: table 5 is 900 px wide in a 688 px box: 2 px need sideways scrolling"]
+
+
+def test_on_a_phone_a_table_may_scroll_in_its_box_but_must_stay_readable():
+    assert check_tables.problems_of("ch.html", 420, _page([_table()], 420, 420)) == []  # scrolls in its own box
+    bad = _table(font_px=10.5, first_column_visible=False, header_lines=7)
+    assert check_tables.problems_of("ch.html", 420, _page([bad], 505, 420)) == [
+        "ch.html at 420 px: table 1 (Table 1 at CPU scale) has 10.5 px text, under 11 px",
+        "ch.html at 420 px: table 1 (Table 1 at CPU scale) hides its first column",
+        "ch.html at 420 px: table 1 (Table 1 at CPU scale) has a header 7 lines tall (at most 4): "
+        "a blank gap above the other columns",
+        "ch.html at 420 px: the page is 505 px wide in a 420 px window: it scrolls sideways"]
+
+
+# ----------------------------------------------------------------------------- in Chromium
+
+# The book's layout at the two widths, as sphinx-book-theme draws it (measured on the built book: a 688 px
+# article column between a 256 px navigation bar and the contents sidebar at 1280 px; at 420 px the column is
+# the window less 16 px a side) and myst-nb's scrolling output box; the tables' own CSS is the book's.
+LAYOUT = """
+body { margin: 0; font-family: sans-serif; }
+main { display: flex; }
+.nav { width: 256px; flex: none; }
+article.bd-article { width: 688px; flex: none; }
+.toc { width: 300px; flex: none; position: relative; z-index: 2; }
+@media (max-width: 1199.98px) {
+  .nav, .toc { display: none; }
+  article.bd-article { width: auto; flex: 1; padding: 0 16px; min-width: 0; }
+}
+div.output.text_html { overflow-x: auto; }
+"""
+
+
+def _book_page(folder: Path, *tables: Table) -> None:
+    shutil.copy(ROOT / "book" / "_static" / "aot.css", folder / "aot.css")
+    outputs = "".join(f'<div class="output text_html">{t._repr_html_()}</div>' for t in tables)
+    (folder / "index.html").write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<style>{LAYOUT}</style><link rel="stylesheet" href="aot.css"></head><body><main>'
+        f'<div class="nav"></div><article class="bd-article"><h1>A chapter</h1>{outputs}</article>'
+        '<div class="toc">Contents</div></main></body></html>')
+
+
+def _needs_chromium():
+    _, why = check_tables.browser()  # a browser started only to learn whether one can be: quit at once
+    if _ is not None:
+        _.quit()
+    else:
+        pytest.skip(f"needs chromium, chromedriver and selenium: {why}")
+
+
+def table_one() -> Table:
+    """Shaped like chapter 7's Table 1: 12 columns, text and numbers, three of the paper's with long headers."""
+    rows = [("AoT-ADMM", "CIFAR-100", seed, 0.49, 0.018, 30.6, 51.02, 50.04, "recorded", 3.64, 0.13, 84.22)
+            for seed in (0, 1)]
+    cols = [Col("model"), Col("data"), Col("seed"), Col("p", "params (M)", ".2f"), Col("g", "GFLOPs", ".3f"),
+            Col("t", "pretraining (min)", ".1f"), Col("lin", "linear top-1 (%)", ".2f"),
+            Col("knn", "k-NN top-1 (%)", ".2f"), Col("run"), Col("pp", "params (M), Tiny", ".2f", paper=True),
+            Col("pg", "GFLOPs, Tiny", ".2f", paper=True),
+            Col("pl", "linear top-1 (%), Tiny, 800 ep.", ".2f", paper=True)]
+    return Table(rows, cols, caption="Table 1 at CPU scale", notes=["A note long enough to wrap " * 8])
+
+
+def test_the_book_css_fits_a_wide_table_at_1280_px_and_keeps_it_readable_at_420_px(tmp_path):
+    """Table 1's shape is 996 px wide in the book's 688 px column with the old CSS; with the book's CSS it fits
+    (grown into the margin, smaller type) at 1280 px, and at 420 px scrolls inside its box, first column in
+    view, text of 12.8 px (0.8 rem), no header taller than 4 lines, the page itself not scrolling."""
+    _needs_chromium()
+    _book_page(tmp_path, table_one())
+    measured = check_tables.measure(tmp_path)["index.html"]
+    for width in check_tables.WIDTHS:
+        assert check_tables.problems_of("index.html", width, measured[width]) == [], measured[width]
+    wide, phone = measured[1280]["tables"][0], measured[420]["tables"][0]
+    assert measured[1280]["article_width"] == 688
+    assert wide["box"].startswith("aot-table-wrap aot-table-wide") and 688 < wide["box_width"] <= 936
+    assert wide["font_px"] == phone["font_px"] == 12.8  # 0.8 rem of 16 px
+    assert phone["overflow"] > 0 and phone["first_column_visible"]  # it scrolls, in its own box
+    assert measured[420]["page_scroll_width"] == 420
+
+
+def test_chromium_names_a_table_too_wide_even_for_the_margin(tmp_path):
+    """Thirty columns of numbers cannot fit 136 % of the column: the check says by how much, with the box's
+    width (grown past the 688 px column) and the table's."""
+    _needs_chromium()
+    many = Table([tuple(range(10**6, 10**6 + 30))], [Col(f"c{i}", f"c{i}") for i in range(30)],
+                 caption="Thirty columns")
+    _book_page(tmp_path, many)
+    measured = check_tables.measure(tmp_path, widths=(1280,))["index.html"]
+    (problem,) = check_tables.problems_of("index.html", 1280, measured[1280])
+    m = re.fullmatch(r"index\.html at 1280 px: table 1 \(Thirty columns\) is (\d+) px wide in a (\d+) px box: "
+                     r"(\d+) px need sideways scrolling", problem)
+    assert m, problem
+    table, box, hidden = map(int, m.groups())
+    assert 688 < box <= 936 and table - box == hidden > 0
