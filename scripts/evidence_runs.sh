@@ -14,6 +14,8 @@
 #             AoT-ADMM and CRATE seed 2, AoT seeds 1 and 2; CIFAR-100 AoT-ADMM and CRATE seed 1; each with the
 #             online k-NN monitor. Then the recorded seeds 0/1 are probed again with today's probe protocol
 #             (scripts/reprobe.py, into runs/reprobed/ so the checkout stays clean: copy them over by hand), so every seed of a cell is probed alike
+#   table2    Table 2's pretrain -> fine-tune chain at each family's picked lr (AoT-ADMM 4e-3, CRATE as picked in
+#             configs/cpu/table2/crate_imagenette.yaml), seeds 0 and 1, fine-tuned on CIFAR-10 and CIFAR-100
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -31,12 +33,18 @@ for group in "$@"; do
         configs/cpu/aot_admm_cifar100_seed1.yaml configs/cpu/crate_cifar100_seed1.yaml
       ${PYTHON:-.venv/bin/python} scripts/reprobe.py --dest runs/reprobed results/cpu/cpu_{aot_admm,crate}_cifar10{,_seed1} \
         results/cpu/cpu_aot_cifar10 results/cpu/cpu_{aot_admm,crate}_cifar100 || echo "== FAILED: reprobe" ;;
+    table2)
+      for fam in aot_admm crate; do
+        run results/cpu configs/cpu/table2/${fam}_imagenette.yaml configs/cpu/table2/${fam}_imagenette_ft_cifar10.yaml \
+          configs/cpu/table2/${fam}_imagenette_ft_cifar100.yaml configs/cpu/table2/${fam}_imagenette_seed1.yaml \
+          configs/cpu/table2/${fam}_imagenette_ft_cifar10_seed1.yaml configs/cpu/table2/${fam}_imagenette_ft_cifar100_seed1.yaml
+      done ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, controls)" >&2; exit 2 ;;
   esac
 done

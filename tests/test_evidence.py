@@ -156,3 +156,16 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     assert rows[1]["diff"] is None and rows[1]["sentence"] == (
         f"A − C: pending (no recorded run named c or c_seed<k> under {tmp_path}; run scripts/evidence_runs.sh and "
         "record it).")
+
+
+def test_every_claimed_cell_is_the_run_name_of_a_config():
+    """A cell name that no config produces would stay 'pending' forever: each must be some configs/cpu run.name."""
+    from pathlib import Path
+
+    from aot_lib.training.config import load_config
+
+    root = Path(__file__).resolve().parent.parent
+    names = {load_config(p)["run"]["name"] for p in (root / "configs" / "cpu").rglob("*.yaml")
+             if p.name not in ("recipe.yaml", "finetune.yaml")}
+    cells = {name for c in evidence.CLAIMS for name in (c.a, c.b)}
+    assert cells <= names, sorted(cells - names)
