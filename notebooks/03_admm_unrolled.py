@@ -310,6 +310,8 @@ for rho in grid_rho:
 assert not any(ends_above_start(grid[k]) for k in grid if k[2] == "mssa")
 kept = [k[:2] for k in grid if k[2] == "exact" and ends_above_start(grid[k])]
 lost = [k[:2] for k in grid if k[2] == "exact" and not ends_above_start(grid[k])]
+largest_tau = max(lam / rho for rho in grid_rho for lam in grid_lambda)
+assert all(lam / rho == largest_tau for rho, lam in lost)
 print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} of "
       f"{len(kept) + len(lost)} settings"
       + (f";\nnot at (rho, lambda) = {', '.join(map(str, lost))}" if lost else "")
@@ -318,9 +320,9 @@ print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} 
 # %% [markdown]
 # With $\lambda=0$ nothing is thresholded and $V$ stays dense; at each $\rho$ a larger
 # $\lambda$ leaves more zeros in $V$. The exact gradient keeps its tokens on their
-# subspaces except where the threshold $\tau=\lambda/\rho$ is largest (the printout
-# says where); the MSSA iteration at $\gamma=1$, whose step is the long one measured
-# above, loses them at every setting.
+# subspaces at every setting but, possibly, the one with the largest threshold
+# $\tau=\lambda/\rho$ (the printout says whether); the MSSA iteration at $\gamma=1$,
+# whose step is the long one measured above, loses them at every setting.
 #
 # The panel below is interactive in JupyterLab (open this chapter as a notebook); the
 # book shows its code only, the grid above stands in for it.
