@@ -46,12 +46,14 @@
 # | $\lambda\Vert Z\Vert_1$ | sparsity | **network**: $V$-step = ReLU | `ADMMLayer` |
 #
 # The expansion term is replaced by SIGReg, the regulariser of LeJEPA
-# {cite:p}`balestriero2025lejepa`, and the other two are minimised by the alternating
-# direction method of multipliers (ADMM, {cite:p}`boyd2011admm`). Unrolling one ADMM
-# iteration per layer (the paper's Eq. `layer_updates`, restated as
-# {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a Transformer made of attention alone:
-# no MLP and no ISTA dictionary, like the attention-only Transformer (AoT) of
-# {cite:t}`wang2025aot`, but derived from a different objective.
+# {cite:p}`balestriero2025lejepa` (EMP-SSL {cite:p}`tong2023empssl` had put $R(Z)$
+# itself into a self-supervised loss, for a black-box network), and the other two are
+# minimised by the alternating direction method of multipliers (ADMM,
+# {cite:p}`boyd2011admm`). Unrolling one ADMM iteration per layer (the paper's Eq.
+# `layer_updates`, restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
+# Transformer made of attention alone: no MLP and no ISTA dictionary, like the
+# attention-only Transformer (AoT) of {cite:t}`wang2025aot`, but derived from a
+# different objective.
 
 # %%
 import textwrap
