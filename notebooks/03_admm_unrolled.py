@@ -158,7 +158,6 @@ Table([(name, float(step.norm()), drop) for (name, step), drop
              f"{matched_drop / exact_drop:.2f} of the exact step's decrease "
              f"(cosine {cos:.2f})."])
 
-# %%
 # %% [markdown]
 # The same holds over whole runs. Beside the two versions of {eq}`eq-admm-updates` at
 # the same $\eta$, a third run shortens the MSSA step to the exact gradient's length at

@@ -240,7 +240,8 @@ for scale in ["tiny", "small", "base"]:
                  for family in ("aot_admm", "crate", "aot"))
     assert a < 0.5 * c
     assert a == aot  # the ADMM update is element-wise: no matrix product to count
-#
+
+# %% [markdown]
 # (sec-two-resolutions)=
 # ## One encoder, two resolutions
 #
