@@ -439,8 +439,9 @@ theirs = (1 - lam) * ours.pred_loss + lam * ours.sigreg_loss  # the minimal exam
 (g_theirs,) = torch.autograd.grad(theirs, y)
 assert abs((1 - lam) * ours.loss.item() - theirs.item()) < 1e-14
 assert torch.allclose((1 - lam) * g_ours, g_theirs, rtol=1e-12, atol=1e-15)
-print(f"default lambda = {lam}: alpha = {alpha:.6f}; (1 - lambda) L = "
-      f"{(1 - lam) * ours.loss.item():.12f}, the minimal example's form "
+print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
+      f"(1 - lambda) L = {(1 - lam) * ours.loss.item():.12f}\n"
+      f"the minimal example's (1 - lambda) L_pred + lambda L_SIGReg = "
       f"{theirs.item():.12f}")
 
 # %% [markdown]
