@@ -20,7 +20,8 @@
 #
 # White-box Transformers start from an objective and derive the network from it. CRATE
 # {cite:p}`yu2023crate`-style models use **sparse rate reduction** (the paper's Eq.
-# `srr`):
+# `srr`), built on the coding rates of maximal coding rate reduction (MCR²,
+# {cite:p}`yu2020mcr2`):
 #
 # $$
 # \min_{f}\ \mathbb{E}_{Z=f(X)}\bigl[\,R^c(Z\mid U_{[K]}) - R(Z)
@@ -44,9 +45,15 @@
 # | $R^c(Z\mid U)$ | compression | **network**: ADMM $Z$-step = MSSA | `MSSA` |
 # | $\lambda\Vert Z\Vert_1$ | sparsity | **network**: $V$-step = ReLU | `ADMMLayer` |
 #
-# Unrolling one ADMM iteration per layer (the paper's Eq. `layer_updates`, restated as
-# {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a Transformer made of attention alone:
-# no MLP and no ISTA dictionary.
+# The expansion term is replaced by SIGReg, the regulariser of LeJEPA
+# {cite:p}`balestriero2025lejepa` (EMP-SSL {cite:p}`tong2023empssl` had put $R(Z)$
+# itself into a self-supervised loss, for a black-box network), and the other two are
+# minimised by the alternating direction method of multipliers (ADMM,
+# {cite:p}`boyd2011admm`). Unrolling one ADMM iteration per layer (the paper's Eq.
+# `layer_updates`, restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
+# Transformer made of attention alone: no MLP and no ISTA dictionary, like the
+# attention-only Transformer (AoT) of {cite:t}`wang2025aot`, but derived from a
+# different objective.
 
 # %%
 import textwrap
@@ -63,35 +70,86 @@ display(run_record_box(seed=0, aot_lib=aot_lib.__version__))
 print("registered models:\n" + textwrap.fill(", ".join(aot_lib.list_models()), 80))
 
 # %% [markdown]
-# ## The two rates on a toy example
+# ## The three terms on a toy example
 #
-# Tokens drawn from $K$ low-dimensional subspaces have a small **compression** rate
-# measured against the right subspaces, while their **global** rate stays large: exactly
-# what the objective asks for. Tokens spread isotropically have a large rate everywhere.
+# What does each term of {eq}`eq-srr` reward? Three sets of $N$ tokens in $\mathbb R^d$
+# with the same total energy $\lVert Z\rVert_F$, measured against $K$ subspaces $U_k$ of
+# dimension $p$ (blocks of coordinate axes, so $\lVert Z\rVert_0$ can be read off in the
+# standard basis, where AoT-ADMM's ReLU acts):
+#
+# * **mixture**: every token lies on one of the subspaces, the structure white-box
+#   models are built for;
+# * **isotropic in the span**: Gaussian tokens filling the span of all $K$ subspaces;
+# * **isotropic**: Gaussian tokens filling all of $\mathbb R^d$.
 
 # %%
 d, p, K, N, eps = 12, 2, 3, 300, 0.5
-Q = torch.linalg.qr(torch.randn(d, d, dtype=torch.float64))[0]
-U = Q[:, : p * K].reshape(d, K, p).permute(1, 0, 2)  # K orthonormal bases, (K, d, p)
+U = torch.eye(d, dtype=torch.float64)[:, : p * K].reshape(d, K, p).permute(1, 0, 2)
 labels = torch.randint(K, (N,))
 coeffs = torch.randn(N, p, dtype=torch.float64)
 # (d, N): tokens are columns
-Z_sub = torch.stack([U[k] @ c for k, c in zip(labels, coeffs)], dim=1)
-# same energy, no structure
-Z_iso = torch.randn(d, N, dtype=torch.float64) * (Z_sub.norm() / (d * N) ** 0.5)
-
-rows = []
-for name, Z in [("mixture of subspaces", Z_sub), ("isotropic", Z_iso)]:
+Z_mix = torch.stack([U[k] @ c for k, c in zip(labels, coeffs)], dim=1)
+Z_span = torch.zeros(d, N, dtype=torch.float64)
+Z_span[: p * K] = torch.randn(p * K, N, dtype=torch.float64)
+Z_iso = torch.randn(d, N, dtype=torch.float64)
+tokens = {}
+for name, Z in [("mixture", Z_mix), ("isotropic in the span", Z_span),
+                ("isotropic", Z_iso)]:
+    Z = Z * (Z_mix.norm() / Z.norm())  # the same energy for all three
     R = aot_lib.coding_rate(Z, eps).item()
     Rc = aot_lib.subspace_coding_rate(Z, U, eps).item()
-    rows.append((name, R, Rc, Rc - R))
+    nonzero = (Z != 0).sum().item()
+    tokens[name] = dict(tokens=name, R=R, Rc=Rc, diff=Rc - R, l0=nonzero / N,
+                        nonzero=nonzero)
+mix, span, iso = tokens.values()
 Table(
-    rows,
+    tokens.values(),
     [Col("tokens"), Col("R", "R(Z) (nats)", ".2f"), Col("Rc", "Rᶜ(Z|U) (nats)", ".2f"),
-     Col("diff", "Rᶜ − R (nats)", ".2f")],
-    caption=f"Coding rates of {N} tokens in d = {d}: K = {K} subspaces of dimension "
-    f"{p}, ε = {eps}",
+     Col("diff", "Rᶜ − R (nats)", ".2f"), Col("l0", "non-zeros per token", ".1f")],
+    caption=f"{N} tokens of equal total energy in d = {d}: K = {K} subspaces of "
+    f"dimension {p}, ε = {eps}",
 )
+
+# %% [markdown]
+# The objective is *minimised*. Read the table column by column; the cell below checks
+# every direction stated here:
+#
+# * **The rates prefer isotropic tokens.** Spread over all $d$ directions, the
+#   isotropic tokens have the largest global rate $R$ and, since only part of their
+#   energy falls into the subspaces, the smallest compression rate $R^c$: the lowest
+#   $R^c-R$ of the three.
+# * **The rates cannot see the subspaces.** $R$ and $R^c$ depend on the tokens through
+#   their covariance only, and in expectation the mixture has the covariance of
+#   isotropic tokens in the span of its subspaces. The two rows agree up to the
+#   sampling error of $N$ tokens.
+# * **The sparsity term can.** Each mixture token has $p$ non-zero coordinates, an
+#   isotropic token in the span $Kp$, an isotropic one $d$. With a large enough
+#   $\lambda$ the mixture has the lowest objective of the three.
+
+# %%
+assert iso["R"] > span["R"] and iso["R"] > mix["R"]
+assert iso["Rc"] < span["Rc"] and iso["Rc"] < mix["Rc"]
+assert iso["diff"] < mix["diff"] and iso["diff"] < span["diff"]
+# equal covariance in the population: equal rates up to sampling error (N = 300)
+assert abs(mix["R"] / span["R"] - 1) < 0.05
+assert abs(mix["Rc"] / span["Rc"] - 1) < 0.05
+assert (mix["l0"], span["l0"], iso["l0"]) == (p, p * K, d)
+# the lambda from which the mixture's objective is the lowest of the three
+lam_star = max((mix["diff"] - other["diff"]) / (other["nonzero"] - mix["nonzero"])
+               for other in (span, iso))
+assert lam_star > 0
+print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n"
+      "without the sparsity term the isotropic tokens win.\n"
+      f"With lambda > {lam_star:.2e} per non-zero entry the mixture has the\n"
+      "lowest R^c - R + lambda ||Z||_0 of the three.")
+
+# %% [markdown]
+# So the three terms pull in different directions, and the sparsity term is what
+# singles out tokens on the subspaces. This is the division of labour of the paper:
+# the expansion $-R$ goes into the loss ({ref}`ch-theorem1`, {ref}`ch-objective`),
+# compression and sparsity become the network ({ref}`ch-admm`), whose ReLU step is the
+# proximal map of the sparsity term. {ref}`sec-collapse` shows what compression plus
+# sparsity do on their own: they shrink the tokens to zero.
 
 # %% [markdown]
 # ## Map of the book
@@ -102,8 +160,19 @@ Table(
 #    computed by `aot_lib`'s layer.
 # 3. {ref}`ch-architecture`: AoT-ADMM next to CRATE and AoT; parameter and FLOP tables
 #    computed live against the paper's.
-# 4. {ref}`ch-training`: multi-crop views, LeJEPA pretraining on CIFAR-10 and the linear
+# 4. {ref}`ch-objective`: the LeJEPA loss term by term, each formula beside the code
+#    that computes it.
+# 5. {ref}`ch-training`: multi-crop views, LeJEPA pretraining on CIFAR-10 and the linear
 #    probe, from recorded runs (`aot pretrain`, `aot probe`), and the speed benchmarks.
+# 6. {ref}`ch-recipe-audit`: which training settings matter at CPU scale, Appendix A's
+#    normalisation, and whether a trained AoT-ADMM still does what it was derived to do.
+# 7. {ref}`ch-tables-1-3`: the paper's Tables 1 and 3 (AoT-ADMM against CRATE and AoT)
+#    at CPU scale.
+# 8. {ref}`ch-transfer`: Table 2, pretraining on ImageNet-style images and fine-tuning
+#    on CIFAR.
+# 9. {ref}`ch-table4`: Table 4, a ViT without MLPs, distilled.
+# 10. {ref}`ch-gpu`: the commands for the paper's scale on GPUs and their estimated
+#     cost.
 #
 # And the package, module by module:
 #
@@ -126,10 +195,25 @@ Table(
 # Every chapter is a jupytext notebook under `notebooks/`: to run and change it, open it
 # in JupyterLab (the README has the one command).
 #
+# ## Exercises
+#
+# 1. **Subspaces that fill the space.** Rerun the toy example with $K=6$ subspaces of
+#    dimension $p=2$, so that $Kp=d$. Which rows of the table now coincide, and does
+#    $R^c-R$ still prefer the isotropic tokens? Explain with the covariances.
+# 2. **Sparsity depends on the basis.** Replace the coordinate blocks by a random
+#    orthonormal basis (`torch.linalg.qr` of a Gaussian matrix, as
+#    `aot_lib.theory.admm.mixture_of_subspaces(basis="random")` does). Which columns of
+#    the table change? What does that imply for a network whose sparse step is a ReLU
+#    in the standard basis ({ref}`ch-admm`)?
+# 3. **What each term is invariant to.** Apply an orthogonal matrix $Q$ to the tokens
+#    ($Z\mapsto QZ$) and check numerically: $R$ never changes; $R^c$ changes unless $Q$
+#    maps each subspace onto itself; $\lVert Z\rVert_0$ changes unless $Q$ permutes
+#    coordinates and flips signs.
+#
 # ## What we learned
 #
 # * Sparse rate reduction {eq}`eq-srr` has three terms; the paper keeps compression and
 #   sparsity in the architecture and moves expansion into the training loss.
-# * On subspace-structured tokens the compression rate is small while the global rate
-#   stays large, the regime the objective rewards; isotropic tokens of the same energy
-#   are not.
+# * On the toy tokens the two rates prefer isotropic tokens (larger $R$, smaller $R^c$)
+#   and cannot tell a mixture of subspaces from isotropic tokens with its covariance;
+#   only the sparsity term favours the mixture, from the $\lambda$ printed above.

@@ -19,9 +19,10 @@
 # step with SymPy, then numerically with the SIGReg used in training.
 #
 # The paper moves the expansion term $-R(Z)$ of sparse rate reduction {eq}`eq-srr` out
-# of the architecture and into the training loss, replacing it by LeJEPA's SIGReg. That
-# swap is justified by **Theorem 1** (the paper's Eq. `theorem`): on the trace-$d$ set
-# $\mathcal S=\{\Sigma\succeq0:\operatorname{tr}\Sigma=d\}$ both objectives have the
+# of the architecture and into the training loss, replacing it by the SIGReg of LeJEPA
+# {cite:p}`balestriero2025lejepa` (written out term by term in {ref}`ch-objective`).
+# That swap is justified by **Theorem 1** (the paper's Eq. `theorem`): on the trace-$d$
+# set $\mathcal S=\{\Sigma\succeq0:\operatorname{tr}\Sigma=d\}$ both objectives have the
 # single optimum $\Sigma=I_d$, and near it both grow like $\lVert\Sigma-I_d\rVert_F^2$.
 # The **Proposition** (the paper's Eq. `sup_global_equivalence`) extends this to
 # two-sided bounds on all of $\mathcal S$.
@@ -283,6 +284,7 @@ for n_points in (5, 9, 17, 33):
 quad_err = theory.cw_quadrature() / theory.cw_gaussian_weight() - 1
 assert abs(quad_err) < 1e-3
 bias = theory.finite_sample_bias(1.0, 1).item()
+assert abs(bias - 1.06) < 0.005  # "about 1.06/N" in the text above
 Table(
     rows,
     [Col("n", "nodes on [0, 3]"), Col("cw", "C_w (trapezoid)", ".8f"),
@@ -504,6 +506,25 @@ Table(
 )
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. **Another weight.** With `theory.cw_gaussian_weight(sigma)` compute $C_w$ for
+#    $\sigma=1/2, 1, 2$, and the limit ratio {eq}`eq-sup-proportionality` at $d=128$,
+#    $\epsilon=0.5$ for each. How would the SIGReg weight $\alpha$ have to change to
+#    keep the same expansion strength if LeJEPA's weight were wider?
+# 2. **The identity by Monte Carlo.** Draw 100,000 directions with
+#    `aot_lib.objectives.sigreg.sample_directions` in $d=10$ and a random symmetric
+#    traceless $A$ (`theory.random_traceless`). Compare the mean of $(a^\top Aa)^2$
+#    with {eq}`eq-sup-spherical-identity`, and give the Monte Carlo standard error.
+# 3. **The extremes of $\rho$ in $d=2$.** On the trace-2 set every $\Sigma$ has
+#    eigenvalues $1\pm s$ with $0\le s\le1$. Write $\rho(s)$ in closed form and find
+#    its minimum and maximum. Where do $k_1$ and $k_2$ sit: at the optimum or on the
+#    boundary?
+# 4. **Same covariance, different SIGReg.** Add a fourth law with covariance $I$ to the
+#    last table: a Gaussian mixture $\tfrac12\mathcal N(\pm m\,e_1, \cdot)$ rescaled to
+#    unit variance. How does its SIGReg compare with the uniform and Rademacher laws as
+#    $m$ grows?
+#
 # ## What we learned
 #
 # * The identities of Appendix A hold as stated; $C_w=\sqrt{2\pi}/(4\cdot3^{3/2})\approx

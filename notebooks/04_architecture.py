@@ -35,6 +35,7 @@
 # %%
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import paper
@@ -42,13 +43,31 @@ from aot_lib.book.pages import run_record_box
 from aot_lib.book.plotting import draw_layer
 from aot_lib.book.tables import Col, Table
 
-run_record_box()
+display(run_record_box())
+
+# Parameters of one layer: the formula the diagram prints and the table checks against
+# the live modules, at two widths.
+LAYER_PARAMS = {  # diagram name: (model, state, formula as text, formula in d)
+    "AoT-ADMM": ("aot_admm_tiny", "state (Z, V, W)", "2d² + 4d + 3",
+                 lambda d: 2 * d * d + 4 * d + 3),
+    "CRATE": ("crate_tiny", "state Z", "3d² + 5d", lambda d: 3 * d * d + 5 * d),
+    "AoT": ("aot_tiny", "state Z", "2d² + 3d", lambda d: 2 * d * d + 3 * d),
+}
+
+
+def layer_params(model: str, d: int) -> int:
+    """Parameters of one layer of ``model`` at width ``d``, counted from the module."""
+    block = aot_lib.create_model(model, depth=1, embed_dim=d, num_heads=6).blocks[0]
+    return sum(p.numel() for p in block.parameters())
+
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 3, figsize=(12, 5.2),
                          gridspec_kw=dict(width_ratios=[1.25, 1.1, 0.9]))
-for ax, name in zip(axes, ["AoT-ADMM", "CRATE", "AoT"]):
+for ax, (name, (model, state, text, formula)) in zip(axes, LAYER_PARAMS.items()):
+    assert layer_params(model, 384) == formula(384), name
     draw_layer(name, ax)
+    ax.set_title(f"{name}\n{state}; params per layer {text}", fontsize=9)
 fig.tight_layout()
 plt.show()
 
@@ -67,35 +86,33 @@ plt.show()
 # them from the live modules:
 
 # %%
-d = 384
-formula = {
-    "crate_tiny": ("3d² + 5d", 3 * d * d + 5 * d),
-    "aot_tiny": ("2d² + 3d", 2 * d * d + 3 * d),
-    "aot_admm_tiny": ("2d² + 4d + 3", 2 * d * d + 4 * d + 3),
-}
+widths = (192, 384)
 rows = []
-for name, (text, value) in formula.items():
-    block = aot_lib.create_model(name, depth=1).blocks[0]
-    n = sum(p.numel() for p in block.parameters())
-    assert n == value, name
-    rows.append((name, n, text, value))
-Table(rows, [Col("model"), Col("n", "parameters of one layer (counted)"),
-             Col("formula", "formula"), Col("value", f"formula at d = {d}")],
-      caption="One layer, counted from the module and from the formula")
+for name, (model, _, text, formula) in LAYER_PARAMS.items():
+    counted = [layer_params(model, d) for d in widths]
+    assert counted == [formula(d) for d in widths], name
+    rows.append((model, text, *counted))
+extra = [LAYER_PARAMS["AoT-ADMM"][3](d) - LAYER_PARAMS["AoT"][3](d) for d in widths]
+assert extra == [d + 3 for d in widths]  # AoT-ADMM over AoT: the threshold and 3 logits
+Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
+             *[Col(f"n{d}", f"counted, d = {d}") for d in widths]],
+      caption="Parameters of one layer: the formula, and the module counted at two "
+      "widths")
 
 # %% [markdown]
 # (sec-paper-tables)=
 # ## The paper's tables, recomputed
 #
-# Parameters and FLOPs below are computed now from the registered models
-# (`aot_lib.count_params`, `aot_lib.count_flops`: `torch.utils.flop_counter`, two FLOPs
-# per multiply-add, one image). The paper counts the encoder **without the
-# classification head** (the final LayerNorm and Linear): official CRATE without its
-# `mlp_head` has exactly the paper's 5.41 / 12.10 / 21.44 M, and the paper prints the
-# same counts for CIFAR-10 and CIFAR-100, which a head would change. `count_params(m)`
-# follows that convention; the column "+ head" is `count_params(m, include_head=True)`
-# with 10 classes. The shaded columns are the paper's printed numbers
-# (`aot_lib.book.paper`).
+# Parameters and FLOPs below are computed now from the registered models (the three
+# white-box families and, for Table 4, the standard ViT {cite:p}`dosovitskiy2021vit`
+# and its MLP-free variant) with `aot_lib.count_params` and `aot_lib.count_flops`
+# (`torch.utils.flop_counter`, two FLOPs per multiply-add, one image). The paper counts
+# the encoder **without the classification head** (the final LayerNorm and Linear):
+# official CRATE without its `mlp_head` has exactly the paper's 5.41 / 12.10 / 21.44 M,
+# and the paper prints the same counts for CIFAR-10 and CIFAR-100, which a head would
+# change. `count_params(m)` follows that convention; the column "+ head" is
+# `count_params(m, include_head=True)` with 10 classes. The shaded columns are the
+# paper's printed numbers (`aot_lib.book.paper`).
 
 # %%
 names = ["crate_tiny", "aot_admm_tiny", "aot_tiny", "crate_small", "aot_admm_small",
@@ -121,6 +138,11 @@ for name in names:
 for name in ["crate_tiny", "aot_admm_tiny"]:
     n100 = aot_lib.count_params(aot_lib.create_model(name, num_classes=100))
     assert n100 == aot_lib.count_params(aot_lib.create_model(name))
+# the ViT counts the remark below the table states
+vit_t, vit_s = aot_lib.create_model("vit_tiny"), aot_lib.create_model("vit_small")
+assert aot_lib.count_params(vit_t) == 5_378_880
+assert aot_lib.count_params(vit_t, include_head=True) == 5_381_194
+assert round(aot_lib.count_params(vit_s) / 1e6, 2) == 21.37
 
 Table(
     rows,
@@ -176,31 +198,50 @@ Table(rows, [Col("model"), Col("three", "ISTA, three products: FLOPs (G)", ".3f"
       "a 2-layer model)")
 
 # %% [markdown]
-# Two more remarks on the paper's arithmetic. It describes the savings of AoT-ADMM over
-# CRATE as "31.1 / 31.2 / 31.3 %"; the removed counts it prints (1.77, 3.99 and 7.08 M)
-# are right, but as fractions of CRATE's 5.41, 12.10 and 21.44 M they are
-# 32.7 / 33.0 / 33.0 %:
+# Two more remarks on the paper's arithmetic. Its prose (Sec. 4.2) gives the parameters
+# AoT-ADMM removes from CRATE and the reductions they amount to; the table recomputes
+# both from the counts it prints, and the sentence under it is generated from the table.
 
 # %%
-paper_saving = {"tiny": 31.1, "small": 31.2, "base": 31.3}  # the paper's prose
 rows = []
 for scale in ["tiny", "small", "base"]:
     # rounded to 0.01 M first, as the paper's table prints them
     a, c = (aot_lib.count_params(aot_lib.create_model(f"{family}_{scale}"))
             for family in ("aot_admm", "crate"))
     a, c = round(a / 1e6, 2), round(c / 1e6, 2)
-    rows.append((scale, c, a, c - a, 100 * (c - a) / c, paper_saving[scale]))
-Table(rows, [Col("scale"), Col("c", "CRATE (M)", ".2f"),
-             Col("a", "AoT-ADMM (M)", ".2f"),
-             Col("removed", "removed (M)", ".2f"), Col("pct", "removed (%)", ".1f"),
-             Col("paper", "saving stated (%)", ".1f", paper=True)],
-      caption="AoT-ADMM's savings over CRATE")
+    rows.append(dict(scale=scale, c=c, a=a, removed=round(c - a, 2),
+                     pct=100 * (c - a) / c,
+                     paper_removed=paper.REMOVED_PARAMS_M_PROSE[scale],
+                     paper_pct=paper.SAVING_PCT_PROSE[scale]))
+assert all(r["removed"] == r["paper_removed"] for r in rows)
+assert all(round(r["pct"], 1) != r["paper_pct"] for r in rows)
+display(Table(
+    rows, [Col("scale"), Col("c", "CRATE (M)", ".2f"), Col("a", "AoT-ADMM (M)", ".2f"),
+           Col("removed", "removed (M)", ".2f"), Col("pct", "removed (%)", ".1f"),
+           Col("paper_removed", "removed (M)", ".2f", paper=True),
+           Col("paper_pct", "saving stated (%)", ".1f", paper=True)],
+    caption="AoT-ADMM's savings over CRATE"))
+display(Markdown(
+    "The removed counts the paper prints are right ("
+    + ", ".join(f"{r['paper_removed']:.2f}" for r in rows) + " M), but as fractions of "
+    "CRATE's " + ", ".join(f"{r['c']:.2f}" for r in rows) + " M they are "
+    + " / ".join(f"{r['pct']:.1f}" for r in rows) + " %, not the "
+    + " / ".join(f"{r['paper_pct']:.1f}" for r in rows) + " % it states."))
 
 # %% [markdown]
 # And with 17 tokens, attention itself is a small part of the cost: almost all FLOPs are
 # the $d\times d$ projections, which is why removing CRATE's dictionary (one or two
-# $d\times d$ products per token per layer) cuts FLOPs by more than half.
-#
+# $d\times d$ products per token per layer) cuts FLOPs by more than half (asserted
+# below, at every scale).
+
+# %%
+for scale in ["tiny", "small", "base"]:
+    a, c, aot = (aot_lib.count_flops(aot_lib.create_model(f"{family}_{scale}"))
+                 for family in ("aot_admm", "crate", "aot"))
+    assert a < 0.5 * c
+    assert a == aot  # the ADMM update is element-wise: no matrix product to count
+
+# %% [markdown]
 # (sec-two-resolutions)=
 # ## One encoder, two resolutions
 #
@@ -209,14 +250,31 @@ Table(rows, [Col("scale"), Col("c", "CRATE (M)", ".2f"),
 # grids. Official CRATE never faces this: it trains at one resolution and slices its
 # embedding. Here the grid part is resized bicubically
 # (`aot_lib.models.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls
-# entry is kept. The CRATE-family stems resize without antialiasing (DINO's choice), the
-# ViT family with it (timm's `resample_abs_pos_embed`, so timm weights load with equal
-# outputs).
+# entry is kept. The CRATE-family stems resize without antialiasing (DINO's choice,
+# {cite:p}`caron2021dino`), the ViT family with it (timm's `resample_abs_pos_embed`, so
+# timm weights load with equal outputs).
+#
+# ## Exercises
+#
+# 1. **CRATE-Base by hand.** Write the parameter count of one CRATE layer at
+#    $d=768$ from its parts (shared projection, output map with bias, dictionary, two
+#    LayerNorms) and check it with `layer_params("crate_base", 768)`, the function
+#    defined at the top of this chapter. How much of CRATE-Base's 21.44 M is in its
+#    12 dictionaries?
+# 2. **Where the FLOPs are.** For one AoT-ADMM-Tiny layer with $T=17$ tokens, count by
+#    hand the FLOPs (two per multiply-add) of the shared projection, the attention
+#    scores and weighted sums of the $K$ heads, and the output map. Compare the sum with
+#    `aot_lib.count_flops` of a depth-1 and a depth-2 model (their difference is one
+#    layer).
+# 3. **When attention dominates.** The attention part grows like $T^2$, the projections
+#    like $T$. At which number of tokens does attention cost as much as the projections
+#    at $d=384$ with 6 heads? Which image size gives that many tokens with patch 8?
 #
 # ## What we learned
 #
 # * The three architectures share stem, attention and head; AoT-ADMM's extra cost over
-#   AoT is $d+3$ parameters per layer (the threshold and the branch logits) and no FLOPs
-#   to speak of.
+#   AoT is $d+3$ parameters per layer (the threshold and the branch logits) and no
+#   counted FLOPs (`torch.utils.flop_counter` counts matrix products; the ADMM update is
+#   element-wise).
 # * Every parameter and FLOP count in Tables 1–4 follows from this construction; the two
 #   places where the paper's prose disagrees with its own counts are listed above.

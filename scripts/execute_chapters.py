@@ -32,7 +32,7 @@ WHERE_IS_AOT_LIB = "import aot_lib; print(aot_lib.__file__)"
 
 
 def chapter_paths(names: list[str]) -> list[Path]:
-    chapters = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+    chapters = sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.py"))
     if not names:
         return chapters
     picked = []
