@@ -165,7 +165,7 @@ if rows:
         notes=[f"One seed per configuration: a difference under {PARITY_MARGIN:.2f} "
                "points (the largest gap the paper itself calls comparable) is read as "
                "no difference.",
-               "Linear probe: the quick protocol of chapter 5 (features of "
+               "Linear probe: the quick protocol of the training chapter (features of "
                "un-augmented images; lr and weight decay chosen on the validation "
                "split, whose best score is the validation column).", UNREAD,
                *grids(rows)],
@@ -179,7 +179,7 @@ def flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-# what r0 changes against the recipe of chapter 5's recorded 10-epoch run
+# what r0 changes against the recipe of the training chapter's recorded 10-epoch run
 MAIN_DIR = ROOT / "results" / "cpu" / "cpu_aot_admm_cifar10"
 recipe_file = MAIN_DIR / "config.yaml"
 if not recipe_file.exists():
@@ -191,7 +191,7 @@ if "r0_paper_lr" in runs:
     diff = [k for k in sorted(r0)
             if r0[k] != recipe.get(k) and not k.startswith(same_run)]
     display(Markdown(
-        f"r0 against the recipe of chapter 5's run ({recipe_file.relative_to(ROOT)}): "
+        f"r0 against the recipe of the training chapter's run ({recipe_file.relative_to(ROOT)}): "
         + ", ".join(f"`{k}` {r0[k]} (recipe: {recipe.get(k)})" for k in diff)
         + ". So r0 is the recipe before this sweep, not that run cut short."))
 

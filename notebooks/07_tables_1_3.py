@@ -175,7 +175,7 @@ if table1:
                "are indicative. The CIFAR-100 AoT-ADMM run shared it with test runs "
                "at its start, which inflates its time; the speed comparison below uses "
                "the CIFAR-10 pair of seed 0.",
-               "Linear probe: the quick protocol of chapter 5 (features of "
+               "Linear probe: the quick protocol of the training chapter (features of "
                "un-augmented images; lr and weight decay chosen on a validation "
                f"split); k-NN: the {knn_k(table1)} "
                "nearest neighbours by cosine similarity, "
