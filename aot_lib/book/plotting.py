@@ -45,24 +45,25 @@ LAYER_DIAGRAMS = {
                   ("ReLU$(Z^{\\ell+1}+W^\\ell-\\tau)\\to V^{\\ell+1}$", "#a1d99b"),
                   ("$W^\\ell+Z^{\\ell+1}-V^{\\ell+1}$, RMS $\\to W^{\\ell+1}$", "#dadaeb")],
         "skips": [(-1, 2, "$Z^\\ell$, $V^\\ell$, $W^\\ell$"), (-1, 4, "$W^\\ell$")],
-        "note": "state $(Z, V, W)$; params $2d^2+3d+3$",
+        "note": "state $(Z, V, W)$",
     },
     "CRATE": {
         "boxes": [("LayerNorm", "#dddddd"), ("MSSA($\\cdot\\,|\\,U^\\ell$)", "#9ecae1"), ("$+$ residual", "#fdd0a2"),
                   ("LayerNorm", "#dddddd"), ("ISTA: ReLU$(x+\\eta D^\\top(x-Dx)-\\eta\\lambda)$", "#fcbba1")],
         "skips": [(-1, 2, "$Z^\\ell$")],
-        "note": "state $Z$; params $3d^2+4d$",
+        "note": "state $Z$",
     },
     "AoT": {
         "boxes": [("LayerNorm", "#dddddd"), ("MSSA($\\cdot\\,|\\,U^\\ell$)", "#9ecae1"), ("$+$ residual", "#fdd0a2")],
         "skips": [(-1, 2, "$Z^\\ell$")],
-        "note": "state $Z$; params $2d^2+2d$",
+        "note": "state $Z$",
     },
 }
 
 
 def draw_layer(name: str, ax=None):
-    """Draw one layer of ``name`` (a key of :data:`LAYER_DIAGRAMS`) as a vertical flow chart."""
+    """Draw one layer of ``name`` (a key of :data:`LAYER_DIAGRAMS`) as a vertical flow chart, titled with the
+    layer's state (parameter counts are the caller's: chapter 4 computes them from the modules)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
