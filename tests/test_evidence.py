@@ -169,3 +169,36 @@ def test_every_claimed_cell_is_the_run_name_of_a_config():
              if p.name not in ("recipe.yaml", "finetune.yaml")}
     cells = {name for c in evidence.CLAIMS for name in (c.a, c.b)}
     assert cells <= names, sorted(cells - names)
+
+
+def test_every_family_trains_at_the_lr_its_recorded_sweep_picked():
+    """The equal sweep's pick (best validation linear probe, recorded under results/cpu) is the learning rate of
+    that family's final configs: Tables 1/3 (configs/cpu/<family>_cifar10.yaml) and Table 2
+    (configs/cpu/table2/<family>_imagenette.yaml). A family whose sweep is incomplete has no pick yet."""
+    from pathlib import Path
+
+    from aot_lib.training.config import load_config
+
+    root = Path(__file__).resolve().parent.parent
+    picks = evidence.picked_lr(evidence.sweep_rows(root / "results" / "cpu"))
+    config = {"Tables 1/3": "configs/cpu/{}_cifar10.yaml", "Table 2": "configs/cpu/table2/{}_imagenette.yaml"}
+    decided = {key: lr for key, lr in picks.items() if lr is not None}
+    assert ("Tables 1/3", "aot_admm") in decided and ("Table 2", "aot_admm") in decided
+    for (table, family), lr in decided.items():
+        assert load_config(root / config[table].format(family))["optim"]["lr"] == lr, (table, family)
+
+
+def test_sweep_rows_read_each_point_and_pick_only_a_complete_grid(tmp_path):
+    for name, lr, val in (("p1", 1e-3, 40.0), ("p2", 2e-3, 44.5), ("p3", 4e-3, 43.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(yaml.safe_dump({"optim": {"lr": lr}}))
+        (tmp_path / name / "probe.json").write_text(json.dumps({"linear_val_best": val, "knn_val_top1": val - 3}))
+    sweeps = {("T", "a"): ("p1", "p2", "p3"), ("T", "b"): ("p1", "missing")}
+    rows = evidence.sweep_rows(tmp_path, sweeps)
+    assert [(r["lr"], r["val"], r["knn_val"]) for r in rows[:3]] == [(1e-3, 40.0, 37.0), (2e-3, 44.5, 41.5),
+                                                                      (4e-3, 43.0, 40.0)]
+    assert evidence.picked_lr(rows) == {("T", "a"): 2e-3, ("T", "b"): None}
+    (tmp_path / "p3" / "probe.json").write_text(json.dumps({"linear_top1": 50.0}))
+    with raises_exactly(ValueError, f"{tmp_path / 'p3'}/probe.json has no validation score (linear_val_best): "
+                                    "probe it again with scripts/reprobe.py"):
+        evidence.sweep_rows(tmp_path, sweeps)

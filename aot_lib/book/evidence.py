@@ -20,7 +20,8 @@ import yaml
 from . import paper, stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
-           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows"]
+           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
+           "picked_lr"]
 
 #: Where each stage's test accuracy lives in a recorded folder.
 RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
@@ -218,3 +219,48 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
             continue
         rows.append({"claim": c, "diff": got["diff"], "verdict": got["verdict"], "sentence": got["sentence"]})
     return rows
+
+
+#: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
+#: its points, each scored on validation data only. AoT-ADMM's 2e-3 and 4e-3 points on CIFAR-10 are the recipe
+#: sweep's r2 and r4 (the same recipe); Table 2's 2e-3 points are the runs recorded at 2e-3 before the sweep.
+SWEEPS = {
+    ("Tables 1/3", "aot_admm"): ("sweep/sweep_lr_aot_admm_1e-3", "sweep/sweep_r2_lr2e-3_proj64", "sweep/sweep_r4_lr4e-3"),
+    ("Tables 1/3", "crate"): ("sweep/sweep_lr_crate_1e-3", "sweep/sweep_lr_crate_2e-3", "sweep/sweep_lr_crate_4e-3"),
+    ("Tables 1/3", "aot"): ("sweep/sweep_lr_aot_1e-3", "sweep/sweep_lr_aot_2e-3", "sweep/sweep_lr_aot_4e-3"),
+    ("Table 2", "aot_admm"): ("sweep/sweep_aot_admm_imagenette_lr1e-3", "cpu_aot_admm_imagenette",
+                              "sweep/sweep_aot_admm_imagenette_lr4e-3"),
+    ("Table 2", "crate"): ("sweep/sweep_crate_imagenette_lr1e-3", "cpu_crate_imagenette",
+                           "sweep/sweep_crate_imagenette_lr4e-3"),
+}
+
+
+def sweep_rows(root: str | Path, sweeps: Mapping = SWEEPS) -> list[dict]:
+    """One row per sweep point: ``table``, ``family``, ``lr`` (from the run's own config), the validation linear
+    probe (best over the probe's grid, ``val``) and k-NN (``knn_val``), ``folder``; a point not recorded yet has
+    ``val`` None. A point probed with a test score must also hold its validation score (it is what is compared)."""
+    root, rows = Path(root), []
+    for (table, family), folders in sweeps.items():
+        for rel in folders:
+            folder = root / rel
+            row = {"table": table, "family": family, "folder": rel, "lr": None, "val": None, "knn_val": None}
+            if (folder / "probe.json").exists():
+                cfg = yaml.safe_load((folder / "config.yaml").read_text())
+                probe = _read_json(folder / "probe.json")
+                if "linear_val_best" not in probe:
+                    raise ValueError(f"{folder}/probe.json has no validation score (linear_val_best): probe it "
+                                     "again with scripts/reprobe.py")
+                row.update(lr=float(cfg["optim"]["lr"]), val=float(probe["linear_val_best"]),
+                           knn_val=float(probe["knn_val_top1"]))
+            rows.append(row)
+    return rows
+
+
+def picked_lr(rows: list[dict]) -> dict[tuple[str, str], float | None]:
+    """Each (table, family)'s learning rate with the best validation linear probe; None while a point is missing
+    (no pick is made on part of the grid)."""
+    picks: dict = {}
+    for key in dict.fromkeys((r["table"], r["family"]) for r in rows):
+        points = [r for r in rows if (r["table"], r["family"]) == key]
+        picks[key] = None if any(r["val"] is None for r in points) else max(points, key=lambda r: r["val"])["lr"]
+    return picks

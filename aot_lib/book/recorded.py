@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from .pages import Admonition
 
-__all__ = ["RESULT_FILES", "is_recorded", "load_recorded_run", "superseded", "run_status", "run_notices"]
+__all__ = ["RESULT_FILES", "is_recorded", "load_recorded_run", "read_curve", "superseded", "run_status", "run_notices"]
 
 
 def superseded(run: Mapping) -> str:
@@ -47,7 +47,6 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
     stage's result file: the probe's, the fine-tuning's or the distillation's; for pretraining also as
     ``probe``) and ``config_text``.
     """
-    import csv
     import json
 
     from ..training.config import config_stage, load_config
@@ -81,11 +80,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
         run = {"source": f"trained now at smoke scale ({what}): no recorded run",
                "dir": out / cfg["run"]["name"], "recorded": False}
     run["stage"] = stage
-    with open(run["dir"] / "metrics.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("loss")]  # not the monitors' own rows
-    # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "*_loss"
-    keys = ("step", "loss", "pred", "sigreg") if stage == "pretrain" else ("step", "loss")
-    run["curve"] = {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows] for k in keys}
+    run["curve"] = read_curve(run["dir"], stage)
     run["run"] = json.loads((run["dir"] / "run.json").read_text())
     metrics = run["dir"] / "metrics.json"  # the last logged values: pretraining runs write it
     run["metrics"] = json.loads(metrics.read_text()) if metrics.exists() else {}
@@ -94,6 +89,18 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
         run["probe"] = run["result"]
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
     return run
+
+
+def read_curve(folder: Path, stage: str = "pretrain") -> dict:
+    """A run's logged training curve from its ``metrics.csv``: ``step``, ``loss`` and, for pretraining, ``pred``
+    and ``sigreg`` lists (the training rows only, not the monitors' own rows)."""
+    import csv
+
+    with open(Path(folder) / "metrics.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("loss")]
+    # runs recorded before the LeJEPAOutput rename logged "pred"/"sigreg"; newer ones "*_loss"
+    keys = ("step", "loss", "pred", "sigreg") if stage == "pretrain" else ("step", "loss")
+    return {k: [float(r[k] if k in r else r[f"{k}_loss"]) for r in rows] for k in keys}
 
 
 def run_status(run: Mapping) -> str:
