@@ -202,3 +202,11 @@ def test_sweep_rows_read_each_point_and_pick_only_a_complete_grid(tmp_path):
     with raises_exactly(ValueError, f"{tmp_path / 'p3'}/probe.json has no validation score (linear_val_best): "
                                     "probe it again with scripts/reprobe.py"):
         evidence.sweep_rows(tmp_path, sweeps)
+
+
+def test_first_reaching_is_the_first_logged_point_at_or_above_the_target():
+    xs, accs = [1.0, 2.0, 3.0, 4.0], [30.0, 35.0, 34.0, 38.0]
+    assert evidence.first_reaching(xs, accs, 34.5) == 2.0  # 35 at x = 2, not the later 38
+    assert evidence.first_reaching(xs, accs, 35.0) == 2.0 and evidence.first_reaching(xs, accs, 38.5) is None
+    with raises_exactly(ValueError, "3 x values for 4 accuracies"):
+        evidence.first_reaching(xs[:3], accs, 30.0)

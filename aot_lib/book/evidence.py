@@ -21,7 +21,7 @@ from . import paper, stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
-           "picked_lr"]
+           "picked_lr", "first_reaching"]
 
 #: Where each stage's test accuracy lives in a recorded folder.
 RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
@@ -130,6 +130,14 @@ def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[in
             raise ValueError(f"{path} has no {column} column: the run was made with monitor.knn=false")
         rows = [(int(float(r["step"])), float(r["epoch"]), float(r[column])) for r in reader if r.get(column)]
     return rows
+
+
+def first_reaching(xs: list[float], accs: list[float], target: float) -> float | None:
+    """The first ``x`` (epoch, or modelled time) at which a learning curve reaches ``target`` accuracy, or None
+    if it never does (no interpolation between logged points: the first logged point at or above it)."""
+    if len(xs) != len(accs):
+        raise ValueError(f"{len(xs)} x values for {len(accs)} accuracies")
+    return next((x for x, a in zip(xs, accs) if a >= target), None)
 
 
 def seconds_per_step(benchmark: Mapping, setting: str = "w192", mode: str = "eager") -> dict[str, float]:
