@@ -153,9 +153,7 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     assert [r["verdict"] for r in rows] == ["not distinguishable at this scale", "pending"]
     assert rows[0]["sentence"] == ("A − B: +2.00 points, one seed, so no interval; the paper claims a gain: "
                                    "not distinguishable at this scale.")
-    assert rows[1]["diff"] is None and rows[1]["sentence"] == (
-        f"A − C: pending (no recorded run named c or c_seed<k> under {tmp_path}; run scripts/evidence_runs.sh and "
-        "record it).")
+    assert rows[1]["diff"] is None and rows[1]["sentence"] == "A − C: pending (c not recorded yet)."
 
 
 def test_every_claimed_cell_is_the_run_name_of_a_config():

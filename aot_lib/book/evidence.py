@@ -220,11 +220,12 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
     sentence; a claim whose cells are not all recorded yet says which (``verdict`` "pending"), never a number."""
     rows = []
     for c in claims:
-        try:
-            got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap)
-        except FileNotFoundError as e:
-            rows.append({"claim": c, "diff": None, "verdict": "pending", "sentence": f"{c.what}: pending ({e})."})
+        missing = [name for name in (c.a, c.b) if not (Path(root) / name / "run.json").exists()]
+        if missing:
+            rows.append({"claim": c, "diff": None, "verdict": "pending",
+                         "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
+        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap)
         rows.append({"claim": c, "diff": got["diff"], "verdict": got["verdict"], "sentence": got["sentence"]})
     return rows
 
