@@ -191,7 +191,8 @@ if "r0_paper_lr" in runs:
     diff = [k for k in sorted(r0)
             if r0[k] != recipe.get(k) and not k.startswith(same_run)]
     display(Markdown(
-        f"r0 against the recipe of the training chapter's run ({recipe_file.relative_to(ROOT)}): "
+        "r0 against the recipe of the training chapter's run "
+        f"({recipe_file.relative_to(ROOT)}): "
         + ", ".join(f"`{k}` {r0[k]} (recipe: {recipe.get(k)})" for k in diff)
         + ". So r0 is the recipe before this sweep, not that run cut short."))
 

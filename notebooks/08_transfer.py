@@ -380,8 +380,8 @@ display(
             Col("scratch", "from scratch top-1 (%), mean ± std (seeds)"),
             Col("paper", "fine-tuned (%), Base, ImageNet-1K", ".2f", paper=True),
         ],
-        caption="Table 2 at CPU scale: Imagenette pretraining, full fine-tuning on CIFAR "
-        f"at {stage['ft'][1]['finetune']['image_size']} px for "
+        caption="Table 2 at CPU scale: Imagenette pretraining, full fine-tuning on "
+        f"CIFAR at {stage['ft'][1]['finetune']['image_size']} px for "
         f"{stage['ft'][1]['finetune']['epochs']} epochs, beside training from "
         "scratch",
         notes=[
