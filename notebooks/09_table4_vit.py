@@ -71,12 +71,11 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib.book import paper
-from aot_lib.book.pages import pick, run_record_box
-from aot_lib.book.recorded import (is_recorded, load_recorded_run, run_notices,
-                                   run_status)
+from aot_lib.book import evidence, paper, stats
+from aot_lib.book.pages import Dropdown, run_record_box
+from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
-from aot_lib.data.datasets import DataError
+from aot_lib.training.runs import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table
 
@@ -85,65 +84,90 @@ CPU = ROOT / "configs" / "cpu"
 # the schedule the text above states, as configs/cpu/table4/finetune.yaml sets it
 schedule = load_config(CPU / "table4" / "finetune.yaml")
 teacher_sc, student_sc = schedule["finetune"], schedule["distill"]
-for key, value in (("epochs", 5), ("warmup_epochs", 1), ("lr", 5e-4),
-                   ("weight_decay", 0.05)):
+for key, value in (
+    ("epochs", 5),
+    ("warmup_epochs", 1),
+    ("lr", 5e-4),
+    ("weight_decay", 0.05),
+):
     assert teacher_sc[key] == student_sc[key] == value, key
 assert teacher_sc["label_smoothing"] == 0.1 and "label_smoothing" not in student_sc
 display(run_record_box(seed=0))
+
+
+def params_m(config: str) -> float:
+    """Parameters (M) of the model ``config`` builds, with a 10-class head."""
+    cfg = load_config(CPU / config)
+    model = aot_lib.create_model(
+        cfg["model"]["name"], num_classes=10, **cfg["model"]["overrides"]
+    )
+    return aot_lib.count_params(model) / 1e6
+
 
 # %% [markdown]
 # (sec-table4-runs)=
 # ## The runs
 #
-# Recorded runs are read from `results/cpu/`. A run that is not recorded is trained now
-# at smoke scale, starting from the runs it builds on, and the table marks it. It can
-# only start from a recorded run whose weights were recorded too, and that happens only
-# when they take at most 10 MB. A ViT-T of depth 6 takes 10.8 MB, so a run that would
-# need such weights is listed as missing instead.
+# Each stage is a cell of recorded runs (`results/cpu/`), one per seed: seed $k$ re-runs
+# the whole chain (pretraining, teacher, both students), so the students of one seed
+# share their initialisation and the comparison between them is paired. The recorded
+# folders keep an encoder's weights only up to `ENCODER_RECORD_LIMIT`; a depth-6 ViT-T
+# with its head is larger, so the chain of a seed is run in one go
+# (`scripts/evidence_runs.sh controls`).
 
 # %%
-def name_of(config: str) -> str:
-    return load_config(CPU / config)["run"]["name"]
-
-
-def weights(run: dict | None) -> Path | None:
-    """The file a later run can start from: a smoke run's checkpoint, a recorded
-    run's encoder.pt."""
-    if run is None:
-        return None
-    path = run["dir"] / ("encoder.pt" if run["recorded"] else "last.ckpt")
-    return path if path.exists() else None
-
-
-runs, missing, unreachable = {}, [], []
-
-
-def load(key: str, config: str, **start: str) -> None:
-    """Load (or smoke-train) ``config`` into ``runs[key]``. ``start`` maps config keys
-    to the keys of the runs it starts from."""
-    name = name_of(config)
-    paths = {k: weights(runs.get(v)) for k, v in start.items()}
-    if not is_recorded(ROOT, name, config) and not all(paths.values()):
-        unreachable.append(name)
-        return
+RESULTS = ROOT / "results" / "cpu"
+STAGES = {
+    "pretrain": "table4/vit_tiny_lejepa.yaml",
+    "teacher": "table4/vit_tiny_teacher.yaml",
+    "kd": "table4/vit_tiny_relu_kd.yaml",
+    "nokd": "table4/vit_tiny_relu_nokd.yaml",
+}
+cells = {}
+for key, config in STAGES.items():
     try:
-        runs[key] = load_recorded_run(ROOT, name, config, smoke_steps=pick(20, 100),
-                                      start_from=paths or None)
-    except DataError:
-        missing.append(name)
-
-
-load("pretrain", "table4/vit_tiny_lejepa.yaml")
-load("teacher", "table4/vit_tiny_teacher.yaml", **{"finetune.checkpoint": "pretrain"})
-load("kd", "table4/vit_tiny_relu_kd.yaml",
-     **{"distill.teacher": "teacher", "distill.student_init": "pretrain"})
-load("nokd", "table4/vit_tiny_relu_nokd.yaml", **{"distill.student_init": "pretrain"})
-for note in run_notices(runs.values(), missing):
-    display(note)
-if unreachable:
-    display(Markdown("*Not recorded, and the run they start from is recorded without "
-                     "its weights, so they cannot be trained here: "
-                     f"{', '.join(unreachable)}.*"))
+        cells[key] = evidence.cell_runs(
+            RESULTS, load_config(CPU / config)["run"]["name"]
+        )
+    except FileNotFoundError:
+        cells[key] = []
+limit = ENCODER_RECORD_LIMIT / 2**20
+# the teacher is the pretrained ViT-T (lejepa config) with a 10-class head
+teacher_mb = params_m("table4/vit_tiny_lejepa.yaml") * 1e6 * 4 / 2**20
+assert teacher_mb > limit
+display(
+    Markdown(
+        f"The teacher's weights take {teacher_mb:.1f} MiB in float32, over the "
+        f"{limit:.0f} MiB a recorded folder keeps."
+    )
+)
+display(
+    Dropdown(
+        "The recorded runs of this chapter",
+        Table(
+            [
+                dict(
+                    stage=key,
+                    run=r.name,
+                    seed=r.seed,
+                    top1=r.top1,
+                    commit=r.commit[:10],
+                    wall=r.wall_time_s / 60,
+                )
+                for key, runs in cells.items()
+                for r in runs
+            ],
+            [
+                Col("stage"),
+                Col("run"),
+                Col("seed"),
+                Col("top1", "top-1 (%)", ".2f"),
+                Col("commit"),
+                Col("wall", "training (min, shared machine)", ".1f"),
+            ],
+        ),
+    )
+)
 
 # %% [markdown]
 # (sec-table4-pretraining)=
@@ -153,18 +177,19 @@ if unreachable:
 # probe shows what the three epochs learned before any label was used.
 
 # %%
-if "pretrain" in runs:
-    r = runs["pretrain"]
-    display(Table(
-        [dict(model="ViT-T (depth 6)", steps=r["metrics"]["step"],
-              wall=r["run"]["wall_time_s"] / 60, linear=r["probe"]["linear_top1"],
-              knn=r["probe"]["knn_top1"], status=run_status(r))],
-        [Col("model"), Col("steps"), Col("wall", "pretraining (min)", ".1f"),
-         Col("linear", "linear top-1 (%)", ".2f"), Col("knn", "k-NN top-1 (%)", ".2f"),
-         Col("status", "run")],
+display(
+    Table(
+        [
+            dict(
+                model="ViT-T (depth 6)",
+                seeds=", ".join(str(r.seed) for r in cells["pretrain"]),
+                linear=str(stats.summarize([r.top1 for r in cells["pretrain"]])),
+            )
+        ],
+        [Col("model"), Col("seeds"), Col("linear", "linear top-1 (%), mean ± std")],
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
-        notes=["Wall time on 2 CPU cores; the machine is shared, so times are "
-               "indicative."]))
+    )
+)
 
 # %% [markdown]
 # (sec-table4-table)=
@@ -174,58 +199,66 @@ if "pretrain" in runs:
 # paper's columns are its Tiny models, at depth 12.
 
 # %%
-def params_m(config: str) -> float:
-    cfg = load_config(CPU / config)
-    model = aot_lib.create_model(cfg["model"]["name"], num_classes=10,
-                                 **cfg["model"]["overrides"])
-    return aot_lib.count_params(model) / 1e6
-
-
 vit_m = params_m("table4/vit_tiny_lejepa.yaml")
 relu_m = params_m("table4/vit_tiny_relu_kd.yaml")
-ROWS = [("teacher", "ViT-T", "—", vit_m, "vit_tiny"),
-        ("kd", "ViT-T-ReLU", "hard-label KD", relu_m, "vit_tiny_relu"),
-        ("nokd", "ViT-T-ReLU", "none (labels only)", relu_m, None)]
+ROWS = [
+    ("teacher", "ViT-T", "—", vit_m, "vit_tiny"),
+    ("kd", "ViT-T-ReLU", "hard-label KD", relu_m, "vit_tiny_relu"),
+    ("nokd", "ViT-T-ReLU", "none (labels only)", relu_m, None),
+]
 table_rows = []
 for key, model, kd, size, paper_key in ROWS:
-    r = runs.get(key)
-    row = dict(model=model, kd=kd, params=size)
-    if r is not None:
-        row.update(top1=r["result"]["top1"], n=r["result"]["test_images"],
-                   wall=r["run"]["wall_time_s"] / 60, status=run_status(r))
+    runs = cells[key]
+    row = dict(
+        model=model,
+        kd=kd,
+        params=size,
+        seeds=", ".join(str(r.seed) for r in runs) or "pending",
+        top1=str(stats.summarize([r.top1 for r in runs])) if runs else None,
+    )
     if paper_key:
-        row.update(paper_params=paper.PARAMS_M[paper_key],
-                   paper_top1=paper.KD_ACC_CIFAR10[paper_key])
+        row.update(
+            paper_params=paper.PARAMS_M[paper_key],
+            paper_top1=paper.KD_ACC_CIFAR10[paper_key],
+        )
     table_rows.append(row)
-display(Table(
-    table_rows,
-    [Col("model"), Col("kd", "distillation"), Col("params", "params (M)", ".2f"),
-     Col("top1", "CIFAR-10 top-1 (%)", ".2f"), Col("n", "test images"),
-     Col("wall", "training (min)", ".1f"),
-     Col("status", "run"),
-     Col("paper_params", "params (M), Tiny", ".1f", paper=True),
-     Col("paper_top1", "CIFAR-10 (%), Tiny", ".2f", paper=True)],
-    caption="Table 4 at CPU scale: ViT-T and its MLP-free student on CIFAR-10 "
-            "(depth 6, 5 epochs from a LeJEPA-pretrained ViT-T)",
-    notes=["Top-1 on CIFAR-10 test images; one seed.",
-           "The paper does not train the student without distillation; that row is "
-           "this project's control."]))
+display(
+    Table(
+        table_rows,
+        [
+            Col("model"),
+            Col("kd", "distillation"),
+            Col("params", "params (M)", ".2f"),
+            Col("seeds"),
+            Col("top1", "CIFAR-10 top-1 (%), mean ± std"),
+            Col("paper_params", "params (M), Tiny", ".1f", paper=True),
+            Col("paper_top1", "CIFAR-10 (%), Tiny", ".2f", paper=True),
+        ],
+        caption="Table 4 at CPU scale: ViT-T and its MLP-free student on CIFAR-10 "
+        "(depth 6, 5 epochs from a LeJEPA-pretrained ViT-T)",
+        notes=[
+            "Top-1 on CIFAR-10 test images.",
+            "The paper does not train the student without distillation; that row is "
+            "this project's control.",
+        ],
+    )
+)
 
 # %%
 cut_paper = 1 - paper.PARAMS_M["vit_tiny_relu"] / paper.PARAMS_M["vit_tiny"]
-lines = [f"Removing the MLPs removes {1 - relu_m / vit_m:.1%} of the parameters at "
-         f"this depth (the paper: {cut_paper:.0%} at Tiny)."]
-rec = {k: r for k, r in runs.items() if r["recorded"]}
-if "teacher" in rec and "kd" in rec:
-    ours = rec["teacher"]["result"]["top1"] - rec["kd"]["result"]["top1"]
-    theirs = paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"]
-    lines.append(f"**Teacher − distilled student:** {ours:+.2f} points here, "
-                 f"{theirs:+.2f} in the paper (Tiny).")
-if "kd" in rec and "nokd" in rec:
-    gain = rec["kd"]["result"]["top1"] - rec["nokd"]["result"]["top1"]
-    lines.append(f"**What distillation adds:** {gain:+.2f} points, distilled minus "
-                 "label-only student, same initialisation and schedule.")
-display(Markdown("\n\n".join(lines)))
+claims = [r for r in evidence.claim_rows(RESULTS) if r["claim"].where == "ch-table4"]
+display(
+    Markdown(
+        "\n".join(
+            [
+                f"* Removing the MLPs removes {1 - relu_m / vit_m:.1%} of the "
+                "parameters at this "
+                f"depth (the paper: {cut_paper:.0%} at Tiny)."
+            ]
+            + [f"* {r['sentence']}" for r in claims]
+        )
+    )
+)
 
 # %% [markdown]
 # (sec-table4-curves)=
@@ -236,12 +269,24 @@ display(Markdown("\n\n".join(lines)))
 # teacher's labels, so its curve is on a different scale.
 
 # %% tags=["hide-input"]
-curves = {label: runs[k]["curve"] for k, label in
-          [("teacher", "ViT-T teacher"), ("kd", "ViT-T-ReLU, KD"),
-           ("nokd", "ViT-T-ReLU, no KD")] if k in runs}
+curves = {
+    label: read_curve(cells[k][0].folder, "finetune")
+    for k, label in [
+        ("teacher", "ViT-T teacher"),
+        ("kd", "ViT-T-ReLU, KD"),
+        ("nokd", "ViT-T-ReLU, no KD"),
+    ]
+    if cells[k]
+}
 if curves:
     plot_training_curves(curves)
     plt.show()
+    display(
+        Markdown(
+            "**Figure 9.1.** Training loss of the first recorded seed of each "
+            "supervised stage."
+        )
+    )
 
 # %% [markdown]
 # ## Exercises
@@ -255,22 +300,26 @@ if curves:
 #    hard-label distillation loss (equal weights, no label smoothing, as for the
 #    students here) by hand and compare with
 #    `aot_lib.training.supervised.hard_label_distillation_loss`.
-# 3. **What a second seed moves.** The configs `vit_tiny_*_seed1.yaml` and
-#    `*_seed2.yaml` repeat the chain with other seeds. Where their runs are recorded,
-#    compute the spread of the distilled-minus-label-only gap over the seeds. Is the
-#    gain from distillation larger than that spread?
+# 3. **How many seeds?** From the paired distilled-minus-label-only differences above
+#    (`evidence.cell` of both students), how many seeds would a 95 % interval need to
+#    exclude 0 if the mean and spread stayed as they are?
 #
 # ## What we learned
-#
-# * The whole of Table 4 runs on two CPU cores: LeJEPA pretraining of the ViT that
-#   stands in for the paper's pretrained weights, a fine-tuned teacher, and DeiT
-#   hard-label distillation into the MLP-free student. The sentences above, computed
-#   from the recorded runs, say where the numbers agree with the paper and where not.
-# * The parameter cut matches the paper's (the first computed sentence above): each
-#   block keeps $4d^2$ of attention weights and loses $8d^2$ of MLP, so the MLPs are
-#   about two thirds of a ViT-T at any depth.
-# * The control row separates two things the paper's table leaves together: what the
-#   teacher gives the student, and what the student can learn from the labels alone.
-# * Five supervised epochs from a three-epoch pretraining are far from the paper's
-#   schedule, and there is one seed: a gap of a point or less is within what a second
-#   seed could move.
+
+# %%
+display(
+    Markdown(
+        "* The whole of Table 4 runs on two CPU cores: LeJEPA pretraining of the ViT "
+        "that "
+        "stands in for the paper's pretrained weights, a fine-tuned teacher, and DeiT "
+        "hard-label distillation into the MLP-free student.\n"
+        "* Each block keeps $4d^2$ of attention weights and loses $8d^2$ of MLP, so "
+        "the MLPs "
+        "are about two thirds of a ViT-T at any depth, as the paper's counts say.\n"
+        "* The control separates what the teacher gives the student from what the "
+        "student "
+        "learns from the labels alone. Verdicts: "
+        + "; ".join(f"{r['claim'].key}: {r['verdict']}" for r in claims)
+        + "."
+    )
+)

@@ -118,12 +118,12 @@ def verdict(diff: Summary, claim: str, margin: float = PARITY_MARGIN) -> str:
 
 
 def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float | None,
-                   margin: float = PARITY_MARGIN) -> str:
+                   margin: float = PARITY_MARGIN, claimant: str = "the paper claims") -> str:
     """The sentence that closes a section, e.g. ``"AoT-ADMM − CRATE on CIFAR-10: +1.20 points, 95 % CI
     [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39: not
     distinguishable at this scale."``"""
     said = {"better": "a gain", "parity": f"parity (within ±{margin:.2f} points)"}[claim]
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
     spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
-    return (f"{what}: {diff.mean:+.2f} points, {spread}; the paper claims {said}{paper}: "
+    return (f"{what}: {diff.mean:+.2f} points, {spread}; {claimant} {said}{paper}: "
             f"{verdict(diff, claim, margin)}.")
