@@ -152,6 +152,43 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # sparsity do on their own: they shrink the tokens to zero.
 
 # %% [markdown]
+# (sec-results-at-a-glance)=
+# ## Results at a glance
+#
+# Each claim of the paper that this book tests at CPU scale, with the paper's own gap,
+# ours (the mean of the seed-by-seed differences and its 95 % Student-$t$ interval) and
+# the verdict, computed from the recorded runs under `results/cpu/` when this page was
+# built (`aot_lib.book.evidence.claim_rows`). The chapter named in each row shows the
+# runs, the tuning and the reasoning; "pending" rows wait for runs not recorded yet.
+
+# %%
+from pathlib import Path
+
+from aot_lib.book import evidence, stats
+
+ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
+CHAPTER = {"ch-tables-1-3": "Tables 1 and 3", "ch-transfer": "Table 2",
+           "ch-table4": "Table 4"}
+glance = []
+for r in evidence.claim_rows(ROOT / "results" / "cpu"):
+    c, d = r["claim"], r["diff"]
+    glance.append(dict(
+        claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
+        ours=None if d is None else f"{d.mean:+.2f}",
+        interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
+        seeds=None if d is None else d.n, verdict=r["verdict"]))
+display(Table(
+    glance,
+    [Col("claim", "comparison (A − B, points)"),
+     Col("paper", "paper", "+.2f", paper=True),
+     Col("ours"), Col("interval", "95 % CI"), Col("seeds"), Col("verdict"),
+     Col("chapter", "where")],
+    caption="The paper's claims at CPU scale: A − B in top-1 points",
+    notes=[f"Parity claims are judged against ±{stats.PARITY_MARGIN:.2f} points, the "
+           "largest gap the paper itself calls comparable; a control (no paper value) "
+           "expects a gain."]))
+
+# %% [markdown]
 # ## Map of the book
 #
 # 1. {ref}`ch-theorem1`: SIGReg and $R(Z)$ share the isotropic optimum and agree to
@@ -190,7 +227,8 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 #   `runs`, `optim`, `config`); `aot_lib.train` imports them all, `aot_lib.cli` is the
 #   `aot` command.
 # * `aot_lib.book`: what these pages use to show their results (`pages`, `tables`,
-#   `plotting`) and the paper's own numbers (`paper`).
+#   `plotting`, `recorded`, `benchmarks`), the seeds, claims and verdicts of the
+#   evidence chapters (`evidence`, `stats`) and the paper's own numbers (`paper`).
 #
 # Every chapter is a jupytext notebook under `notebooks/`: to run and change it, open it
 # in JupyterLab (the README has the one command).
