@@ -375,10 +375,27 @@ def test_pretraining_on_the_stream_resumes_to_the_uninterrupted_run(converted, t
 def test_stream_config_is_checked():
     from aot_lib.training.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match="data.name=stream needs data.root"):
-        load_config(None, ["data.name=stream"])
     with pytest.raises(ConfigError, match="data.train_subset=100 does not apply to data.name=stream"):
         load_config(None, ["data.name=stream", "data.root=x", "data.train_subset=100"])
+
+
+@pytest.mark.parametrize("root", [None, "train"], ids=["unset", "relative"])
+def test_the_stream_is_found_under_aot_data_like_every_source(converted, root, tmp_path, monkeypatch):
+    """data.root for data.name=stream is resolved as for the in-memory sources (aot_lib.data.datasets.data_root):
+    unset, it is $AOT_DATA; relative and absent from the working folder, it is looked for under $AOT_DATA."""
+    from types import SimpleNamespace
+
+    from aot_lib.training.config import load_config
+    from aot_lib.training.pretrain import _stream_source
+
+    monkeypatch.chdir(tmp_path)  # no 'train' folder here
+    monkeypatch.setenv("AOT_DATA", str(converted if root is None else converted.parent))
+    cfg = load_config(None, ["data.name=stream", f"data.root={'null' if root is None else root}", "data.image_size=null",
+                             "data.stream_workers=0", "data.stream_working_size=16", "optim.batch_size=8"])
+    fabric = SimpleNamespace(world_size=1, global_rank=0, device=torch.device("cpu"))
+    stream, provenance = _stream_source(fabric, cfg)
+    assert provenance["path"] == str(converted.resolve()) and provenance["n_images"] == N
+    assert stream.n_images == N and stream.next().shape == (8, 3, 16, 16)
 
 
 def test_cli_convert_is_registered(tree, tmp_path, capsys):

@@ -199,11 +199,15 @@ class ImageData:
 
 # ----------------------------------------------------------------------------- paths and files
 
-def data_root(root: str | os.PathLike | None = None) -> Path:
-    """``root``, else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not
-    exist from here is looked up under ``$AOT_DATA`` (so a config can say ``imagenette160-subset.zip``)."""
+def data_root(root: str | os.PathLike | None = None) -> Path | str:
+    """Where a data source is read, for every source (CIFAR, ImageFolder, converted streams): ``root``, else
+    ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not exist from here is looked
+    up under ``$AOT_DATA`` (so a config can say ``imagenette160-subset.zip``); a URL (``s3://...``, streams
+    only) is returned as given."""
     env = os.environ.get("AOT_DATA")
     if root is not None:
+        if "://" in str(root):
+            return str(root)
         p = Path(root).expanduser()
         if not p.is_absolute() and not p.exists() and env and (Path(env).expanduser() / p).exists():
             return Path(env).expanduser() / p

@@ -200,7 +200,9 @@ _KEYS: dict[str, Any] = {
     "data": {
         # litdata chunks from `aot convert` for stream
         "name": _choice("cifar10", "cifar10", "cifar100", "imagefolder", "stream"),
-        "root": _str(None, nullable=True),  # default: $AOT_DATA, else ~/.cache/aot_lib/data (data.datasets.data_root)
+        # default: $AOT_DATA, else ~/.cache/aot_lib/data; a relative root is also looked for under $AOT_DATA
+        # (aot_lib.data.datasets.data_root, for every data.name; for stream: the folder `aot convert SRC DEST` wrote)
+        "root": _str(None, nullable=True),
         "download": _bool(False),  # torchvision download of CIFAR (online machines only)
         "image_size": _int(None, 1, nullable=True),  # stored resolution; default: native for CIFAR, 160 for imagefolder
         "train_subset": _int(None, 1, nullable=True),  # use only the first n training images (per class-balanced order)
@@ -310,11 +312,10 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
         node[leaf] = spec.check(key, value)
     dc = cfg["data"]
     if dc["name"] == "stream":
-        for key, ok in (("root", dc["root"] is not None), ("image_size", dc["image_size"] is None),
-                        ("download", not dc["download"]), ("train_subset", dc["train_subset"] is None)):
+        for key, ok in (("image_size", dc["image_size"] is None), ("download", not dc["download"]),
+                        ("train_subset", dc["train_subset"] is None)):
             if not ok:
-                raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream" if key != "root" else
-                                  "data.name=stream needs data.root: the folder `aot convert SRC DEST` wrote")
+                raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream")
     mc = cfg["monitor"]
     if mc["every"] and (mc["theorem1"] or mc["audit"]) and dc["name"] == "stream":
         raise ConfigError("monitor.theorem1 and monitor.audit use a fixed batch of in-memory images; with "

@@ -16,7 +16,7 @@ from ..data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
 from ..objectives.heads import LeJEPAProjector
 from ..objectives.lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from ..runtime import compile_enabled, make_fabric
-from .builders import build_encoder, load_data, normalization_for, schedule_steps
+from .builders import build_encoder, data_location, load_data, normalization_for, schedule_steps
 from .config import validate_config
 from .loop import fit, make_loggers
 from .monitors import build_monitors, knn_monitor_split
@@ -57,11 +57,12 @@ def _stream_source(fabric, cfg: dict):
     world = fabric.world_size
     size = dc["stream_working_size"] or working_size_for(v["global_size"], v["global_scale"])
     workers = dc["stream_workers"] if dc["stream_workers"] is not None else default_stream_workers(cfg["fabric"]["devices"])
-    loader = make_stream_loader(dc["root"], cfg["optim"]["batch_size"] // world, image_size=size, split="train",
+    root = data_location(cfg)
+    loader = make_stream_loader(root, cfg["optim"]["batch_size"] // world, image_size=size, split="train",
                                 seed=cfg["run"]["seed"], num_workers=workers, fit=dc["stream_fit"],
                                 decode_device=dc["stream_decode_device"], pin_memory=fabric.device.type == "cuda",
                                 expect_world_size=world, expect_rank=fabric.global_rank)
-    return StreamBatches(loader, device=fabric.device), stream_provenance(dc["root"])
+    return StreamBatches(loader, device=fabric.device), stream_provenance(root)
 
 
 def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
