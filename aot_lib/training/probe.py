@@ -25,8 +25,10 @@ from torch import nn
 from .config import validate_config
 from .evaluation import extract_features, knn_probe, knn_val_probe, stratified_split
 from .optim import warmup_cosine
-from .builders import build_encoder, load_data, load_train_test, normalization_for
-from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
+from ..models.registry import create_model
+from .builders import load_data, load_train_test, normalization_for
+from ..files import torch_save, write_json
+from .runs import CheckpointError, WeightsMismatch, checkpoint_model, load_checkpoint, load_weights, run_dir
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_linear_probe", "stratified_split",
@@ -164,16 +166,15 @@ def feature_cache_key(checkpoint: Path, train, test, size: int, mean, std) -> st
 
 
 def load_encoder(checkpoint: str | os.PathLike):
-    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation), without its head,
-    and the config it was trained with."""
+    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation, a recorded ``encoder.pt``),
+    without its head, built as :func:`~aot_lib.training.runs.checkpoint_model` says, and the checkpoint."""
     ckpt = load_checkpoint(checkpoint)
-    tcfg = ckpt["config"]
-    encoder = build_encoder(tcfg)
+    model = checkpoint_model(ckpt, checkpoint)
+    encoder = create_model(model["name"], num_classes=0, **model["overrides"])
     try:
-        encoder.load_state_dict(encoder_state_dict(ckpt), strict=True)
-    except RuntimeError as e:
-        raise CheckpointError(f"checkpoint {checkpoint} does not fit {tcfg['model']['name']} "
-                              f"({str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e})") from None
+        load_weights(encoder, ckpt)
+    except WeightsMismatch as e:
+        raise CheckpointError(f"checkpoint {checkpoint} does not fit {model['name']} ({e})") from None
     return encoder, ckpt
 
 
