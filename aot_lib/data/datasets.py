@@ -67,9 +67,11 @@ from pathlib import Path
 
 import torch
 
+from ..files import sha256_file, torch_save
+
 __all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "list_classes", "check_same_classes",
            "describe_split",
-           "data_root", "cache_dir", "atomic_save", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
+           "data_root", "cache_dir", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
 
 IMG_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 TORCHVISION_DIRS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
@@ -171,13 +173,13 @@ class ImageData:
     images: torch.Tensor  # (N, 3, H, W) uint8
     labels: torch.Tensor  # (N,) int64
     classes: list[str]
-    source: str  # the path read (kept for old callers; see ``provenance``)
-    provenance: Provenance | None = None  # filled in for hand-made ImageData
+    # what was read; for images made by hand, a few words on where they came from (-> reader "memory")
+    provenance: Provenance | str = "hand-made"
 
     def __post_init__(self):
-        if self.provenance is None:
-            self.provenance = Provenance("unknown", "memory", self.source, "", "", len(self.labels), "memory",
-                                         f"in-memory images ({self.source})",
+        if isinstance(self.provenance, str):
+            self.provenance = Provenance("unknown", "memory", self.provenance, "", "", len(self.labels), "memory",
+                                         f"in-memory images ({self.provenance})",
                                          int(self.images.shape[-1]) if self.images.ndim == 4 else None)
 
     def __len__(self) -> int:
@@ -194,7 +196,7 @@ class ImageData:
         full = p.subset_of or len(self)
         prov = p.replace(n_images=len(keep), subset_of=full, key=f"{p.key.split('_sub')[0]}_sub{len(keep)}",
                                    label=f"{p.label.split(' — subset')[0]} — subset: {len(keep):,} of {full:,} images")
-        return ImageData(self.images[keep], self.labels[keep], self.classes, self.source + f" (subset {len(keep)})", prov)
+        return ImageData(self.images[keep], self.labels[keep], self.classes, prov)
 
 
 # ----------------------------------------------------------------------------- paths and files
@@ -219,19 +221,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("AOT_CACHE") or Path.home() / ".cache" / "aot_lib").expanduser()
 
 
-def atomic_save(obj, path: Path) -> None:
-    """``torch.save`` to a temporary file in the same folder, then rename: never a half-written file."""
-    from ..files import torch_save
-
-    torch_save(obj, path)
-
-
-def _sha256(path: Path) -> str:
-    from ..files import sha256_file
-
-    return sha256_file(path)
-
-
 _VERIFIED: set[tuple] = set()  # (zip, size, mtime_ns, SHA256SUMS mtime_ns) already checked in this process
 
 
@@ -245,7 +234,7 @@ def _verify_checksum(zpath: Path) -> None:
     if seen in _VERIFIED:
         return
     expected = {line.split()[1].lstrip("*"): line.split()[0] for line in sums.read_text().splitlines() if line.strip()}
-    if zpath.name in expected and _sha256(zpath) != expected[zpath.name]:
+    if zpath.name in expected and sha256_file(zpath) != expected[zpath.name]:
         raise DataError(f"{zpath} does not match its checksum in {sums}: the file is corrupt or incomplete; "
                         "copy it again (or delete it and download the data).")
     _VERIFIED.add(seen)
@@ -406,7 +395,7 @@ def _from_torchvision(name: str, root: Path, split: str, download: bool):
     except RuntimeError as e:
         raise DataError(f"torchvision could not load {name} from {root}: {e}") from None
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
-    return images, torch.tensor(ds.targets), list(ds.classes), f"torchvision {name} at {root}"
+    return images, torch.tensor(ds.targets), list(ds.classes)
 
 
 def _torchvision_classes(name: str, root: Path, download: bool) -> list[str]:
@@ -482,26 +471,28 @@ def load_split(name: str, split: str, root: str | os.PathLike | None = None, dow
     """
     kind, lst = _listing(name, split, root, download)
     if kind == "torchvision":
-        images, labels, classes, source = _from_torchvision(name, lst, split, download)
+        images, labels, classes = _from_torchvision(name, lst, split, download)
         if image_size is not None and image_size != images.shape[-1]:
             images = torch.nn.functional.interpolate(images.float(), size=image_size, mode="bicubic",
                                                      antialias=True).round().clamp(0, 255).to(torch.uint8)
         prov = Provenance(name, "torchvision", str(lst / TORCHVISION_DIRS[name]), split, "", len(labels), name,
                           f"{_DISPLAY[name]} (official)", int(images.shape[-1]))
-        return ImageData(images, labels, classes, source, prov)
+        return ImageData(images, labels, classes, prov)
     if name == "imagefolder" and image_size is None:
         image_size = 160
     cached, key, prefix = _cache_path(lst, split, image_size)
     got = _read_cache(cached, key) if cached.exists() else None
-    if got is None:
+    decoded = got is None
+    if decoded:
         got = (_decode_zip if kind == "zip" else _decode_folder)(lst, image_size)
-        atomic_save({"version": CACHE_VERSION, "key": key, "images": got[0], "labels": got[1], "classes": got[2]}, cached)
+    images, labels, classes = got
+    data = ImageData(images, labels, classes, _provenance(name, split, lst, len(labels), int(images.shape[-1])))
+    if decoded:
+        torch_save({"version": CACHE_VERSION, "key": key, "images": images, "labels": labels, "classes": classes}, cached)
         for old in cached.parent.glob(f"{prefix}*.pt"):  # entries of older contents of this source
             if old != cached:
                 old.unlink(missing_ok=True)
-    images, labels, classes = got
-    source = f"{lst.path}:{lst.split_dir}" if kind == "zip" else str(lst.path / lst.split_dir)
-    return ImageData(images, labels, classes, source, _provenance(name, split, lst, len(labels), int(images.shape[-1])))
+    return data
 
 
 def _provenance(name: str, split: str, lst: _Listing, n: int, size: int | None) -> Provenance:

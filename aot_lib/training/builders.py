@@ -31,16 +31,16 @@ def data_location(cfg: dict):
 
 def load_data(cfg: dict, split: str, size: int | None = None):
     """One split of the configured data set (with ``data.*_subset`` applied)."""
-    dc = cfg["data"]
-    data = load_split(dc["name"], split, root=data_location(cfg), download=dc["download"],
+    dc, root = cfg["data"], data_location(cfg)
+    data = load_split(dc["name"], split, root=root, download=dc["download"],
                       image_size=size if size is not None else dc["image_size"])
     return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
 
 
 def load_train_test(cfg: dict):
     """Both splits of the configured data set, with the same classes in the same order (else one clear error)."""
-    dc = cfg["data"]
-    return load_pair(dc["name"], root=data_location(cfg), download=dc["download"], image_size=dc["image_size"],
+    dc, root = cfg["data"], data_location(cfg)
+    return load_pair(dc["name"], root=root, download=dc["download"], image_size=dc["image_size"],
                      train_subset=dc["train_subset"], test_subset=dc["test_subset"])
 
 

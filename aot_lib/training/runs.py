@@ -337,12 +337,12 @@ def _fits(model: dict, ckpt: dict) -> bool:
     checkpoint's weight names and shapes."""
     from ..models.registry import create_model
 
+    state = encoder_state_dict(ckpt)
     try:
         with torch.device("meta"):
-            encoder = create_model(model["name"], num_classes=0, **model["overrides"])
+            own = create_model(model["name"], num_classes=0, **model["overrides"]).state_dict()
     except (TypeError, ValueError):
         return False
-    own, state = encoder.state_dict(), encoder_state_dict(ckpt)
     return own.keys() == state.keys() and all(own[k].shape == state[k].shape for k in own)
 
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data.augment import BatchedMultiCrop, MultiCropConfig, normalize
+from ..data.datasets import normalization_stats
 from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
@@ -93,10 +94,10 @@ def _randaugment(images: torch.Tensor) -> torch.Tensor:
     return torch.stack([ra(img) for img in images])
 
 
-def _load_into(model: nn.Module, path, what: str) -> dict:
-    """Load an encoder's weights (not its head) into ``model``; every non-head weight of ``model`` must be
-    found. Weights the model does not have (e.g. the MLPs a ReLU student lacks) are left out and reported."""
-    ckpt = load_checkpoint(path)
+def _load_into(model: nn.Module, ckpt: dict, path, what: str) -> dict:
+    """Load the encoder weights (not the head) of checkpoint ``ckpt``, read from ``path``, into ``model``; every
+    non-head weight of ``model`` must be found. Weights the model does not have (e.g. the MLPs a ReLU student
+    lacks) are left out and reported."""
     try:
         left_out = load_weights(model, ckpt, extra_ok=True)
     except WeightsMismatch as e:
@@ -114,19 +115,18 @@ def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | N
                 train, test) -> dict:
     sc = cfg[kind]
     with RunFolder(cfg, kind) as run:
-        fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
-        fabric.seed_everything(cfg["run"]["seed"])
-        size = student.img_size
-        run.update(data={"train": train.provenance,
-                         "test": test.provenance},
+        run.update(data={"train": train.provenance, "test": test.provenance},
                    normalization={"mean": list(mean), "std": list(std)},
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
-        aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
-                                               jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
+        fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
+        fabric.seed_everything(cfg["run"]["seed"])
         if compile_enabled(cfg["model"]["compile"], fabric.device):
             from ..models.compile import compile_blocks
 
             compile_blocks(student)
+        size = student.img_size
+        aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
+                                               jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
         opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
                                 lr=sc["lr"])
         student, opt = fabric.setup(student, opt)
@@ -197,12 +197,14 @@ def finetune(cfg: dict) -> dict:
         cfg["model"] = {**checkpoint_model(pretrained, fc["checkpoint"]), "compile": cfg["model"]["compile"]}
     validate_config(cfg)
     train, test = load_train_test(cfg)
+    # the statistics of the data the weights were trained on (builders.normalization_for's rule, read here from
+    # the data layer directly: the data pair and its normalisation are read in one visit)
+    mean, std = normalization_stats((pretrained["config"] if pretrained is not None else cfg)["data"]["name"])
     torch.manual_seed(cfg["run"]["seed"])  # the initial weights (the new head at least) follow run.seed, not the caller's RNG
     model = build_encoder(cfg, num_classes=len(train.classes))
-    info = _load_into(model, fc["checkpoint"], "finetune.checkpoint") if pretrained is not None else {"loaded_from": None}
+    info = _load_into(model, pretrained, fc["checkpoint"], "finetune.checkpoint") if pretrained is not None else {"loaded_from": None}
     if fc["image_size"]:
         model.img_size = fc["image_size"]
-    mean, std = normalization_for(pretrained["config"] if pretrained is not None else cfg)
     return _supervised(cfg, "finetune", model, None, mean, std, info, train, test)
 
 
@@ -238,7 +240,8 @@ def distill(cfg: dict) -> dict:
             p.requires_grad_(False)
     torch.manual_seed(cfg["run"]["seed"])  # the student's initial weights follow run.seed, not the caller's RNG
     student = build_encoder(cfg, num_classes=classes)
-    info = _load_into(student, dc["student_init"], "distill.student_init") if dc["student_init"] else {"loaded_from": None}
+    info = ({"loaded_from": None} if not dc["student_init"] else
+            _load_into(student, load_checkpoint(dc["student_init"]), dc["student_init"], "distill.student_init"))
     # inputs as the teacher saw them; without one (alpha 0), as the initial weights did
     mean, std = normalization_for(tcfg if teacher is not None else info.get("checkpoint_config") or cfg)
     return _supervised(cfg, "distill", student, teacher, mean, std, info, train, test)
