@@ -68,12 +68,12 @@ from pathlib import Path
 import torch
 
 from ..files import sha256_file, torch_save
+from .imagefolder import folder_images, is_image_name, zip_images
 
 __all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "list_classes", "check_same_classes",
            "describe_split",
-           "data_root", "cache_dir", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
+           "data_root", "cache_dir", "slug", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
 
-IMG_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 TORCHVISION_DIRS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
 CACHE_VERSION = 2  # bump when the cached blob's layout or the decoding changes
 
@@ -164,7 +164,8 @@ OFFLINE_COPIES = {
 }
 
 
-def _slug(s: str) -> str:
+def slug(s: str) -> str:
+    """A name as a key for tables and cache files: lower case, runs of other characters as one ``_``."""
     return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_") or "data"
 
 
@@ -308,7 +309,7 @@ def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], i
     """Key and label of a zip: a known offline copy only when its name *and* structure match."""
     copy = OFFLINE_COPIES.get(zpath.name)
     if copy is not None:
-        images = [i.filename for i in infos if i.filename.lower().endswith(IMG_EXT)]
+        images = [i.filename for i in infos if is_image_name(i.filename)]
         ok = (bool(images) and all(n.split("/")[0] == copy.top and len(n.split("/")) == 4 for n in images)
               and all(n.lower().endswith(copy.ext) for n in images) and all(s in index for s in copy.splits))
         if ok:
@@ -316,19 +317,15 @@ def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], i
             classes = len(set(index[copy.splits[0]]) | set(index[copy.splits[1]]))
             return {"key": copy.key, "label": copy.label.format(train=train, test=test, classes=classes)}
     if name in _DISPLAY:
-        return {"key": f"{name}_zip_{_slug(zpath.stem)}",
+        return {"key": f"{name}_zip_{slug(zpath.stem)}",
                 "label": f"{_DISPLAY[name]} (ImageFolder zip {zpath.name}; provenance unknown)"}
-    return {"key": _slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
+    return {"key": slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
 
 
 def _list_zip(zpath: Path, name: str, split: str) -> _Listing:
     with _open_zip(zpath) as zf:
         infos = zf.infolist()
-    index: dict[str, dict[str, list]] = {}  # split folder -> class -> member names
-    for i in infos:
-        parts = i.filename.split("/")
-        if len(parts) >= 3 and i.filename.lower().endswith(IMG_EXT):
-            index.setdefault(parts[-3], {}).setdefault(parts[-2], []).append(i.filename)
+    index = zip_images([i.filename for i in infos])  # split folder -> class -> member names
     for split_name in _split_names(split):
         if split_name in index:
             st = zpath.stat()
@@ -344,19 +341,15 @@ def _list_folder(root: Path, name: str, split: str) -> _Listing:
     for split_name in _split_names(split):
         d = root / split_name
         if d.is_dir():
-            files: dict[str, list] = {}
+            files = folder_images(d)
             h = hashlib.sha256(f"folder|{split_name}".encode())
-            for c in sorted(p for p in d.iterdir() if p.is_dir()):
-                imgs = sorted(f for f in c.iterdir() if f.suffix.lower() in IMG_EXT and f.is_file())
-                for f in imgs:
-                    st = f.stat()
-                    h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
-                if imgs:
-                    files[c.name] = imgs
+            for f in (f for imgs in files.values() for f in imgs):
+                st = f.stat()
+                h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
             if name in _DISPLAY:
                 prov = {"key": f"{name}_folder", "label": f"{_DISPLAY[name]} (ImageFolder folder {root}; provenance unknown)"}
             else:
-                prov = {"key": _slug(root.name), "label": f"ImageFolder folder {root}"}
+                prov = {"key": slug(root.name), "label": f"ImageFolder folder {root}"}
             return _Listing("folder", root, split_name, files, h.hexdigest(), prov)
     raise DataError(f"{root} holds no {' or '.join(_split_names(split))}/ folder for the {split} split")
 

@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from .config import SCHEMA, ConfigError, dump_config
-from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, torch_save, write_error, write_json
+from ..files import (RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, torch_save, write_error,
+                     write_json)
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "WriteError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
@@ -221,29 +222,12 @@ def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
         fabric.save(tmp, state)
         fabric.barrier()
         if fabric.is_global_zero:
-            _swap_in(tmp, path)
+            swap_into_place(tmp, path)  # FSDP writes a sharded folder: swapped as a whole
     except OSError as e:
         if fabric.is_global_zero:
             remove_partial(tmp)
         raise write_error(path, e, "checkpoint", RUN_ELSEWHERE, kept) from e
     fabric.barrier()
-
-
-def _swap_in(tmp: Path, path: Path) -> None:
-    """Rename the new checkpoint ``tmp`` over ``path``; the previous one stays in place if that fails."""
-    if not tmp.is_dir():
-        os.replace(tmp, path)
-        return
-    old = path.with_name(f".{path.name}.old")  # FSDP writes a sharded folder: swap folders, then drop the old one
-    if path.exists():
-        os.replace(path, old)
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        if old.exists() and not path.exists():
-            os.replace(old, path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
