@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .layers import MSSA, PatchStem
-from .registry import register_model
+from .registry import WHITE_BOX_SIZES, register_sizes
 from ._base import EncoderBase
 
 __all__ = ["AoT", "AoTLayer"]
@@ -39,19 +39,8 @@ class AoT(EncoderBase):
         self._init_linear()
 
 
-@register_model
-def aot_tiny(**kw) -> AoT:
-    """AoT-Tiny: d=384, 6 heads, depth 12 (3.63 M)."""
-    return AoT(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def aot_small(**kw) -> AoT:
-    """AoT-Small: d=576, 12 heads, depth 12 (8.11 M)."""
-    return AoT(**{"embed_dim": 576, "num_heads": 12, **kw})
-
-
-@register_model
-def aot_base(**kw) -> AoT:
-    """AoT-Base: d=768, 12 heads, depth 12 (14.35 M)."""
-    return AoT(**{"embed_dim": 768, "num_heads": 12, **kw})
+register_sizes(AoT, "aot", WHITE_BOX_SIZES, {
+    "tiny": "AoT-Tiny: d=384, 6 heads, depth 12 (3.63 M).",
+    "small": "AoT-Small: d=576, 12 heads, depth 12 (8.11 M).",
+    "base": "AoT-Base: d=768, 12 heads, depth 12 (14.35 M).",
+})

@@ -47,7 +47,7 @@ from torch import nn
 
 from .fused import admm_state_update
 from .layers import MSSA, PatchStem
-from .registry import register_model
+from .registry import WHITE_BOX_SIZES, register_sizes
 from ._base import EncoderBase, LayerState
 
 __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_softplus"]
@@ -255,19 +255,8 @@ class AoTADMM(EncoderBase):
         return states
 
 
-@register_model
-def aot_admm_tiny(**kw) -> AoTADMM:
-    """AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting)."""
-    return AoTADMM(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def aot_admm_small(**kw) -> AoTADMM:
-    """AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M)."""
-    return AoTADMM(**{"embed_dim": 576, "num_heads": 12, **kw})
-
-
-@register_model
-def aot_admm_base(**kw) -> AoTADMM:
-    """AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16)."""
-    return AoTADMM(**{"embed_dim": 768, "num_heads": 12, **kw})
+register_sizes(AoTADMM, "aot_admm", WHITE_BOX_SIZES, {
+    "tiny": "AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting).",
+    "small": "AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M).",
+    "base": "AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16).",
+})
