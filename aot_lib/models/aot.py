@@ -2,8 +2,9 @@ r"""AoT (Wang et al., 2025): attention-only Transformer from unrolled subspace d
 
 .. math:: Z^{\ell+1} = Z^\ell + \mathrm{MSSA}(\mathrm{LN}(Z^\ell))
 
-no MLP and no sparse-coding step. Parameters per layer ``2 d^2 + 3 d`` (MSSA's ``U`` and its
-output map with a bias, as the official CRATE/AoT ``to_out``, and the LayerNorm). Counted as the
+no MLP and no sparse-coding step; AoT has no public code, so the layer is reconstructed from its paper, with
+CRATE's MSSA. Parameters per layer ``2 d^2 + 3 d`` (MSSA's ``U`` and its output map with a bias, as official
+CRATE's ``to_out``, and the LayerNorm). Counted as the
 paper does, without the classification head: 3,634,944 / 8,106,432 / 14,347,392 parameters,
 3.63 / 8.11 / 14.35 M in the CIFAR setting (Table 3).
 """

@@ -22,8 +22,8 @@ positive by construction (same parameter count: one ``tau_raw`` per feature).
 The RMS rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).
 
 The paper is silent on whether MSSA's output map has a bias (Eq. ``mssa`` has none, and no
-layer-level parameter list is given); we follow the official CRATE and AoT code, whose ``to_out``
-is ``nn.Linear(inner_dim, dim)`` with a bias. With the CRATE-style stem and counting the encoder
+layer-level parameter list is given), and neither AoT-ADMM nor AoT has public code; we take the bias of
+official CRATE, whose ``to_out`` is ``nn.Linear(inner_dim, dim)``. With the CRATE-style stem and counting the encoder
 without its classification head, as the paper does, this reproduces every AoT-ADMM cell of
 Tables 1-3: 3,639,588 / 8,113,380 / 14,356,644 parameters (3.64 / 8.11 / 14.36 M; 14,837,028 =
 14.84 M at 128 px, patch 16).

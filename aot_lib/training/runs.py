@@ -6,7 +6,8 @@ A run folder ``<run.out_dir>/<run.name>/`` holds
 * ``run.json`` — kind, git commit, seed, hardware, data provenance, status and step, wall time; written when
   the run starts and updated at every checkpoint, so a killed run can still be inspected;
 * ``metrics.csv`` — every logged step (Fabric's CSV logger, launches of a resumed run merged);
-* ``last.ckpt`` — the checkpoint (one layout for every command, see :func:`checkpoint_state`);
+* ``last.ckpt`` — the checkpoint, one layout for every command (written by :func:`aot_lib.training.loop.fit`
+  through :func:`save_checkpoint`; read by :func:`load_checkpoint`, its encoder by :func:`encoder_state_dict`);
 * ``metrics.json`` / ``probe.json`` / ``finetune.json`` / ``distill.json`` — final numbers.
 
 Every file is written to a temporary name in the same folder and renamed (:func:`atomic_write`), so a
