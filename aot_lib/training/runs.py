@@ -30,10 +30,9 @@ from ..files import (RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, sw
                      write_json)
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
-__all__ = ["CheckpointError", "RunLockedError", "WriteError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
-           "torch_save", "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "load_weights",
-           "WeightsMismatch", "checkpoint_model", "merge_csv_logs", "record_run",
-           "RESUMABLE_KEYS", "config_differences"]
+__all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
+           "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "checkpoint_model", "merge_csv_logs",
+           "record_run", "export_checkpoint", "RESUMABLE_KEYS", "config_differences"]
 
 CHECKPOINT_FORMAT = 1
 
