@@ -1,7 +1,8 @@
 """aot_lib: AoT-ADMM, the attention-only white-box Transformer trained with LeJEPA."""
 from . import models  # noqa: F401  (registers every model)
 from .objectives.coding_rate import coding_rate, subspace_coding_rate
-from .models.flops import count_flops, count_params
+from .models.flops import count_flops
+from .models.params import count_params
 from .objectives.lejepa import LeJEPALoss
 from .models.registry import create_model, from_pretrained, is_model, list_models, register_model
 from .objectives.sigreg import SIGReg, epps_pulley

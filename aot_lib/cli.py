@@ -35,9 +35,20 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("overrides", nargs="*", help="section.key=value")
         if name == "probe":
             s.add_argument("--checkpoint", help="default: <run dir>/last.ckpt")
-    from .data.streaming import add_convert_parser
-
-    add_convert_parser(sub)
+    conv = sub.add_parser("convert", help="convert an ImageFolder tree or zip into litdata chunks for streaming",
+                          description="Convert one split of an ImageFolder tree (<root>/<split>/<class>/<image>) "
+                                      "or zip into litdata chunks of the original JPEG/PNG bytes, for data.name=stream.")
+    conv.add_argument("src", help="ImageFolder root (holding <split>/) or a zip of one")
+    conv.add_argument("dest", help="converted root: the split goes to DEST/<split> (new or empty, unless --overwrite "
+                                   "replaces an earlier conversion)")
+    conv.add_argument("--split", default="train", help="split folder to convert (default: train; e.g. val)")
+    conv.add_argument("--workers", type=int, default=None,
+                      help="processes reading and checking images (default: all cores)")
+    conv.add_argument("--chunk-bytes", default="64MB", help="litdata chunk size (default: 64MB)")
+    conv.add_argument("--max-side", type=int, default=None,
+                      help="re-encode images whose longer side is larger (default: keep every file as it is)")
+    conv.add_argument("--overwrite", action="store_true", help="replace an earlier conversion at DEST/<split>")
+    conv.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
     sub.add_parser("models", help="list registered models")
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
@@ -55,9 +66,13 @@ def _run(args) -> int:
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
         return 0
     if args.command == "convert":
-        from .data.streaming import run_convert
+        from .data.convert import convert_imagefolder
 
-        return run_convert(args)
+        meta = convert_imagefolder(args.src, args.dest, split=args.split, num_workers=args.workers,
+                                   chunk_bytes=args.chunk_bytes, max_side=args.max_side, overwrite=args.overwrite)
+        print(json.dumps({k: meta[k] for k in ("split", "n_images", "reencoded", "image_bytes", "seconds")}
+                         | {"classes": len(meta["classes"]), "path": meta["path"]}, indent=2))
+        return 0
     if args.command == "record":
         from .training.runs import record_run
 
@@ -100,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(args)
     except KeyboardInterrupt:
-        print(f"aot {args.command}: interrupted (a checkpoint was saved where possible; run the same command to resume)",
-              file=sys.stderr)
+        done = ("nothing was written to the destination" if args.command == "convert" else
+                "a checkpoint was saved where possible; run the same command to resume")
+        print(f"aot {args.command}: interrupted ({done})", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
         if args.debug:
@@ -110,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
         e = _first_failed_write(e) or e
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        msg = msg.removeprefix(f"{args.command}: ")  # the converter's errors name it too
         known = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError",
                  "FileNotFoundError", "FileExistsError", "ValueError", "WriteError")
         kind = type(e).__name__

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["WriteError", "write_error", "remove_partial", "atomic_write", "write_json", "torch_save", "sha256_file"]
+__all__ = ["WriteError", "write_error", "remove_partial", "atomic_write", "swap_into_place", "write_json", "torch_save",
+           "sha256_file"]
 
 ANOTHER_FOLDER = "write it to another folder"
 # what a run's files (checkpoint, run.json, results) are moved by: run.out_dir may change on resume
@@ -69,6 +70,25 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any], what: st
             raise write_error(path, e, what, elsewhere) from e
         raise
     return path
+
+
+def swap_into_place(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` (a finished file or folder written beside ``path``) over ``path``. A folder cannot be renamed
+    over a non-empty one, so the previous ``path`` is moved aside first (``.<name>.old-<pid>``) and removed once the
+    new one is in place; if that rename fails, the previous one is put back."""
+    if not tmp.is_dir():
+        os.replace(tmp, path)
+        return
+    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    if path.exists():
+        os.replace(path, old)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        if old.exists() and not path.exists():
+            os.replace(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_json(path: str | os.PathLike, obj: dict, what: str = "file", elsewhere: str = ANOTHER_FOLDER) -> Path:

@@ -14,7 +14,8 @@ import platform
 
 import torch
 
-__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "git_commit"]
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "cpu_cores",
+           "git_commit"]
 
 
 def resolve_fabric_kwargs(fab: dict) -> dict:
@@ -63,6 +64,14 @@ def hardware_summary() -> dict:
 
 
 SOURCE_DIRS = ("aot_lib", "configs", "notebooks")  # an untracked file here changes what a run or the book does
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the OS has one, e.g. under a job scheduler)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def git_commit(root: str | os.PathLike | None = None) -> str:

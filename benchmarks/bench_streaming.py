@@ -1,10 +1,10 @@
-"""Streaming data (aot_lib.data.streaming): conversion speed, then images/s and peak memory of the loader.
+"""Streaming data (aot_lib.data.convert, aot_lib.data.streaming): conversion speed, then images/s and peak memory of the loader.
 
     AOT_DATA=../shared/data python benchmarks/bench_streaming.py [--workers 0 1 2] [--epochs 3] [--size 256]
 
 On the Imagenette-160 subset zip (3,000 train images, about 160 x 213 px): converts the train split and a
 1/3 subset of it to a temporary folder, then streams working images of ``--size`` px (256: the ImageNet
-recipe's, :func:`aot_lib.data.streaming.working_size_for`) with 0, 1 and 2 loader workers (each run in a fresh process), reporting images/s
+recipe's, :func:`aot_lib.data.decode.working_size_for`) with 0, 1 and 2 loader workers (each run in a fresh process), reporting images/s
 and the peak memory of the main process plus its workers (:class:`PeakRSS`: summed RSS and PSS with
 psutil when installed, else the main process's ru_maxrss). Memory must not grow with the number of
 images streamed: each worker count runs 1 epoch and ``--epochs`` epochs of the full set (``--epochs`` x
@@ -31,7 +31,10 @@ from pathlib import Path
 import torch
 from _common import ROOT, write
 
-from aot_lib.data.streaming import StreamBatches, convert_imagefolder, decode_rgb, fit_square, make_stream_loader
+from aot_lib.data.convert import convert_imagefolder
+from aot_lib.data.decode import decode_rgb, fit_square
+from aot_lib.data.stream_batches import StreamBatches
+from aot_lib.data.streaming import make_stream_loader
 
 ZIP = "imagenette160-subset.zip"
 

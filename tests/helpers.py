@@ -155,6 +155,36 @@ def ddp_first_step(fabric, cfg: dict, images, out_file: str) -> None:
     fabric.barrier()
 
 
+def _value_and_grad(fn, x: torch.Tensor, autocast: bool, loss):
+    x = x.detach().clone().requires_grad_(True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        assert (x @ x.mT).dtype == (torch.bfloat16 if autocast else x.dtype)  # autocast really is on
+        out = fn(x)
+    loss(out).backward()
+    return out, x.grad
+
+
+def assert_float32_under_bf16_autocast(fn, x: torch.Tensor, outputs=lambda out: [out], loss=lambda out: out.sum()):
+    """``fn(x)`` under CPU bf16 autocast computes what it computes without it, in float32: the ``outputs(fn(x))``
+    and the gradient of ``loss(fn(x))`` agree to float32 rounding (rtol 1e-6 is a few ulps; on the CPU they are in fact
+    bitwise), where bf16 products (8 significant bits) would be off by ~1e-3 relative. For bf16 ``x`` (e.g. a projector
+    run under autocast): the float32 result of its float32 values, and the float32 gradient rounded once to bf16."""
+    ref, ref_grad = _value_and_grad(fn, x, False, loss)
+    out, grad = _value_and_grad(fn, x, True, loss)
+    for a, b in zip(outputs(out), outputs(ref)):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)
+    torch.testing.assert_close(grad, ref_grad, rtol=1e-6, atol=1e-6 * ref_grad.abs().max().item())
+    x16 = x.to(torch.bfloat16)
+    ref, ref_grad = _value_and_grad(fn, x16.float(), False, loss)
+    out, grad = _value_and_grad(fn, x16, True, loss)
+    assert grad.dtype == torch.bfloat16
+    for a, b in zip(outputs(out), outputs(ref)):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)  # the same float32 computation, as above
+    torch.testing.assert_close(grad, ref_grad.to(torch.bfloat16), rtol=0, atol=0)  # one rounding of equal values
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now (the OS picks it): two test runs side by side never share a rendezvous."""
     import socket

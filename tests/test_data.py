@@ -330,7 +330,7 @@ def test_provenance_of_torchvision_originals(tmp_path, monkeypatch):
     import aot_lib.data.datasets as data_mod
 
     (tmp_path / "cifar-10-batches-py").mkdir()
-    fake = (torch.zeros(3, 3, 32, 32, dtype=torch.uint8), torch.tensor([0, 1, 2]), ["a", "b", "c"], "fake")
+    fake = (torch.zeros(3, 3, 32, 32, dtype=torch.uint8), torch.tensor([0, 1, 2]), ["a", "b", "c"])
     monkeypatch.setattr(data_mod, "_from_torchvision", lambda *a: fake)  # torchvision checks the real files' md5
     p = load_split("cifar10", "train", root=tmp_path).provenance
     assert (p.reader, p.key, p.label, p.n_images) == ("torchvision", "cifar10", "CIFAR-10 (official)", 3)

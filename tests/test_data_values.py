@@ -97,7 +97,6 @@ def test_torchvision_pickles_read_channel_major_with_their_labels_and_classes(tm
         assert (p.dataset, p.reader, p.path, p.split, p.split_dir, p.n_images, p.key, p.image_size) == (
             name, "torchvision", str(files["folder"]), split, "", len(labels), name, 32)
         assert p.label == {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[name] + " (official)"
-        assert data.source == f"torchvision {name} at {tmp_path}"
         assert describe_split(name, split, root=tmp_path) == p
     assert list_classes(name, "test", root=tmp_path) == names  # from the meta file, nothing decoded
     train, test = load_pair(name, root=tmp_path)
@@ -169,14 +168,16 @@ def test_zip_names_that_belong_to_a_dataset(tmp_path):
 def test_cifar_as_a_plain_folder(tmp_path):
     make_imagefolder(tmp_path / "cifar10", n_train=2, n_test=1, size=8)
     data = load_split("cifar10", "test", root=tmp_path)
-    assert data.provenance.reader == "folder" and data.source == str(tmp_path / "cifar10" / "test")
+    p = data.provenance
+    assert (p.reader, p.path, p.split_dir) == ("folder", str(tmp_path / "cifar10"), "test")
     assert data.provenance.key == "cifar10_folder"
     assert data.provenance.label == f"CIFAR-10 (ImageFolder folder {tmp_path / 'cifar10'}; provenance unknown)"
 
 
 def test_zip_source_names_the_member_folder(tmp_path):
     z = zip_tree(make_imagefolder(tmp_path / "tree", n_train=1, n_test=1, size=8), tmp_path / "t.zip")
-    assert load_split("imagefolder", "test", root=z).source == f"{z}:test"
+    p = load_split("imagefolder", "test", root=z).provenance
+    assert (p.reader, p.path, p.split_dir) == ("zip", str(z), "test")
 
 
 def test_imagefolder_root_that_is_not_there(tmp_path):
@@ -638,8 +639,8 @@ def _zip_with_sums(folder: Path, name: str, line: str | None = None) -> tuple[Pa
 def test_checksums_accepted_refused_and_checked_once(tmp_path, monkeypatch):
     monkeypatch.setattr(data_mod, "_VERIFIED", set())
     hashed = []
-    real = data_mod._sha256
-    monkeypatch.setattr(data_mod, "_sha256", lambda p: hashed.append(p) or real(p))
+    real = data_mod.sha256_file
+    monkeypatch.setattr(data_mod, "sha256_file", lambda p: hashed.append(p) or real(p))
     z, _ = _zip_with_sums(tmp_path / "good", "ok.zip", "{bad} *other.zip\n{digest}  ok.zip")
     for _ in range(2):
         assert len(load_split("imagefolder", "train", root=z, image_size=8)) == 2
@@ -691,7 +692,7 @@ def test_subset_keeps_the_first_images_of_every_class():
     d = _numbered([0, 0, 0, 1, 2, 2, 1], ["a", "b", "c"])
     sub = d.subset(3)  # 3 // 3 = 1 per class: the first a, b and c
     assert sub.images[:, 0, 0, 0].tolist() == [0, 3, 4] and sub.labels.tolist() == [0, 1, 2]
-    assert sub.source.startswith("src")
+    assert sub.provenance.path == "src"
     assert d.subset(2).labels.tolist() == [0, 1, 2]  # fewer than one per class: still one of each
     whole = d.subset(len(d))  # n = N: everything, unbalanced as it is, and no subset in the provenance
     assert torch.equal(whole.images, d.images) and whole.provenance == d.provenance

@@ -5,6 +5,7 @@ import torch
 
 from aot_lib import LeJEPALoss
 from aot_lib.objectives.lejepa import LeJEPAOutput, alpha_from_lejepa_lambda
+from helpers import assert_float32_under_bf16_autocast
 
 
 def test_default_alpha_is_lejepa_lambda_005():
@@ -131,39 +132,16 @@ def test_conventions_differ_and_pooled_is_v_times_per_view_for_identical_views(f
 
 # --- precision under autocast ----------------------------------------------------------------
 
-def _run(loss, y, autocast):
-    y = y.detach().clone().requires_grad_(True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        assert (y @ y.mT).dtype == (torch.bfloat16 if autocast else y.dtype)  # autocast really is on
-        out = loss(y, directions=torch.nn.functional.normalize(torch.randn(16, 64, generator=torch.Generator().manual_seed(1)), dim=0))
-    out.loss.backward()
-    return out, y.grad
-
-
 @pytest.mark.parametrize("sample", ["per_view", "pooled"])
 def test_float32_under_bf16_autocast(sample):
+    """Under bf16 autocast the loss, its two terms and the gradient are the float32 ones (autocast is switched off
+    inside the loss), also for bf16 embeddings."""
     loss = LeJEPALoss(sigreg_sample=sample)
     y = torch.randn(4, 64, 16, generator=torch.Generator().manual_seed(0))
-    ref, ref_grad = _run(loss, y, autocast=False)
-    out, grad = _run(loss, y, autocast=True)
-    # Autocast is switched off inside the loss, so the same float32 kernels run on the same inputs:
-    # agreement to float32 rounding (rtol 1e-6, a few ulps; on CPU it is in fact bitwise). The bf16
-    # products autocast would otherwise use carry 8 significant bits, errors ~1e-3 relative.
-    for a, b in zip(out[:3], ref[:3]):  # loss, pred_loss, sigreg_loss (embeddings: None from the loss alone)
-        assert a.dtype == torch.float32
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)
-    torch.testing.assert_close(grad, ref_grad, rtol=1e-6, atol=1e-6 * ref_grad.abs().max().item())
-
-    # bf16 embeddings (a projector run under autocast): the loss is the float32 loss of their
-    # float32 values, and the gradient is the float32 gradient rounded once to bf16
-    y16 = y.to(torch.bfloat16)
-    ref, ref_grad = _run(loss, y16.float(), autocast=False)
-    out, grad = _run(loss, y16, autocast=True)
-    assert grad.dtype == torch.bfloat16
-    for a, b in zip(out[:3], ref[:3]):  # loss, pred_loss, sigreg_loss (embeddings: None from the loss alone)
-        assert a.dtype == torch.float32
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)  # same float32 computation, as above
-    torch.testing.assert_close(grad, ref_grad.to(torch.bfloat16), rtol=0, atol=0)  # one rounding of equal values
+    dirs = torch.nn.functional.normalize(torch.randn(16, 64, generator=torch.Generator().manual_seed(1)), dim=0)
+    # loss, pred_loss, sigreg_loss (embeddings: None from the loss alone)
+    assert_float32_under_bf16_autocast(lambda x: loss(x, directions=dirs), y, outputs=lambda out: out[:3],
+                                       loss=lambda out: out.loss)
 
 
 def test_energy_normalize_imposes_appendix_a_conditions():

@@ -4,7 +4,7 @@ import torch
 
 import aot_lib
 from aot_lib import count_flops, count_params, create_model, list_models
-from aot_lib.models.flops import count_head_params
+from aot_lib.models.params import count_head_params
 from helpers import raises_exactly
 
 ALL_MODELS = list_models()
@@ -300,13 +300,14 @@ def test_public_api():
     import importlib
 
     # fetched by their full names: the sub-package modules that define each public name
-    coding_rate, flops, lejepa, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in (
-        "objectives.coding_rate", "models.flops", "objectives.lejepa", "models.registry", "objectives.sigreg"))
+    coding_rate, flops, lejepa, params, registry, sigreg = (importlib.import_module(f"aot_lib.{m}") for m in (
+        "objectives.coding_rate", "models.flops", "objectives.lejepa", "models.params", "models.registry",
+        "objectives.sigreg"))
     assert aot_lib.__all__ == ["create_model", "from_pretrained", "list_models", "is_model", "register_model",
                                "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
                                "subspace_coding_rate"]
     homes = {"create_model": registry, "from_pretrained": registry, "list_models": registry, "is_model": registry, "register_model": registry,
-             "count_params": flops, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,
+             "count_params": params, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,
              "LeJEPALoss": lejepa, "coding_rate": coding_rate, "subspace_coding_rate": coding_rate}
     for name, module in homes.items():
         assert getattr(aot_lib, name) is getattr(module, name), name

@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 
 from aot_lib import SIGReg, epps_pulley
 from aot_lib.objectives.sigreg import ANCHOR_EVERY, empirical_cf, quadrature, sample_directions
-from helpers import free_port
+from helpers import assert_float32_under_bf16_autocast, free_port
 
 
 def direct_integral(u: np.ndarray, t_max: float, n_grid: int = 200_001) -> float:
@@ -111,39 +111,16 @@ def test_sigreg_explicit_directions_dtype_promotion():
     assert SIGReg()(z.float(), directions=eye32.double()).dtype == torch.float64
 
 
-def _grad_and_value(fn, z, autocast):
-    z = z.detach().clone().requires_grad_(True)
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        assert (z @ z.mT).dtype == (torch.bfloat16 if autocast else z.dtype)  # autocast really is on
-        value = fn(z)
-    value.sum().backward()
-    return value, z.grad
-
-
 @pytest.mark.parametrize("which", ["sigreg", "epps_pulley"])
 def test_float32_under_bf16_autocast(which):
-    """Under bf16 autocast SIGReg's value and gradient are the float32 ones, in float32."""
+    """Under bf16 autocast SIGReg's value and gradient are the float32 ones, in float32 (autocast is switched off
+    inside), also for a bf16 input."""
     z = torch.randn(256, 64, generator=torch.Generator().manual_seed(0))
     dirs = sample_directions(64, 128, seed=1)
     if which == "sigreg":
-        fn = lambda x: SIGReg()(x, directions=dirs)  # noqa: E731
+        assert_float32_under_bf16_autocast(lambda x: SIGReg()(x, directions=dirs), z)
     else:
-        fn = lambda x: epps_pulley(x[:, :8])  # noqa: E731
-    ref, ref_grad = _grad_and_value(fn, z, autocast=False)
-    value, grad = _grad_and_value(fn, z, autocast=True)
-    assert value.dtype == torch.float32
-    # Autocast is switched off inside, so the same float32 kernels run on the same inputs: agreement
-    # to float32 rounding (rtol 1e-6 is a few ulps; on CPU it is bitwise). Before, autocast ran both
-    # matrix products in bf16 (8 significant bits): value and gradient were off by ~1e-3 relative.
-    torch.testing.assert_close(value, ref, rtol=1e-6, atol=0)
-    torch.testing.assert_close(grad, ref_grad, rtol=1e-6, atol=1e-6 * ref_grad.abs().max().item())
-    # bf16 input: the float32 statistic of its float32 values, the gradient rounded once to bf16
-    z16 = z.to(torch.bfloat16)
-    ref, ref_grad = _grad_and_value(fn, z16.float(), autocast=False)
-    value, grad = _grad_and_value(fn, z16, autocast=True)
-    assert value.dtype == torch.float32 and grad.dtype == torch.bfloat16
-    torch.testing.assert_close(value, ref, rtol=1e-6, atol=0)  # as above
-    torch.testing.assert_close(grad, ref_grad.to(torch.bfloat16), rtol=0, atol=0)  # one rounding of equal values
+        assert_float32_under_bf16_autocast(lambda x: epps_pulley(x[:, :8]), z)
 
 
 def _ddp_worker(rank, world, port, x, out):

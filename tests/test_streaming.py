@@ -1,4 +1,4 @@
-"""Streaming data (aot_lib.data.streaming): conversion round trip, refusals, per-rank sharding, mid-epoch resume.
+"""Streaming data (aot_lib.data.convert, decode, streaming, stream_batches): conversion round trip, refusals, per-rank sharding, mid-epoch resume.
 
 Everything runs on a folder of 200 small generated images (JPEG, a few PNG and grayscale ones, 20-60 px,
 four classes of unequal size) made under a temporary directory; no data set is needed.
@@ -22,19 +22,11 @@ require("litdata", "litdata")
 from PIL import Image  # noqa: E402
 
 from aot_lib.data.datasets import DataError  # noqa: E402
-from aot_lib.data.streaming import (  # noqa: E402
-    StreamBatches,
-    _check_image,
-    _crop_u,
-    convert_imagefolder,
-    decode_rgb,
-    fit_square,
-    main,
-    make_stream_loader,
-    read_meta,
-    stream_provenance,
-    working_size_for,
-)
+from aot_lib.cli import main  # noqa: E402
+from aot_lib.data.convert import _check_image, convert_imagefolder, read_meta, stream_provenance  # noqa: E402
+from aot_lib.data.decode import crop_position, decode_rgb, fit_square, working_size_for  # noqa: E402
+from aot_lib.data.stream_batches import StreamBatches  # noqa: E402
+from aot_lib.data.streaming import make_stream_loader  # noqa: E402
 
 N = 200
 CLASSES_CREATED = ["zebra", "apple", "Mango", "kiwi"]  # created in this order; labels follow sorted() order
@@ -223,7 +215,7 @@ def test_fit_square_sees_the_borders():
     squash = fit_square(img, 10, fit="squash")
     assert squash.shape == (3, 10, 10) and int(squash[0, 0, 0]) <= 2 and int(squash[0, 0, -1]) >= 37
     assert working_size_for(128, (0.25, 1.0)) == 256 and working_size_for(32, (0.3, 1.0)) == 64
-    us = [_crop_u(0, e, i) for e in range(3) for i in range(200)]
+    us = [crop_position(0, e, i) for e in range(3) for i in range(200)]
     assert 0 <= min(us) and max(us) < 1 and len(set(us)) == len(us)
 
 
@@ -334,7 +326,7 @@ def test_working_images_and_device_decoding_agree(converted, tree):
         assert torch.equal(x.ids, y.ids) and torch.equal(x.images, y.images)
         for img, idx in zip(x.images, x.ids.tolist()):
             src = decode_rgb((tree / listed[idx]).read_bytes())
-            assert torch.equal(img, fit_square(src, SIZE, _crop_u(1, a.epoch, idx)))
+            assert torch.equal(img, fit_square(src, SIZE, crop_position(1, a.epoch, idx)))
 
 
 def test_meta_errors(tmp_path):
@@ -375,10 +367,27 @@ def test_pretraining_on_the_stream_resumes_to_the_uninterrupted_run(converted, t
 def test_stream_config_is_checked():
     from aot_lib.training.config import ConfigError, load_config
 
-    with pytest.raises(ConfigError, match="data.name=stream needs data.root"):
-        load_config(None, ["data.name=stream"])
     with pytest.raises(ConfigError, match="data.train_subset=100 does not apply to data.name=stream"):
         load_config(None, ["data.name=stream", "data.root=x", "data.train_subset=100"])
+
+
+@pytest.mark.parametrize("root", [None, "train"], ids=["unset", "relative"])
+def test_the_stream_is_found_under_aot_data_like_every_source(converted, root, tmp_path, monkeypatch):
+    """data.root for data.name=stream is resolved as for the in-memory sources (aot_lib.data.datasets.data_root):
+    unset, it is $AOT_DATA; relative and absent from the working folder, it is looked for under $AOT_DATA."""
+    from types import SimpleNamespace
+
+    from aot_lib.training.config import load_config
+    from aot_lib.training.pretrain import _stream_source
+
+    monkeypatch.chdir(tmp_path)  # no 'train' folder here
+    monkeypatch.setenv("AOT_DATA", str(converted if root is None else converted.parent))
+    cfg = load_config(None, ["data.name=stream", f"data.root={'null' if root is None else root}", "data.image_size=null",
+                             "data.stream_workers=0", "data.stream_working_size=16", "optim.batch_size=8"])
+    fabric = SimpleNamespace(world_size=1, global_rank=0, device=torch.device("cpu"))
+    stream, provenance = _stream_source(fabric, cfg)
+    assert provenance["path"] == str(converted.resolve()) and provenance["n_images"] == N
+    assert stream.n_images == N and stream.next().shape == (8, 3, 16, 16)
 
 
 def test_cli_convert_is_registered(tree, tmp_path, capsys):
@@ -388,3 +397,31 @@ def test_cli_convert_is_registered(tree, tmp_path, capsys):
     assert (tmp_path / "out" / "train" / "meta.json").exists()
     assert cli(["convert", str(tmp_path / "nowhere"), str(tmp_path / "out2")]) == 1
     assert "aot convert:" in capsys.readouterr().err
+
+
+def test_one_lister_for_memory_and_stream_skips_macos_and_hidden_files(tmp_path, monkeypatch):
+    """The in-memory loader and the converter list a tree (and a zip of it) with aot_lib.data.imagefolder: the same
+    images in the same order, without macOS's __MACOSX/ and ._name resource forks, hidden files or hidden folders."""
+    from aot_lib.data.convert import _list_source
+    from aot_lib.data.datasets import load_split
+    from helpers import make_imagefolder
+
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    tree = make_imagefolder(tmp_path / "tree", n_train=2, n_test=1, size=8)
+    junk = (b"\x00\x05\x16\x07" + b"\x00" * 60)  # an AppleDouble header: not an image
+    for rel in ("train/cat/._0000.png", "train/cat/.hidden.png", "train/__MACOSX/cat/0000.png",
+                "train/.trash/0000.png", "test/.DS_Store"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_bytes(junk)
+    zpath = tmp_path / "tree.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        for f in sorted(tree.rglob("*")):
+            if f.is_file():
+                zf.write(f, f"tiny/{f.relative_to(tree)}")
+                zf.write(f, f"__MACOSX/tiny/{f.parent.relative_to(tree)}/._{f.name}")  # what macOS's zip adds
+    want = ["train/cat/0000.png", "train/cat/0001.png", "train/dog/0000.png", "train/dog/0001.png"]
+    for src, prefix in ((tree, ""), (zpath, "tiny/")):
+        listed = _list_source(src, "train")
+        assert (listed.classes, listed.files, listed.labels) == (["cat", "dog"], [prefix + f for f in want], [0, 0, 1, 1])
+        data = load_split("imagefolder", "train", root=src, image_size=8)  # decodes every listed file: junk would fail
+        assert data.classes == ["cat", "dog"] and data.labels.tolist() == [0, 0, 1, 1]

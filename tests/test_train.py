@@ -179,14 +179,15 @@ def test_table4_chain_pretrained_vit_teacher_and_students(setup):
     nokd = train.distill(tiny_config(data, out, "run.name=vnokd", *relu, "distill.alpha=0"))
     assert kd["top1"] == top1_from_run(out / "vkd", data) and _losses(out / "vkd", "ce_label")  # it logs its label term
     # alpha 0 = plain supervised training: the same steps as fine-tuning the same model from the same init
-    from aot_lib.training.builders import build_encoder
+    from aot_lib.training.builders import build_encoder, load_train_test
     from aot_lib.training.supervised import _load_into, _supervised, normalization_for
 
     cfg = tiny_config(data, out, "run.name=vplain", *relu, "distill.alpha=0")
     torch.manual_seed(cfg["run"]["seed"])  # as distill() does: the new head's initial weights follow run.seed
     student = build_encoder(cfg, num_classes=2)
-    info = _load_into(student, pre, "distill.student_init")
-    plain = _supervised(cfg, "distill", student, None, *normalization_for(info["checkpoint_config"]), info)
+    info = _load_into(student, train.load_checkpoint(pre), pre, "distill.student_init")
+    plain = _supervised(cfg, "distill", student, None, *normalization_for(info["checkpoint_config"]), info,
+                        *load_train_test(cfg))
     assert plain["top1"] == nokd["top1"] and _losses(out / "vplain") == _losses(out / "vnokd")
     assert not _losses(out / "vnokd", "ce_label")
     with pytest.raises(ValueError, match="distill.alpha is 0.*set distill.teacher=null"):
@@ -305,7 +306,8 @@ def test_student_starts_from_its_own_init_checkpoint_never_the_teacher_head(setu
     cfg = tiny_config(data, out, "run.name=s", "model.name=vit_tiny_relu", vit)
     student = build_encoder(cfg, num_classes=2)
     head_before = student.head.fc.weight.clone()
-    info = _load_into(student, out / "init" / "last.ckpt", "distill.student_init")
+    path = out / "init" / "last.ckpt"
+    info = _load_into(student, train.load_checkpoint(path), path, "distill.student_init")
     own = student.state_dict()
     for k, v in own.items():
         if not k.startswith("head."):

@@ -67,11 +67,13 @@ from pathlib import Path
 
 import torch
 
+from ..files import sha256_file, torch_save
+from .imagefolder import folder_images, is_image_name, zip_images
+
 __all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "list_classes", "check_same_classes",
            "describe_split",
-           "data_root", "cache_dir", "atomic_save", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
+           "data_root", "cache_dir", "slug", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
 
-IMG_EXT = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 TORCHVISION_DIRS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
 CACHE_VERSION = 2  # bump when the cached blob's layout or the decoding changes
 
@@ -162,7 +164,8 @@ OFFLINE_COPIES = {
 }
 
 
-def _slug(s: str) -> str:
+def slug(s: str) -> str:
+    """A name as a key for tables and cache files: lower case, runs of other characters as one ``_``."""
     return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_") or "data"
 
 
@@ -171,13 +174,13 @@ class ImageData:
     images: torch.Tensor  # (N, 3, H, W) uint8
     labels: torch.Tensor  # (N,) int64
     classes: list[str]
-    source: str  # the path read (kept for old callers; see ``provenance``)
-    provenance: Provenance | None = None  # filled in for hand-made ImageData
+    # what was read; for images made by hand, a few words on where they came from (-> reader "memory")
+    provenance: Provenance | str = "hand-made"
 
     def __post_init__(self):
-        if self.provenance is None:
-            self.provenance = Provenance("unknown", "memory", self.source, "", "", len(self.labels), "memory",
-                                         f"in-memory images ({self.source})",
+        if isinstance(self.provenance, str):
+            self.provenance = Provenance("unknown", "memory", self.provenance, "", "", len(self.labels), "memory",
+                                         f"in-memory images ({self.provenance})",
                                          int(self.images.shape[-1]) if self.images.ndim == 4 else None)
 
     def __len__(self) -> int:
@@ -194,16 +197,20 @@ class ImageData:
         full = p.subset_of or len(self)
         prov = p.replace(n_images=len(keep), subset_of=full, key=f"{p.key.split('_sub')[0]}_sub{len(keep)}",
                                    label=f"{p.label.split(' — subset')[0]} — subset: {len(keep):,} of {full:,} images")
-        return ImageData(self.images[keep], self.labels[keep], self.classes, self.source + f" (subset {len(keep)})", prov)
+        return ImageData(self.images[keep], self.labels[keep], self.classes, prov)
 
 
 # ----------------------------------------------------------------------------- paths and files
 
-def data_root(root: str | os.PathLike | None = None) -> Path:
-    """``root``, else ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not
-    exist from here is looked up under ``$AOT_DATA`` (so a config can say ``imagenette160-subset.zip``)."""
+def data_root(root: str | os.PathLike | None = None) -> Path | str:
+    """Where a data source is read, for every source (CIFAR, ImageFolder, converted streams): ``root``, else
+    ``$AOT_DATA``, else ``~/.cache/aot_lib/data``. A relative ``root`` that does not exist from here is looked
+    up under ``$AOT_DATA`` (so a config can say ``imagenette160-subset.zip``); a URL (``s3://...``, streams
+    only) is returned as given."""
     env = os.environ.get("AOT_DATA")
     if root is not None:
+        if "://" in str(root):
+            return str(root)
         p = Path(root).expanduser()
         if not p.is_absolute() and not p.exists() and env and (Path(env).expanduser() / p).exists():
             return Path(env).expanduser() / p
@@ -213,19 +220,6 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
 
 def cache_dir() -> Path:
     return Path(os.environ.get("AOT_CACHE") or Path.home() / ".cache" / "aot_lib").expanduser()
-
-
-def atomic_save(obj, path: Path) -> None:
-    """``torch.save`` to a temporary file in the same folder, then rename: never a half-written file."""
-    from ..files import torch_save
-
-    torch_save(obj, path)
-
-
-def _sha256(path: Path) -> str:
-    from ..files import sha256_file
-
-    return sha256_file(path)
 
 
 _VERIFIED: set[tuple] = set()  # (zip, size, mtime_ns, SHA256SUMS mtime_ns) already checked in this process
@@ -241,7 +235,7 @@ def _verify_checksum(zpath: Path) -> None:
     if seen in _VERIFIED:
         return
     expected = {line.split()[1].lstrip("*"): line.split()[0] for line in sums.read_text().splitlines() if line.strip()}
-    if zpath.name in expected and _sha256(zpath) != expected[zpath.name]:
+    if zpath.name in expected and sha256_file(zpath) != expected[zpath.name]:
         raise DataError(f"{zpath} does not match its checksum in {sums}: the file is corrupt or incomplete; "
                         "copy it again (or delete it and download the data).")
     _VERIFIED.add(seen)
@@ -315,7 +309,7 @@ def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], i
     """Key and label of a zip: a known offline copy only when its name *and* structure match."""
     copy = OFFLINE_COPIES.get(zpath.name)
     if copy is not None:
-        images = [i.filename for i in infos if i.filename.lower().endswith(IMG_EXT)]
+        images = [i.filename for i in infos if is_image_name(i.filename)]
         ok = (bool(images) and all(n.split("/")[0] == copy.top and len(n.split("/")) == 4 for n in images)
               and all(n.lower().endswith(copy.ext) for n in images) and all(s in index for s in copy.splits))
         if ok:
@@ -323,19 +317,15 @@ def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], i
             classes = len(set(index[copy.splits[0]]) | set(index[copy.splits[1]]))
             return {"key": copy.key, "label": copy.label.format(train=train, test=test, classes=classes)}
     if name in _DISPLAY:
-        return {"key": f"{name}_zip_{_slug(zpath.stem)}",
+        return {"key": f"{name}_zip_{slug(zpath.stem)}",
                 "label": f"{_DISPLAY[name]} (ImageFolder zip {zpath.name}; provenance unknown)"}
-    return {"key": _slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
+    return {"key": slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
 
 
 def _list_zip(zpath: Path, name: str, split: str) -> _Listing:
     with _open_zip(zpath) as zf:
         infos = zf.infolist()
-    index: dict[str, dict[str, list]] = {}  # split folder -> class -> member names
-    for i in infos:
-        parts = i.filename.split("/")
-        if len(parts) >= 3 and i.filename.lower().endswith(IMG_EXT):
-            index.setdefault(parts[-3], {}).setdefault(parts[-2], []).append(i.filename)
+    index = zip_images([i.filename for i in infos])  # split folder -> class -> member names
     for split_name in _split_names(split):
         if split_name in index:
             st = zpath.stat()
@@ -351,19 +341,15 @@ def _list_folder(root: Path, name: str, split: str) -> _Listing:
     for split_name in _split_names(split):
         d = root / split_name
         if d.is_dir():
-            files: dict[str, list] = {}
+            files = folder_images(d)
             h = hashlib.sha256(f"folder|{split_name}".encode())
-            for c in sorted(p for p in d.iterdir() if p.is_dir()):
-                imgs = sorted(f for f in c.iterdir() if f.suffix.lower() in IMG_EXT and f.is_file())
-                for f in imgs:
-                    st = f.stat()
-                    h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
-                if imgs:
-                    files[c.name] = imgs
+            for f in (f for imgs in files.values() for f in imgs):
+                st = f.stat()
+                h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
             if name in _DISPLAY:
                 prov = {"key": f"{name}_folder", "label": f"{_DISPLAY[name]} (ImageFolder folder {root}; provenance unknown)"}
             else:
-                prov = {"key": _slug(root.name), "label": f"ImageFolder folder {root}"}
+                prov = {"key": slug(root.name), "label": f"ImageFolder folder {root}"}
             return _Listing("folder", root, split_name, files, h.hexdigest(), prov)
     raise DataError(f"{root} holds no {' or '.join(_split_names(split))}/ folder for the {split} split")
 
@@ -402,7 +388,7 @@ def _from_torchvision(name: str, root: Path, split: str, download: bool):
     except RuntimeError as e:
         raise DataError(f"torchvision could not load {name} from {root}: {e}") from None
     images = torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()
-    return images, torch.tensor(ds.targets), list(ds.classes), f"torchvision {name} at {root}"
+    return images, torch.tensor(ds.targets), list(ds.classes)
 
 
 def _torchvision_classes(name: str, root: Path, download: bool) -> list[str]:
@@ -478,26 +464,28 @@ def load_split(name: str, split: str, root: str | os.PathLike | None = None, dow
     """
     kind, lst = _listing(name, split, root, download)
     if kind == "torchvision":
-        images, labels, classes, source = _from_torchvision(name, lst, split, download)
+        images, labels, classes = _from_torchvision(name, lst, split, download)
         if image_size is not None and image_size != images.shape[-1]:
             images = torch.nn.functional.interpolate(images.float(), size=image_size, mode="bicubic",
                                                      antialias=True).round().clamp(0, 255).to(torch.uint8)
         prov = Provenance(name, "torchvision", str(lst / TORCHVISION_DIRS[name]), split, "", len(labels), name,
                           f"{_DISPLAY[name]} (official)", int(images.shape[-1]))
-        return ImageData(images, labels, classes, source, prov)
+        return ImageData(images, labels, classes, prov)
     if name == "imagefolder" and image_size is None:
         image_size = 160
     cached, key, prefix = _cache_path(lst, split, image_size)
     got = _read_cache(cached, key) if cached.exists() else None
-    if got is None:
+    decoded = got is None
+    if decoded:
         got = (_decode_zip if kind == "zip" else _decode_folder)(lst, image_size)
-        atomic_save({"version": CACHE_VERSION, "key": key, "images": got[0], "labels": got[1], "classes": got[2]}, cached)
+    images, labels, classes = got
+    data = ImageData(images, labels, classes, _provenance(name, split, lst, len(labels), int(images.shape[-1])))
+    if decoded:
+        torch_save({"version": CACHE_VERSION, "key": key, "images": images, "labels": labels, "classes": classes}, cached)
         for old in cached.parent.glob(f"{prefix}*.pt"):  # entries of older contents of this source
             if old != cached:
                 old.unlink(missing_ok=True)
-    images, labels, classes = got
-    source = f"{lst.path}:{lst.split_dir}" if kind == "zip" else str(lst.path / lst.split_dir)
-    return ImageData(images, labels, classes, source, _provenance(name, split, lst, len(labels), int(images.shape[-1])))
+    return data
 
 
 def _provenance(name: str, split: str, lst: _Listing, n: int, size: int | None) -> Provenance:

@@ -1,7 +1,8 @@
 """The encoders: layers, one file per model family, the registry, pretrained folders, FLOP counts, compilation.
 
 Imports only the base modules (``aot_lib.files``, ``aot_lib.runtime``); nothing here knows about losses,
-data or training. A new model family is a file here, registered with ``@register_model`` and imported below.
+data or training. A new model family is a file here, its sizes registered with ``register_sizes`` (or one
+factory with ``@register_model``), imported below.
 Importing this package registers every family.
 """
 from .aot import AoT, AoTLayer

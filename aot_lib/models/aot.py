@@ -2,8 +2,9 @@ r"""AoT (Wang et al., 2025): attention-only Transformer from unrolled subspace d
 
 .. math:: Z^{\ell+1} = Z^\ell + \mathrm{MSSA}(\mathrm{LN}(Z^\ell))
 
-no MLP and no sparse-coding step. Parameters per layer ``2 d^2 + 3 d`` (MSSA's ``U`` and its
-output map with a bias, as the official CRATE/AoT ``to_out``, and the LayerNorm). Counted as the
+no MLP and no sparse-coding step; AoT has no public code, so the layer is reconstructed from its paper, with
+CRATE's MSSA. Parameters per layer ``2 d^2 + 3 d`` (MSSA's ``U`` and its output map with a bias, as official
+CRATE's ``to_out``, and the LayerNorm). Counted as the
 paper does, without the classification head: 3,634,944 / 8,106,432 / 14,347,392 parameters,
 3.63 / 8.11 / 14.35 M in the CIFAR setting (Table 3).
 """
@@ -13,7 +14,7 @@ import torch
 from torch import nn
 
 from .layers import MSSA, PatchStem
-from .registry import register_model
+from .registry import WHITE_BOX_SIZES, register_sizes
 from ._base import EncoderBase
 
 __all__ = ["AoT", "AoTLayer"]
@@ -39,19 +40,8 @@ class AoT(EncoderBase):
         self._init_linear()
 
 
-@register_model
-def aot_tiny(**kw) -> AoT:
-    """AoT-Tiny: d=384, 6 heads, depth 12 (3.63 M)."""
-    return AoT(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def aot_small(**kw) -> AoT:
-    """AoT-Small: d=576, 12 heads, depth 12 (8.11 M)."""
-    return AoT(**{"embed_dim": 576, "num_heads": 12, **kw})
-
-
-@register_model
-def aot_base(**kw) -> AoT:
-    """AoT-Base: d=768, 12 heads, depth 12 (14.35 M)."""
-    return AoT(**{"embed_dim": 768, "num_heads": 12, **kw})
+register_sizes(AoT, "aot", WHITE_BOX_SIZES, {
+    "tiny": "AoT-Tiny: d=384, 6 heads, depth 12 (3.63 M).",
+    "small": "AoT-Small: d=576, 12 heads, depth 12 (8.11 M).",
+    "base": "AoT-Base: d=768, 12 heads, depth 12 (14.35 M).",
+})

@@ -22,8 +22,8 @@ positive by construction (same parameter count: one ``tau_raw`` per feature).
 The RMS rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).
 
 The paper is silent on whether MSSA's output map has a bias (Eq. ``mssa`` has none, and no
-layer-level parameter list is given); we follow the official CRATE and AoT code, whose ``to_out``
-is ``nn.Linear(inner_dim, dim)`` with a bias. With the CRATE-style stem and counting the encoder
+layer-level parameter list is given), and neither AoT-ADMM nor AoT has public code; we take the bias of
+official CRATE, whose ``to_out`` is ``nn.Linear(inner_dim, dim)``. With the CRATE-style stem and counting the encoder
 without its classification head, as the paper does, this reproduces every AoT-ADMM cell of
 Tables 1-3: 3,639,588 / 8,113,380 / 14,356,644 parameters (3.64 / 8.11 / 14.36 M; 14,837,028 =
 14.84 M at 128 px, patch 16).
@@ -47,7 +47,7 @@ from torch import nn
 
 from .fused import admm_state_update
 from .layers import MSSA, PatchStem
-from .registry import register_model
+from .registry import WHITE_BOX_SIZES, register_sizes
 from ._base import EncoderBase, LayerState
 
 __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_softplus"]
@@ -255,19 +255,8 @@ class AoTADMM(EncoderBase):
         return states
 
 
-@register_model
-def aot_admm_tiny(**kw) -> AoTADMM:
-    """AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting)."""
-    return AoTADMM(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def aot_admm_small(**kw) -> AoTADMM:
-    """AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M)."""
-    return AoTADMM(**{"embed_dim": 576, "num_heads": 12, **kw})
-
-
-@register_model
-def aot_admm_base(**kw) -> AoTADMM:
-    """AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16)."""
-    return AoTADMM(**{"embed_dim": 768, "num_heads": 12, **kw})
+register_sizes(AoTADMM, "aot_admm", WHITE_BOX_SIZES, {
+    "tiny": "AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting).",
+    "small": "AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M).",
+    "base": "AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16).",
+})

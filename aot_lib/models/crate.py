@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from .layers import ISTA, MSSA, PatchStem, interpolate_pos_embed
-from .registry import register_model
+from .registry import WHITE_BOX_SIZES, register_sizes
 from ._base import EncoderBase, load_mapped_state_dict
 
 __all__ = ["CRATE", "CRATELayer", "convert_official_crate_state_dict", "load_official_crate"]
@@ -65,22 +65,11 @@ class CRATE(EncoderBase):
         self._init_linear()
 
 
-@register_model
-def crate_tiny(**kw) -> CRATE:
-    """CRATE-Tiny: d=384, 6 heads, depth 12 (5.41 M)."""
-    return CRATE(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def crate_small(**kw) -> CRATE:
-    """CRATE-Small: d=576, 12 heads, depth 12 (12.10 M)."""
-    return CRATE(**{"embed_dim": 576, "num_heads": 12, **kw})
-
-
-@register_model
-def crate_base(**kw) -> CRATE:
-    """CRATE-Base: d=768, 12 heads, depth 12 (21.44 M; 21.92 M at 128 px / patch 16)."""
-    return CRATE(**{"embed_dim": 768, "num_heads": 12, **kw})
+register_sizes(CRATE, "crate", WHITE_BOX_SIZES, {
+    "tiny": "CRATE-Tiny: d=384, 6 heads, depth 12 (5.41 M).",
+    "small": "CRATE-Small: d=576, 12 heads, depth 12 (12.10 M).",
+    "base": "CRATE-Base: d=768, 12 heads, depth 12 (21.44 M; 21.92 M at 128 px / patch 16).",
+})
 
 
 # ----------------------------------------------------------------------------- official weights

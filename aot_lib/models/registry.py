@@ -9,7 +9,7 @@ from torch import nn
 
 from .pretrained import PretrainedError, load_pretrained_state, read_pretrained_config
 
-__all__ = ["register_model", "create_model", "from_pretrained", "list_models", "is_model"]
+__all__ = ["register_model", "register_sizes", "WHITE_BOX_SIZES", "create_model", "from_pretrained", "list_models", "is_model"]
 
 _MODELS: dict[str, Callable[..., nn.Module]] = {}
 
@@ -20,6 +20,25 @@ def register_model(fn: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
         raise ValueError(f"model {fn.__name__!r} is registered twice")
     _MODELS[fn.__name__] = fn
     return fn
+
+
+# The paper's sizes of the white-box families (AoT-ADMM, AoT, CRATE), each of depth 12.
+WHITE_BOX_SIZES = {"tiny": {"embed_dim": 384, "num_heads": 6}, "small": {"embed_dim": 576, "num_heads": 12},
+                   "base": {"embed_dim": 768, "num_heads": 12}}
+
+
+def register_sizes(family: Callable[..., nn.Module], prefix: str, sizes: dict[str, dict], docs: dict[str, str]) -> None:
+    """Register one factory ``<prefix>_<size>`` per entry of ``docs`` (size -> one line on it, the factory's
+    docstring), building ``family`` with ``sizes[size]``; the keyword arguments of :func:`create_model` override them."""
+    def factory_of(name: str, args: dict, doc: str) -> Callable[..., nn.Module]:
+        def factory(**kw) -> nn.Module:
+            return family(**{**args, **kw})
+        factory.__name__ = factory.__qualname__ = name
+        factory.__doc__ = doc
+        return factory
+
+    for size, doc in docs.items():
+        register_model(factory_of(f"{prefix}_{size}", sizes[size], doc))
 
 
 def list_models(pattern: str = "") -> list[str]:

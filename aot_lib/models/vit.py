@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .layers import ConvPatchStem, interpolate_pos_embed
-from .registry import register_model
+from .registry import register_sizes
 from ._base import EncoderBase, load_mapped_state_dict
 
 __all__ = ["ViT", "ViTBlock", "convert_timm_vit_state_dict", "load_timm_vit_state_dict"]
@@ -165,25 +165,13 @@ def load_timm_vit_state_dict(model: ViT, state_dict: dict, *, drop_head: bool = 
     return model
 
 
-@register_model
-def vit_tiny(**kw) -> ViT:
-    """ViT-Tiny: d=192, 3 heads, depth 12, MLP ratio 4 (5.38 M in the CIFAR setting)."""
-    return ViT(**{"embed_dim": 192, "num_heads": 3, **kw})
-
-
-@register_model
-def vit_small(**kw) -> ViT:
-    """ViT-Small: d=384, 6 heads, depth 12, MLP ratio 4 (21.38 M)."""
-    return ViT(**{"embed_dim": 384, "num_heads": 6, **kw})
-
-
-@register_model
-def vit_tiny_relu(**kw) -> ViT:
-    """ViT-T with every MLP branch replaced by ReLU (1.83 M; Table 4's ViT-T-AoT)."""
-    return ViT(**{"embed_dim": 192, "num_heads": 3, "relu_mlp": True, **kw})
-
-
-@register_model
-def vit_small_relu(**kw) -> ViT:
-    """ViT-S with every MLP branch replaced by ReLU (7.20 M; Table 4's ViT-S-AoT)."""
-    return ViT(**{"embed_dim": 384, "num_heads": 6, "relu_mlp": True, **kw})
+register_sizes(ViT, "vit", {
+    "tiny": {"embed_dim": 192, "num_heads": 3}, "small": {"embed_dim": 384, "num_heads": 6},
+    "tiny_relu": {"embed_dim": 192, "num_heads": 3, "relu_mlp": True},
+    "small_relu": {"embed_dim": 384, "num_heads": 6, "relu_mlp": True},
+}, {
+    "tiny": "ViT-Tiny: d=192, 3 heads, depth 12, MLP ratio 4 (5.38 M in the CIFAR setting).",
+    "small": "ViT-Small: d=384, 6 heads, depth 12, MLP ratio 4 (21.38 M).",
+    "tiny_relu": "ViT-T with every MLP branch replaced by ReLU (1.83 M; Table 4's ViT-T-AoT).",
+    "small_relu": "ViT-S with every MLP branch replaced by ReLU (7.20 M; Table 4's ViT-S-AoT).",
+})

@@ -1,14 +1,14 @@
 """What the three commands (pretrain, probe, supervised) build the same way from a config: the encoder, the
-data (one split or the train/test pair), the input normalisation and the step schedule.
+data (where it is, one split or the train/test pair), the input normalisation and the step schedule.
 
 The commands import these from here and never from one another.
 """
 from __future__ import annotations
 
-from ..data.datasets import load_pair, load_split, normalization_stats
+from ..data.datasets import data_root, load_pair, load_split, normalization_stats
 from ..models.registry import create_model
 
-__all__ = ["build_encoder", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
+__all__ = ["build_encoder", "data_location", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
 
 
 def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
@@ -23,18 +23,24 @@ def normalization_for(cfg: dict) -> tuple[tuple, tuple]:
     return normalization_stats(cfg["data"]["name"])
 
 
+def data_location(cfg: dict):
+    """Where the configured data is read, for every ``data.name`` (in memory or streamed): ``data.root``
+    resolved once by :func:`aot_lib.data.datasets.data_root` (``$AOT_DATA`` when unset, or holding a relative root)."""
+    return data_root(cfg["data"]["root"])
+
+
 def load_data(cfg: dict, split: str, size: int | None = None):
     """One split of the configured data set (with ``data.*_subset`` applied)."""
-    dc = cfg["data"]
-    data = load_split(dc["name"], split, root=dc["root"], download=dc["download"],
+    dc, root = cfg["data"], data_location(cfg)
+    data = load_split(dc["name"], split, root=root, download=dc["download"],
                       image_size=size if size is not None else dc["image_size"])
     return data.subset(dc["train_subset"] if split == "train" else dc["test_subset"])
 
 
 def load_train_test(cfg: dict):
     """Both splits of the configured data set, with the same classes in the same order (else one clear error)."""
-    dc = cfg["data"]
-    return load_pair(dc["name"], root=dc["root"], download=dc["download"], image_size=dc["image_size"],
+    dc, root = cfg["data"], data_location(cfg)
+    return load_pair(dc["name"], root=root, download=dc["download"], image_size=dc["image_size"],
                      train_subset=dc["train_subset"], test_subset=dc["test_subset"])
 
 

@@ -1,9 +1,13 @@
-"""Run configuration: one nested schema with the paper's defaults, YAML files, ``key=value`` overrides.
+"""Run configuration: one table of keys (each with its default, type, range and comment), YAML files,
+``key=value`` overrides.
 
 A YAML file may start from another with ``inherit: other.yaml`` (relative to the file). Every key
 must exist in :data:`DEFAULTS`; an unknown key is an error that suggests the closest known one.
 ``model.overrides`` is free-form: it is passed to :func:`aot_lib.create_model` as keyword
 arguments (``embed_dim``, ``depth``, ``num_heads``, ``eta`` ...).
+
+:data:`DEFAULTS` (the nested defaults) and :data:`SCHEMA` (``section.key`` -> what the value may be) are both
+read off the one table :data:`_KEYS`, so a key is written once.
 """
 from __future__ import annotations
 
@@ -25,83 +29,16 @@ class ConfigError(ValueError):
     """A config value that cannot be right; the message names the key and the fix."""
 
 
-# The paper's CIFAR pretraining setting (Sec. Experimental Setup) unless noted.
-DEFAULTS: dict[str, Any] = {
-    "description": "",
-    "run": {
-        "name": None,  # default: <model>_<dataset>
-        "out_dir": "runs",
-        "seed": 0,
-        "ckpt_every": 500,  # steps
-        "log_every": 10,  # steps
-        "resume": True,  # continue from <run dir>/last.ckpt when it exists
-        "overwrite": False,  # with resume=false: replace an existing run folder's results (never implied)
-        "stop_after": None,  # stop (with a checkpoint) after this many steps in this launch: time-sliced jobs
-        "progress": True,
-    },
-    "model": {"name": "aot_admm_tiny", "overrides": {},
-              # regional torch.compile of the encoder's layers (aot_lib.models.compile) for pretraining and fine-tuning:
-              # true | false | auto. auto = on a GPU, off on the CPU, where it is not reliably faster than eager
-              # (AoT-ADMM, median step of 3 runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192:
-              # results/benchmarks/families_run*.json) and compiling costs 6-25 s per family
-              "compile": "auto"},
-    "data": {
-        "name": "cifar10",  # cifar10 | cifar100 | imagefolder | stream (litdata chunks from `aot convert`)
-        "root": None,  # default: $AOT_DATA, else ~/.cache/aot_lib/data
-        "download": False,  # torchvision download of CIFAR (online machines only)
-        "image_size": None,  # stored resolution; default: native for CIFAR, 160 for imagefolder
-        "train_subset": None,  # use only the first n training images (per class-balanced order)
-        "test_subset": None,
-        # data.name=stream only (aot_lib.data.streaming): loader workers per process (null: this machine's cores),
-        # working-image side (null: no global view upsampled), crop|squash, decode device (null: in the workers)
-        "stream_workers": None, "stream_working_size": None, "stream_fit": "crop", "stream_decode_device": None,
-    },
-    "views": {k: v for k, v in MultiCropConfig.defaults_dict().items() if k not in ("ratio", "blur_sigma")},
-    "projector": {"hidden_dim": 2048, "out_dim": 128, "num_layers": 3},
-    "loss": {"lejepa_lambda": 0.05, "num_slices": 1024, "t_max": 3.0, "n_points": 17, "sigreg_sample": "per_view",
-             "sigreg_normalize": False},  # Appendix A's centring + tr(Sigma) = d before SIGReg
-    "optim": {
-        "batch_size": 256, "epochs": 800, "max_steps": None, "lr": 5e-4, "weight_decay": 5e-2,
-        "warmup_epochs": 10, "min_lr_ratio": 0.0, "grad_clip": None,
-        "max_skipped_steps": 10,  # consecutive steps with a non-finite gradient that are skipped before stopping
-    },
-    "fabric": {"accelerator": "auto", "devices": 1, "num_nodes": 1, "strategy": "auto", "precision": "auto"},
-    "probe": {"protocol": "quick", "epochs": 100,
-              # quick protocol: a number, or a list (a grid chosen on a validation split of the training set).
-              # The grid brackets the best lr of the recorded encoders (3e-3 was the old grid's top edge in 17
-              # of 19); weight decay 0: the probe underfits (train ~ val accuracy), and 5e-4 changed no score
-              "lr": [1e-3, 3e-3, 1e-2], "weight_decay": 0.0, "val_fraction": 0.1, "batch_size": 1024,
-              "test": True,  # false: read no test image; report validation scores only (sweeps)
-              "standard_lr": 0.1, "standard_batch_size": 256,  # standard protocol (SGD on augmented images)
-              "knn_k": 20, "knn_t": 0.07},
-    "finetune": {"checkpoint": None, "image_size": None, "epochs": 100, "lr": 1e-4, "weight_decay": 5e-2, "batch_size": 256,
-                 "warmup_epochs": 5, "label_smoothing": 0.1,
-                 # the usual fine-tuning regularisers, off by default (see aot_lib.training.supervised)
-                 "mixup": 0.0, "cutmix": 0.0, "layer_decay": 1.0, "randaugment": False},
-    # training-time monitors (aot_lib.training.monitors), logged every `every` steps (0: off) beside the loss;
-    # theorem1 and audit use a fixed batch of the first `images` training images at the global view size;
-    # knn (off unless asked: it reads labels) is a k-NN learning curve on the probe's validation split
-    # (knn_val images of it, voted on by knn_bank labelled images of the rest; probe.knn_k, probe.knn_t)
-    "monitor": {"every": 0, "images": 256, "rankme": True, "theorem1": True, "audit": True, "eps": 0.5,
-                "knn": False, "knn_bank": 10000, "knn_val": 5000},
-    "distill": {"teacher": None, "teacher_model": "vit_tiny",
-                "alpha": 0.5,  # weight of the teacher's label (the paper: equal weights); 0: labels alone, no teacher
-                "student_init": None,  # checkpoint the student starts from (its head excluded); null: from scratch
-                "epochs": 100, "lr": 5e-4, "weight_decay": 5e-2,
-                "batch_size": 256, "warmup_epochs": 5},
-}
-
-
-
 # ----------------------------------------------------------------------------- types and ranges
 
 class _Spec:
-    """What one config value may be: a type, a range or a set of choices, and whether null is allowed."""
+    """One config key: its default, and what its value may be (a type, a range or a set of choices, and
+    whether null is allowed)."""
 
-    def __init__(self, kind: str, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False,
-                 choices: tuple = (), nullable: bool = False, example: str = ""):
+    def __init__(self, kind: str, lo=None, hi=None, *, default: Any = None, lo_open: bool = False,
+                 hi_open: bool = False, choices: tuple = (), nullable: bool = False, example: str = ""):
         self.kind, self.lo, self.hi, self.lo_open, self.hi_open = kind, lo, hi, lo_open, hi_open
-        self.choices, self.nullable, self.example = choices, nullable, example
+        self.choices, self.nullable, self.example, self.default = choices, nullable, example, default
 
     def describe(self) -> str:
         if self.choices:
@@ -192,65 +129,169 @@ class _Spec:
                            f"override it{example}.")
 
 
-def _int(lo=None, hi=None, **kw):
-    return _Spec("int", lo, hi, **kw)
+class _Free:
+    """A free-form mapping (``model.overrides``): a default, no spec; checked where it is used."""
+
+    def __init__(self, default: dict):
+        self.default = default
 
 
-def _num(lo=None, hi=None, **kw):
-    return _Spec("float", lo, hi, **kw)
+def _int(default, lo=None, hi=None, **kw) -> _Spec:
+    return _Spec("int", lo, hi, default=default, **kw)
 
 
-_BOOL, _STR = _Spec("bool"), _Spec("str")
-_PROB = _Spec("prob")
+def _num(default, lo=None, hi=None, **kw) -> _Spec:
+    return _Spec("float", lo, hi, default=default, **kw)
 
-# Every leaf of DEFAULTS has a spec; tests check that the two agree key by key.
-SCHEMA: dict[str, _Spec] = {
-    "description": _Spec("text", nullable=True),
-    "run.name": _Spec("name", example="my_run"), "run.out_dir": _Spec("str", example="runs"),
-    "run.seed": _int(0, example="0"), "run.ckpt_every": _int(1, example="500"), "run.log_every": _int(1, example="10"),
-    "run.resume": _BOOL, "run.overwrite": _BOOL, "run.stop_after": _int(1, nullable=True, example="100"),
-    "run.progress": _BOOL,
-    "model.name": _STR, "model.compile": _Spec("switch"),  # checked against the registry, with the overrides, in validate_config
-    "data.name": _Spec("str", choices=("cifar10", "cifar100", "imagefolder", "stream")),
-    "data.stream_workers": _int(0, nullable=True), "data.stream_working_size": _int(8, nullable=True),
-    "data.stream_fit": _Spec("str", choices=("crop", "squash")), "data.stream_decode_device": _Spec("str", nullable=True),
-    "data.root": _Spec("str", nullable=True), "data.download": _BOOL,
-    "data.image_size": _int(1, nullable=True), "data.train_subset": _int(1, nullable=True),
-    "data.test_subset": _int(1, nullable=True),
-    "views.n_global": _int(1), "views.n_local": _int(0), "views.global_size": _int(1), "views.local_size": _int(1),
-    "views.global_scale": _Spec("range"), "views.local_scale": _Spec("range"),
-    "views.flip_p": _PROB, "views.jitter_p": _PROB, "views.grayscale_p": _PROB, "views.solarize_p": _PROB,
-    "views.blur_p": _PROB, "views.brightness": _num(0), "views.contrast": _num(0), "views.saturation": _num(0),
-    "views.hue": _num(0, 0.5),
-    "projector.hidden_dim": _int(1), "projector.out_dim": _int(1), "projector.num_layers": _int(1),
-    "loss.lejepa_lambda": _num(0, 1, hi_open=True, example="0.05"), "loss.num_slices": _int(1, example="1024"),
-    "loss.t_max": _num(0, lo_open=True), "loss.n_points": _int(2),
-    "loss.sigreg_sample": _Spec("str", choices=("per_view", "pooled")), "loss.sigreg_normalize": _BOOL,
-    "optim.batch_size": _int(1, example="256"), "optim.epochs": _int(1, example="800"),
-    "optim.max_steps": _int(1, nullable=True, example="1000"), "optim.lr": _num(0, lo_open=True, example="5e-4"),
-    "optim.weight_decay": _num(0), "optim.warmup_epochs": _num(0), "optim.min_lr_ratio": _num(0, 1),
-    "optim.grad_clip": _num(0, lo_open=True, nullable=True), "optim.max_skipped_steps": _int(0),
-    "fabric.accelerator": _Spec("str", choices=("auto", "cpu", "cuda", "gpu", "mps")),
-    "fabric.devices": _int(1), "fabric.num_nodes": _int(1), "fabric.strategy": _STR,
-    "fabric.precision": _Spec("str", choices=("auto", "32-true", "32", "bf16-mixed", "bf16-true", "16-mixed", "64-true")),
-    "probe.protocol": _Spec("str", choices=("quick", "standard")), "probe.epochs": _int(1),
-    "probe.lr": _Spec("grid", 0, lo_open=True), "probe.weight_decay": _Spec("grid", 0),
-    "probe.val_fraction": _num(0, 1, lo_open=True, hi_open=True), "probe.standard_lr": _num(0, lo_open=True),
-    "probe.standard_batch_size": _int(1), "probe.batch_size": _int(1), "probe.knn_k": _int(1), "probe.knn_t": _num(0, lo_open=True),
-    "probe.test": _BOOL,
-    "finetune.checkpoint": _Spec("str", nullable=True), "finetune.image_size": _int(1, nullable=True),
-    "finetune.epochs": _int(1), "finetune.lr": _num(0, lo_open=True), "finetune.weight_decay": _num(0),
-    "finetune.batch_size": _int(1), "finetune.warmup_epochs": _num(0), "finetune.label_smoothing": _num(0, 1, hi_open=True),
-    "finetune.mixup": _num(0), "finetune.cutmix": _num(0), "finetune.layer_decay": _num(0, 1, lo_open=True),
-    "finetune.randaugment": _BOOL,
-    "monitor.every": _int(0, example="100"), "monitor.images": _int(2, example="256"), "monitor.rankme": _BOOL,
-    "monitor.theorem1": _BOOL, "monitor.audit": _BOOL, "monitor.eps": _num(0, lo_open=True, example="0.5"),
-    "monitor.knn": _BOOL, "monitor.knn_bank": _int(1, example="10000"), "monitor.knn_val": _int(1, example="5000"),
-    "distill.teacher": _Spec("str", nullable=True), "distill.student_init": _Spec("str", nullable=True),
-    "distill.teacher_model": _STR, "distill.alpha": _num(0, 1), "distill.epochs": _int(1),
-    "distill.lr": _num(0, lo_open=True), "distill.weight_decay": _num(0), "distill.batch_size": _int(1),
-    "distill.warmup_epochs": _num(0),
+
+def _bool(default: bool) -> _Spec:
+    return _Spec("bool", default=default)
+
+
+def _str(default, **kw) -> _Spec:
+    return _Spec("str", default=default, **kw)
+
+
+def _choice(default: str, *choices: str) -> _Spec:
+    return _Spec("str", choices=choices, default=default)
+
+
+def _prob() -> _Spec:
+    return _Spec("prob")
+
+
+def _views(specs: dict[str, _Spec]) -> dict[str, _Spec]:
+    """The ``views`` section: its defaults are :class:`~aot_lib.data.augment.MultiCropConfig`'s (their one
+    source); ``ratio`` and ``blur_sigma`` are not config keys."""
+    defaults = {k: v for k, v in MultiCropConfig.defaults_dict().items() if k not in ("ratio", "blur_sigma")}
+    assert list(specs) == list(defaults), "the views keys follow MultiCropConfig's fields"
+    for k, spec in specs.items():
+        spec.default = defaults[k]
+    return specs
+
+
+# ----------------------------------------------------------------------------- the keys
+
+# Every key once: its default (the paper's CIFAR pretraining setting, Sec. Experimental Setup, unless noted),
+# its type and range, and why it is what it is.
+_KEYS: dict[str, Any] = {
+    "description": _Spec("text", nullable=True, default=""),
+    "run": {
+        "name": _Spec("name", example="my_run", default=None),  # default: <model>_<dataset>
+        "out_dir": _str("runs", example="runs"),
+        "seed": _int(0, 0, example="0"),
+        "ckpt_every": _int(500, 1, example="500"),  # steps
+        "log_every": _int(10, 1, example="10"),  # steps
+        "resume": _bool(True),  # continue from <run dir>/last.ckpt when it exists
+        "overwrite": _bool(False),  # with resume=false: replace an existing run folder's results (never implied)
+        "stop_after": _int(None, 1, nullable=True, example="100"),  # stop (with a checkpoint) after this many steps
+        # in this launch: time-sliced jobs
+        "progress": _bool(True),
+    },
+    "model": {
+        "name": _str("aot_admm_tiny"),  # checked against the registry, with the overrides, in validate_config
+        "overrides": _Free({}),
+        # regional torch.compile of the encoder's layers (aot_lib.models.compile) for pretraining and fine-tuning:
+        # true | false | auto. auto = on a GPU, off on the CPU, where it is not reliably faster than eager
+        # (AoT-ADMM, median step of 3 runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192:
+        # results/benchmarks/families_run*.json) and compiling costs 6-25 s per family
+        "compile": _Spec("switch", default="auto"),
+    },
+    "data": {
+        # litdata chunks from `aot convert` for stream
+        "name": _choice("cifar10", "cifar10", "cifar100", "imagefolder", "stream"),
+        # default: $AOT_DATA, else ~/.cache/aot_lib/data; a relative root is also looked for under $AOT_DATA
+        # (aot_lib.data.datasets.data_root, for every data.name; for stream: the folder `aot convert SRC DEST` wrote)
+        "root": _str(None, nullable=True),
+        "download": _bool(False),  # torchvision download of CIFAR (online machines only)
+        "image_size": _int(None, 1, nullable=True),  # stored resolution; default: native for CIFAR, 160 for imagefolder
+        "train_subset": _int(None, 1, nullable=True),  # use only the first n training images (per class-balanced order)
+        "test_subset": _int(None, 1, nullable=True),
+        # data.name=stream only (aot_lib.data.streaming): loader workers per process (null: this machine's cores),
+        # working-image side (null: no global view upsampled), crop|squash, decode device (null: in the workers)
+        "stream_workers": _int(None, 0, nullable=True), "stream_working_size": _int(None, 8, nullable=True),
+        "stream_fit": _choice("crop", "crop", "squash"), "stream_decode_device": _str(None, nullable=True),
+    },
+    "views": _views({
+        "n_global": _int(None, 1), "n_local": _int(None, 0), "global_size": _int(None, 1), "local_size": _int(None, 1),
+        "global_scale": _Spec("range"), "local_scale": _Spec("range"), "flip_p": _prob(), "jitter_p": _prob(),
+        "brightness": _num(None, 0), "contrast": _num(None, 0), "saturation": _num(None, 0), "hue": _num(None, 0, 0.5),
+        "grayscale_p": _prob(), "solarize_p": _prob(), "blur_p": _prob(),
+    }),
+    "projector": {"hidden_dim": _int(2048, 1), "out_dim": _int(128, 1), "num_layers": _int(3, 1)},
+    "loss": {
+        "lejepa_lambda": _num(0.05, 0, 1, hi_open=True, example="0.05"), "num_slices": _int(1024, 1, example="1024"),
+        "t_max": _num(3.0, 0, lo_open=True), "n_points": _int(17, 2),
+        "sigreg_sample": _choice("per_view", "per_view", "pooled"),
+        "sigreg_normalize": _bool(False),  # Appendix A's centring + tr(Sigma) = d before SIGReg
+    },
+    "optim": {
+        "batch_size": _int(256, 1, example="256"), "epochs": _int(800, 1, example="800"),
+        "max_steps": _int(None, 1, nullable=True, example="1000"), "lr": _num(5e-4, 0, lo_open=True, example="5e-4"),
+        "weight_decay": _num(5e-2, 0), "warmup_epochs": _num(10, 0), "min_lr_ratio": _num(0.0, 0, 1),
+        "grad_clip": _num(None, 0, lo_open=True, nullable=True),
+        "max_skipped_steps": _int(10, 0),  # consecutive steps with a non-finite gradient skipped before stopping
+    },
+    "fabric": {
+        "accelerator": _choice("auto", "auto", "cpu", "cuda", "gpu", "mps"), "devices": _int(1, 1),
+        "num_nodes": _int(1, 1), "strategy": _str("auto"),
+        "precision": _choice("auto", "auto", "32-true", "32", "bf16-mixed", "bf16-true", "16-mixed", "64-true"),
+    },
+    "probe": {
+        "protocol": _choice("quick", "quick", "standard"), "epochs": _int(100, 1),
+        # quick protocol: a number, or a list (a grid chosen on a validation split of the training set).
+        # The grid brackets the best lr of the recorded encoders (3e-3 was the old grid's top edge in 17
+        # of 19); weight decay 0: the probe underfits (train ~ val accuracy), and 5e-4 changed no score
+        "lr": _Spec("grid", 0, lo_open=True, default=[1e-3, 3e-3, 1e-2]), "weight_decay": _Spec("grid", 0, default=0.0),
+        "val_fraction": _num(0.1, 0, 1, lo_open=True, hi_open=True), "batch_size": _int(1024, 1),
+        "test": _bool(True),  # false: read no test image; report validation scores only (sweeps)
+        # standard protocol (SGD on augmented images)
+        "standard_lr": _num(0.1, 0, lo_open=True), "standard_batch_size": _int(256, 1),
+        "knn_k": _int(20, 1), "knn_t": _num(0.07, 0, lo_open=True),
+    },
+    "finetune": {
+        "checkpoint": _str(None, nullable=True), "image_size": _int(None, 1, nullable=True), "epochs": _int(100, 1),
+        "lr": _num(1e-4, 0, lo_open=True), "weight_decay": _num(5e-2, 0), "batch_size": _int(256, 1),
+        "warmup_epochs": _num(5, 0), "label_smoothing": _num(0.1, 0, 1, hi_open=True),
+        # the usual fine-tuning regularisers, off by default (see aot_lib.training.supervised)
+        "mixup": _num(0.0, 0), "cutmix": _num(0.0, 0), "layer_decay": _num(1.0, 0, 1, lo_open=True),
+        "randaugment": _bool(False),
+    },
+    # training-time monitors (aot_lib.training.monitors), logged every `every` steps (0: off) beside the loss;
+    # theorem1 and audit use a fixed batch of the first `images` training images at the global view size;
+    # knn (off unless asked: it reads labels) is a k-NN learning curve on the probe's validation split
+    # (knn_val images of it, voted on by knn_bank labelled images of the rest; probe.knn_k, probe.knn_t)
+    "monitor": {
+        "every": _int(0, 0, example="100"), "images": _int(256, 2, example="256"), "rankme": _bool(True),
+        "theorem1": _bool(True), "audit": _bool(True), "eps": _num(0.5, 0, lo_open=True, example="0.5"),
+        "knn": _bool(False), "knn_bank": _int(10000, 1, example="10000"), "knn_val": _int(5000, 1, example="5000"),
+    },
+    "distill": {
+        "teacher": _str(None, nullable=True), "teacher_model": _str("vit_tiny"),
+        "alpha": _num(0.5, 0, 1),  # weight of the teacher's label (the paper: equal weights); 0: labels alone, no teacher
+        "student_init": _str(None, nullable=True),  # checkpoint the student starts from (its head excluded); null: from scratch
+        "epochs": _int(100, 1), "lr": _num(5e-4, 0, lo_open=True), "weight_decay": _num(5e-2, 0),
+        "batch_size": _int(256, 1), "warmup_epochs": _num(5, 0),
+    },
 }
+
+
+def _defaults(node: dict) -> dict:
+    return {k: _defaults(v) if isinstance(v, dict) else copy.deepcopy(v.default) for k, v in node.items()}
+
+
+def _specs(node: dict, prefix: str = "") -> dict[str, _Spec]:
+    out = {}
+    for k, v in node.items():
+        if isinstance(v, dict):
+            out.update(_specs(v, f"{prefix}{k}."))
+        elif isinstance(v, _Spec):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+DEFAULTS: dict[str, Any] = _defaults(_KEYS)  # the nested defaults, a fresh copy of the table's
+SCHEMA: dict[str, _Spec] = _specs(_KEYS)  # "section.key" -> its spec (model.overrides, free-form, has none)
 
 
 def validate_config(cfg: dict, check_model: bool = True) -> dict:
@@ -271,11 +312,10 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
         node[leaf] = spec.check(key, value)
     dc = cfg["data"]
     if dc["name"] == "stream":
-        for key, ok in (("root", dc["root"] is not None), ("image_size", dc["image_size"] is None),
-                        ("download", not dc["download"]), ("train_subset", dc["train_subset"] is None)):
+        for key, ok in (("image_size", dc["image_size"] is None), ("download", not dc["download"]),
+                        ("train_subset", dc["train_subset"] is None)):
             if not ok:
-                raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream" if key != "root" else
-                                  "data.name=stream needs data.root: the folder `aot convert SRC DEST` wrote")
+                raise ConfigError(f"data.{key}={dc[key]!r} does not apply to data.name=stream")
     mc = cfg["monitor"]
     if mc["every"] and (mc["theorem1"] or mc["audit"]) and dc["name"] == "stream":
         raise ConfigError("monitor.theorem1 and monitor.audit use a fixed batch of in-memory images; with "

@@ -16,7 +16,7 @@ from ..data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
 from ..objectives.heads import LeJEPAProjector
 from ..objectives.lejepa import LeJEPALoss, LeJEPAModel, alpha_from_lejepa_lambda
 from ..runtime import compile_enabled, make_fabric
-from .builders import build_encoder, load_data, normalization_for, schedule_steps
+from .builders import build_encoder, data_location, load_data, normalization_for, schedule_steps
 from .config import validate_config
 from .loop import fit, make_loggers
 from .monitors import build_monitors, knn_monitor_split
@@ -50,18 +50,14 @@ def pretrain(cfg: dict) -> dict:
 
 def _stream_source(fabric, cfg: dict):
     """The litdata stream of ``data.name=stream`` for this process (built after the process group exists)."""
-    from ..data.streaming import (StreamBatches, default_stream_workers, make_stream_loader, stream_provenance,
-                            working_size_for)
+    from ..data.streaming import open_stream
 
     dc, v = cfg["data"], cfg["views"]
-    world = fabric.world_size
-    size = dc["stream_working_size"] or working_size_for(v["global_size"], v["global_scale"])
-    workers = dc["stream_workers"] if dc["stream_workers"] is not None else default_stream_workers(cfg["fabric"]["devices"])
-    loader = make_stream_loader(dc["root"], cfg["optim"]["batch_size"] // world, image_size=size, split="train",
-                                seed=cfg["run"]["seed"], num_workers=workers, fit=dc["stream_fit"],
-                                decode_device=dc["stream_decode_device"], pin_memory=fabric.device.type == "cuda",
-                                expect_world_size=world, expect_rank=fabric.global_rank)
-    return StreamBatches(loader, device=fabric.device), stream_provenance(dc["root"])
+    return open_stream(data_location(cfg), cfg["optim"]["batch_size"] // fabric.world_size, global_size=v["global_size"],
+                       global_scale=v["global_scale"], device=fabric.device, world_size=fabric.world_size,
+                       rank=fabric.global_rank, processes_per_node=cfg["fabric"]["devices"],
+                       image_size=dc["stream_working_size"], num_workers=dc["stream_workers"], seed=cfg["run"]["seed"],
+                       fit=dc["stream_fit"], decode_device=dc["stream_decode_device"])
 
 
 def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:

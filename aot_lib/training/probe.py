@@ -25,8 +25,10 @@ from torch import nn
 from .config import validate_config
 from .evaluation import extract_features, knn_probe, knn_val_probe, stratified_split
 from .optim import warmup_cosine
-from .builders import build_encoder, load_data, load_train_test, normalization_for
-from .runs import CheckpointError, encoder_state_dict, load_checkpoint, run_dir, torch_save, write_json
+from ..models.registry import create_model
+from .builders import load_data, load_train_test, normalization_for
+from ..files import torch_save, write_json
+from .runs import CheckpointError, WeightsMismatch, checkpoint_model, load_checkpoint, load_weights, run_dir
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_linear_probe", "stratified_split",
@@ -38,6 +40,24 @@ PROTOCOLS = {
     "standard": "standard (SimCLR/BYOL): linear classifier on features of augmented images (random-resized crop + "
                 "flip), SGD momentum 0.9, cosine schedule",
 }
+
+
+def _train_classifier(head: nn.Module, opt: torch.optim.Optimizer, steps: int, batch, progress=None) -> None:
+    """The one loop both linear protocols train their classifier with: ``steps`` steps of cross-entropy on
+    ``batch(step)`` = (features, labels), the learning rate following a cosine schedule without warm-up."""
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps, 0))
+    for step in range(steps):
+        features, labels = batch(step)
+        head.train()
+        loss = F.cross_entropy(head(features), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if progress is not None:
+            progress.update()
+    if progress is not None:
+        progress.close()
 
 
 def linear_probe(train_f: torch.Tensor, train_y: torch.Tensor, test_f: torch.Tensor, test_y: torch.Tensor,
@@ -53,18 +73,18 @@ def linear_probe(train_f: torch.Tensor, train_y: torch.Tensor, test_f: torch.Ten
     classes = int(max(train_y.max(), test_y.max())) + 1
     torch.manual_seed(seed)
     clf = nn.Linear(xtr.shape[1], classes)
-    opt = torch.optim.AdamW(clf.parameters(), lr=lr, weight_decay=weight_decay)
-    steps = epochs * math.ceil(len(xtr) / batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps, 0))
-    for _ in range(epochs):
-        perm = torch.randperm(len(xtr), generator=g)
-        for j in range(0, len(xtr), batch_size):
-            b = perm[j:j + batch_size]
-            loss = F.cross_entropy(clf(xtr[b]), train_y[b])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+    spe = math.ceil(len(xtr) / batch_size)
+    perm = None
+
+    def batch(step: int):
+        nonlocal perm
+        i = step % spe
+        if i == 0:
+            perm = torch.randperm(len(xtr), generator=g)  # a new order every epoch
+        b = perm[i * batch_size:(i + 1) * batch_size]
+        return xtr[b], train_y[b]
+
+    _train_classifier(clf, torch.optim.AdamW(clf.parameters(), lr=lr, weight_decay=weight_decay), epochs * spe, batch)
     with torch.no_grad():
         acc = (clf(xte).argmax(1) == test_y).float().mean().item() * 100
         train_acc = (clf(xtr).argmax(1) == train_y).float().mean().item() * 100
@@ -116,23 +136,18 @@ def standard_linear_probe(encoder: nn.Module, train, test, size: int, mean, std,
     encoder.eval().to(device)
     classes = len(train.classes)
     head = nn.Sequential(nn.BatchNorm1d(encoder.num_features, affine=False), nn.Linear(encoder.num_features, classes)).to(device)
-    opt = torch.optim.SGD(head.parameters(), lr=lr, momentum=0.9, weight_decay=0.0)
     spe = max(1, len(train) // batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * spe, 0))
     aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.08, 1.0),
                                            jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, blur_p=0.0, mean=mean, std=std))
     gen = torch.Generator().manual_seed(seed + 1)
-    for step in tqdm(range(epochs * spe), desc="standard linear probe", disable=not progress):
-        epoch, i = divmod(step, spe)
-        idx = batch_indices(seed, epoch, i, len(train), batch_size)
-        with torch.no_grad():
-            f = encoder.forward_features(aug(train.images[idx].to(device), gen)[0]).float()
-        head.train()
-        loss = F.cross_entropy(head(f), train.labels[idx].to(device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
+
+    @torch.no_grad()
+    def batch(step: int):
+        idx = batch_indices(seed, *divmod(step, spe), len(train), batch_size)
+        return encoder.forward_features(aug(train.images[idx].to(device), gen)[0]).float(), train.labels[idx].to(device)
+
+    _train_classifier(head, torch.optim.SGD(head.parameters(), lr=lr, momentum=0.9, weight_decay=0.0), epochs * spe, batch,
+                      tqdm(desc="standard linear probe", total=epochs * spe, disable=not progress))
     head.eval()
     test_f = extract_features(encoder, test, size, mean, std, device=device).to(device)
     with torch.no_grad():
@@ -164,16 +179,15 @@ def feature_cache_key(checkpoint: Path, train, test, size: int, mean, std) -> st
 
 
 def load_encoder(checkpoint: str | os.PathLike):
-    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation), without its head,
-    and the config it was trained with."""
+    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation, a recorded ``encoder.pt``),
+    without its head, built as :func:`~aot_lib.training.runs.checkpoint_model` says, and the checkpoint."""
     ckpt = load_checkpoint(checkpoint)
-    tcfg = ckpt["config"]
-    encoder = build_encoder(tcfg)
+    model = checkpoint_model(ckpt, checkpoint)
+    encoder = create_model(model["name"], num_classes=0, **model["overrides"])
     try:
-        encoder.load_state_dict(encoder_state_dict(ckpt), strict=True)
-    except RuntimeError as e:
-        raise CheckpointError(f"checkpoint {checkpoint} does not fit {tcfg['model']['name']} "
-                              f"({str(e).splitlines()[1] if len(str(e).splitlines()) > 1 else e})") from None
+        load_weights(encoder, ckpt)
+    except WeightsMismatch as e:
+        raise CheckpointError(f"checkpoint {checkpoint} does not fit {model['name']} ({e})") from None
     return encoder, ckpt
 
 

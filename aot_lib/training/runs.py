@@ -6,7 +6,8 @@ A run folder ``<run.out_dir>/<run.name>/`` holds
 * ``run.json`` — kind, git commit, seed, hardware, data provenance, status and step, wall time; written when
   the run starts and updated at every checkpoint, so a killed run can still be inspected;
 * ``metrics.csv`` — every logged step (Fabric's CSV logger, launches of a resumed run merged);
-* ``last.ckpt`` — the checkpoint (one layout for every command, see :func:`checkpoint_state`);
+* ``last.ckpt`` — the checkpoint, one layout for every command (written by :func:`aot_lib.training.loop.fit`
+  through :func:`save_checkpoint`; read by :func:`load_checkpoint`, its encoder by :func:`encoder_state_dict`);
 * ``metrics.json`` / ``probe.json`` / ``finetune.json`` / ``distill.json`` — final numbers.
 
 Every file is written to a temporary name in the same folder and renamed (:func:`atomic_write`), so a
@@ -25,12 +26,13 @@ from typing import Any
 import torch
 
 from .config import SCHEMA, ConfigError, dump_config
-from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, torch_save, write_error, write_json
+from ..files import (RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, torch_save, write_error,
+                     write_json)
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
-__all__ = ["CheckpointError", "RunLockedError", "WriteError", "CHECKPOINT_FORMAT", "atomic_write", "write_json", "run_dir",
-           "torch_save", "RunFolder", "save_checkpoint", "load_checkpoint", "encoder_state_dict", "merge_csv_logs", "record_run",
-           "RESUMABLE_KEYS", "config_differences"]
+__all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
+           "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "checkpoint_model", "merge_csv_logs",
+           "record_run", "export_checkpoint", "RESUMABLE_KEYS", "config_differences"]
 
 CHECKPOINT_FORMAT = 1
 
@@ -220,29 +222,12 @@ def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
         fabric.save(tmp, state)
         fabric.barrier()
         if fabric.is_global_zero:
-            _swap_in(tmp, path)
+            swap_into_place(tmp, path)  # FSDP writes a sharded folder: swapped as a whole
     except OSError as e:
         if fabric.is_global_zero:
             remove_partial(tmp)
         raise write_error(path, e, "checkpoint", RUN_ELSEWHERE, kept) from e
     fabric.barrier()
-
-
-def _swap_in(tmp: Path, path: Path) -> None:
-    """Rename the new checkpoint ``tmp`` over ``path``; the previous one stays in place if that fails."""
-    if not tmp.is_dir():
-        os.replace(tmp, path)
-        return
-    old = path.with_name(f".{path.name}.old")  # FSDP writes a sharded folder: swap folders, then drop the old one
-    if path.exists():
-        os.replace(path, old)
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        if old.exists() and not path.exists():
-            os.replace(old, path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
@@ -279,6 +264,70 @@ def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
     if ckpt.get("kind", "pretrain") == "pretrain":
         state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
     return {k: v for k, v in state.items() if with_head or not k.startswith("head.")}
+
+
+class WeightsMismatch(CheckpointError):
+    """A checkpoint's weights do not fit a model: the names missing from the checkpoint, those whose shapes
+    differ, and those the model does not have (each list in the model's / the checkpoint's order)."""
+
+    def __init__(self, missing: list[str], mismatched: list[str], unexpected: list[str]):
+        self.missing, self.mismatched, self.unexpected = missing, mismatched, unexpected
+        super().__init__(", ".join(f"{what} {keys[:4]}" for what, keys in
+                                   (("missing", missing), ("shape mismatch", mismatched), ("unexpected", unexpected))
+                                   if keys))
+
+
+def load_weights(model: torch.nn.Module, ckpt: dict, *, with_head: bool = False, extra_ok: bool = False) -> list[str]:
+    """Copy a checkpoint's encoder weights (:func:`encoder_state_dict`; the head too when ``with_head``) into
+    ``model``, the one way every command loads weights. Every weight of ``model`` (its head aside unless
+    ``with_head``) must be in the checkpoint with the same shape, and the checkpoint may hold no other weight
+    unless ``extra_ok`` (e.g. the MLPs a ReLU student lacks); else :class:`WeightsMismatch`, and ``model`` is
+    left as it was. Returns the checkpoint's weights that were left out (sorted)."""
+    state = encoder_state_dict(ckpt, with_head)
+    own = model.state_dict()
+    needed = [k for k in own if with_head or not k.startswith("head.")]
+    missing = [k for k in needed if k not in state]
+    mismatched = [k for k in needed if k in state and state[k].shape != own[k].shape]
+    unexpected = [k for k in state if k not in own]
+    if missing or mismatched or (unexpected and not extra_ok):
+        raise WeightsMismatch(missing, mismatched, [] if extra_ok else unexpected)
+    model.load_state_dict({**own, **{k: state[k] for k in needed}})
+    return sorted(unexpected)
+
+
+def checkpoint_model(ckpt: dict, path: str | os.PathLike) -> dict:
+    """The ``model`` section that builds the network of checkpoint ``ckpt`` (read from ``path``), with the
+    image size it was built at stated in ``overrides.img_size`` (else the config's ``views.global_size`` would
+    decide it, which a fine-tuning config may set to another size).
+
+    A fine-tuning run recorded before its ``config.yaml`` stated the pretrained model it fine-tuned (the four
+    Table 2 fine-tuning records in ``results/cpu``: ``model.overrides`` is empty there) is read with the model
+    of the pretraining run it started from: its ``finetune.checkpoint`` when that still exists, else that
+    run's record beside this one (``<records>/<run name>/encoder.pt``, as ``aot record`` lays them out)."""
+    cfg = ckpt["config"]
+    model = {**cfg["model"], "overrides": {"img_size": cfg["views"]["global_size"], **cfg["model"]["overrides"]}}
+    source = (cfg.get("finetune") or {}).get("checkpoint")
+    if ckpt.get("trained_as", ckpt.get("kind")) != "finetune" or not source or _fits(model, ckpt):
+        return model
+    source = Path(source)
+    for candidate in (source, Path(path).parent.parent / source.parent.name / "encoder.pt"):
+        if candidate.is_file() and candidate.resolve() != Path(path).resolve():
+            return {**checkpoint_model(load_checkpoint(candidate), candidate), "compile": model["compile"]}
+    return model
+
+
+def _fits(model: dict, ckpt: dict) -> bool:
+    """Whether the encoder ``model`` describes (built on the meta device: no memory, no weights drawn) has the
+    checkpoint's weight names and shapes."""
+    from ..models.registry import create_model
+
+    state = encoder_state_dict(ckpt)
+    try:
+        with torch.device("meta"):
+            own = create_model(model["name"], num_classes=0, **model["overrides"]).state_dict()
+    except (TypeError, ValueError):
+        return False
+    return own.keys() == state.keys() and all(own[k].shape == state[k].shape for k in own)
 
 
 # ----------------------------------------------------------------------------- logs and records
@@ -369,14 +418,13 @@ def export_checkpoint(checkpoint: str | os.PathLike, folder: str | os.PathLike, 
     from ..models.registry import from_pretrained
 
     ckpt = load_checkpoint(checkpoint)
-    cfg = ckpt["config"]
+    cfg, model = ckpt["config"], checkpoint_model(ckpt, checkpoint)
     state = encoder_state_dict(ckpt, with_head=True)
-    args = dict(cfg["model"]["overrides"])
-    args.setdefault("img_size", cfg["views"]["global_size"])
+    args = dict(model["overrides"])
     args["num_classes"] = int(state["head.fc.weight"].shape[0]) if "head.fc.weight" in state else 0
     provenance = {"trained_as": ckpt.get("trained_as", ckpt.get("kind")), "step": ckpt.get("step"),
                   "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(checkpoint), **provenance}
-    folder = save_pretrained(state, folder, cfg["model"]["name"], args, **provenance)
+    folder = save_pretrained(state, folder, model["name"], args, **provenance)
     loaded = from_pretrained(folder).state_dict()
     if loaded.keys() != state.keys() or not all(torch.equal(loaded[k], state[k].cpu()) for k in state):
         raise CheckpointError(f"{folder} does not load back to the weights of {checkpoint}")

@@ -20,12 +20,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data.augment import BatchedMultiCrop, MultiCropConfig, normalize
+from ..data.datasets import normalization_stats
 from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
 from .builders import build_encoder, load_train_test, normalization_for, schedule_steps
 from ..models.registry import create_model
-from .runs import CheckpointError, RunFolder, encoder_state_dict, load_checkpoint
+from .runs import (CheckpointError, RunFolder, WeightsMismatch, checkpoint_model, encoder_state_dict, load_checkpoint,
+                   load_weights)
 from ..runtime import compile_enabled, make_fabric
 
 __all__ = ["finetune", "distill", "evaluate", "hard_label_distillation_loss"]
@@ -92,46 +94,39 @@ def _randaugment(images: torch.Tensor) -> torch.Tensor:
     return torch.stack([ra(img) for img in images])
 
 
-def _load_into(model: nn.Module, path, what: str) -> dict:
-    """Load an encoder's weights (not its head) into ``model``; every non-head weight of ``model`` must be
-    found. Weights the model does not have (e.g. the MLPs a ReLU student lacks) are left out and reported."""
-    ckpt = load_checkpoint(path)
-    state = encoder_state_dict(ckpt)
-    own = model.state_dict()
-    missing = [k for k in own if not k.startswith("head.") and k not in state]
-    mismatched = [k for k in own if k in state and state[k].shape != own[k].shape and not k.endswith("pos_embed")]
-    if missing or mismatched:
-        raise CheckpointError(f"{what} {path} does not fit {type(model).__name__}: missing {missing[:4]}, "
-                              f"shape mismatch {mismatched[:4]}; use a checkpoint of the same model family and width")
-    loaded = {}
-    for k, v in state.items():
-        if k not in own:
-            continue
-        if k.endswith("pos_embed") and v.shape != own[k].shape:
-            raise CheckpointError(f"{what} {path}: position embedding {tuple(v.shape)} does not fit {tuple(own[k].shape)}; "
-                                  "build the model at the checkpoint's image size")
-        loaded[k] = v
-    model.load_state_dict({**own, **loaded})
-    return {"loaded_from": str(path), "left_out": sorted(k for k in state if k not in own)[:20], "checkpoint_config": ckpt["config"]}
+def _load_into(model: nn.Module, ckpt: dict, path, what: str) -> dict:
+    """Load the encoder weights (not the head) of checkpoint ``ckpt``, read from ``path``, into ``model``; every
+    non-head weight of ``model`` must be found. Weights the model does not have (e.g. the MLPs a ReLU student
+    lacks) are left out and reported."""
+    try:
+        left_out = load_weights(model, ckpt, extra_ok=True)
+    except WeightsMismatch as e:
+        other = [k for k in e.mismatched if not k.endswith("pos_embed")]
+        if e.missing or other:
+            raise CheckpointError(f"{what} {path} does not fit {type(model).__name__}: missing {e.missing[:4]}, "
+                                  f"shape mismatch {other[:4]}; use a checkpoint of the same model family and width") from None
+        own, theirs = model.state_dict()[e.mismatched[0]], encoder_state_dict(ckpt)[e.mismatched[0]]
+        raise CheckpointError(f"{what} {path}: position embedding {tuple(theirs.shape)} does not fit {tuple(own.shape)}; "
+                              "build the model at the checkpoint's image size") from None
+    return {"loaded_from": str(path), "left_out": left_out[:20], "checkpoint_config": ckpt["config"]}
 
 
-def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | None, mean, std, info: dict) -> dict:
+def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | None, mean, std, info: dict,
+                train, test) -> dict:
     sc = cfg[kind]
     with RunFolder(cfg, kind) as run:
-        fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
-        fabric.seed_everything(cfg["run"]["seed"])
-        size = student.img_size
-        train, test = load_train_test(cfg)
-        run.update(data={"train": train.provenance,
-                         "test": test.provenance},
+        run.update(data={"train": train.provenance, "test": test.provenance},
                    normalization={"mean": list(mean), "std": list(std)},
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
-        aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
-                                               jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
+        fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
+        fabric.seed_everything(cfg["run"]["seed"])
         if compile_enabled(cfg["model"]["compile"], fabric.device):
             from ..models.compile import compile_blocks
 
             compile_blocks(student)
+        size = student.img_size
+        aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
+                                               jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
         opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
                                 lr=sc["lr"])
         student, opt = fabric.setup(student, opt)
@@ -189,31 +184,28 @@ def finetune(cfg: dict) -> dict:
     """Full fine-tuning of a pretrained encoder (Table 2), or supervised training from scratch when
     ``finetune.checkpoint`` is null (e.g. a ViT teacher for :func:`distill`).
 
-    With a checkpoint, the model is the checkpoint's (its ``model`` section replaces the config's, and the
-    run's ``config.yaml`` records it), inputs are normalised with the statistics of the data it was
-    pretrained on (the features were learned for those), and the position embedding is interpolated to
-    ``finetune.image_size``.
+    With a checkpoint, the model is the checkpoint's: its ``model`` section, with the image size it was built
+    at (:func:`~aot_lib.training.runs.checkpoint_model`), replaces the config's before the config is checked,
+    so what is validated, built and recorded in the run's ``config.yaml`` is the network that is trained (a
+    later distillation, resume or :func:`~aot_lib.training.probe.load_encoder` rebuilds it from that file).
+    Inputs are normalised with the statistics of the data it was pretrained on (the features were learned
+    for those), and the position embedding is interpolated to ``finetune.image_size``.
     """
-    validate_config(cfg)
     fc = cfg["finetune"]
-    classes = len(load_train_test(cfg)[1].classes)
+    pretrained = load_checkpoint(fc["checkpoint"]) if fc["checkpoint"] else None
+    if pretrained is not None:
+        cfg["model"] = {**checkpoint_model(pretrained, fc["checkpoint"]), "compile": cfg["model"]["compile"]}
+    validate_config(cfg)
+    train, test = load_train_test(cfg)
+    # the statistics of the data the weights were trained on (builders.normalization_for's rule, read here from
+    # the data layer directly: the data pair and its normalisation are read in one visit)
+    mean, std = normalization_stats((pretrained["config"] if pretrained is not None else cfg)["data"]["name"])
     torch.manual_seed(cfg["run"]["seed"])  # the initial weights (the new head at least) follow run.seed, not the caller's RNG
-    if fc["checkpoint"]:
-        pcfg = load_checkpoint(fc["checkpoint"])["config"]
-        model = build_encoder(pcfg, num_classes=classes, img_size=pcfg["views"]["global_size"])
-        # the model is the checkpoint's: the run's config records it, so a later distillation or resume
-        # that rebuilds this network from the config gets the same one
-        cfg["model"] = {**pcfg["model"], "compile": cfg["model"]["compile"]}
-        info = _load_into(model, fc["checkpoint"], "finetune.checkpoint")
-        model.img_size = fc["image_size"] or pcfg["views"]["global_size"]
-        mean, std = normalization_for(pcfg)
-    else:
-        model = build_encoder(cfg, num_classes=classes)
-        if fc["image_size"]:
-            model.img_size = fc["image_size"]
-        mean, std = normalization_for(cfg)
-        info = {"loaded_from": None}
-    return _supervised(cfg, "finetune", model, None, mean, std, info)
+    model = build_encoder(cfg, num_classes=len(train.classes))
+    info = _load_into(model, pretrained, fc["checkpoint"], "finetune.checkpoint") if pretrained is not None else {"loaded_from": None}
+    if fc["image_size"]:
+        model.img_size = fc["image_size"]
+    return _supervised(cfg, "finetune", model, None, mean, std, info, train, test)
 
 
 def distill(cfg: dict) -> dict:
@@ -231,7 +223,8 @@ def distill(cfg: dict) -> dict:
         raise CheckpointError("distill.teacher is not set: train a teacher first, e.g. "
                               "'aot finetune --config configs/cpu/table4/vit_tiny_teacher.yaml', then pass its "
                               "last.ckpt (or set distill.alpha=0 to train on the labels alone)")
-    classes = len(load_train_test(cfg)[1].classes)
+    train, test = load_train_test(cfg)
+    classes = len(train.classes)
     teacher = None
     if dc["teacher"]:
         ckpt = load_checkpoint(dc["teacher"])
@@ -239,15 +232,16 @@ def distill(cfg: dict) -> dict:
         teacher = create_model(dc["teacher_model"], num_classes=classes,
                                **{**tcfg["model"]["overrides"], "img_size": cfg["views"]["global_size"]})
         try:
-            teacher.load_state_dict(encoder_state_dict(ckpt, with_head=True))
-        except RuntimeError as e:
+            load_weights(teacher, ckpt, with_head=True)
+        except WeightsMismatch as e:
             raise CheckpointError(f"teacher checkpoint {dc['teacher']} does not fit {dc['teacher_model']} "
-                                  f"with {classes} classes ({str(e).splitlines()[0]}); check distill.teacher_model") from None
+                                  f"with {classes} classes ({e}); check distill.teacher_model") from None
         for p in teacher.parameters():
             p.requires_grad_(False)
     torch.manual_seed(cfg["run"]["seed"])  # the student's initial weights follow run.seed, not the caller's RNG
     student = build_encoder(cfg, num_classes=classes)
-    info = _load_into(student, dc["student_init"], "distill.student_init") if dc["student_init"] else {"loaded_from": None}
+    info = ({"loaded_from": None} if not dc["student_init"] else
+            _load_into(student, load_checkpoint(dc["student_init"]), dc["student_init"], "distill.student_init"))
     # inputs as the teacher saw them; without one (alpha 0), as the initial weights did
     mean, std = normalization_for(tcfg if teacher is not None else info.get("checkpoint_config") or cfg)
-    return _supervised(cfg, "distill", student, teacher, mean, std, info)
+    return _supervised(cfg, "distill", student, teacher, mean, std, info, train, test)
