@@ -17,6 +17,7 @@ from typing import Mapping
 
 import yaml
 
+from ..training.config import flatten
 from . import paper, stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
@@ -49,16 +50,6 @@ class SeedRun:
     folder: Path
 
 
-def _flat(d: Mapping, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def _seed_free(key: str) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in SEED_FREE_KEYS)
 
@@ -84,7 +75,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             raise ValueError(f"{folder}: status {record.get('status')!r}, not finished; resume it before tabulating")
         if (record.get("run") or {}).get("superseded") or record.get("superseded"):
             raise ValueError(f"{folder} is marked superseded; leave it out of the cell or record it again")
-        config = _flat(yaml.safe_load((folder / "config.yaml").read_text()))
+        config = flatten(yaml.safe_load((folder / "config.yaml").read_text()))
         kind = record.get("kind")
         if kind not in RESULT_FILES:
             raise ValueError(f"{folder}: run kind {kind!r} has no test accuracy file ({sorted(RESULT_FILES)})")
