@@ -209,3 +209,16 @@ def test_first_reaching_is_the_first_logged_point_at_or_above_the_target():
     assert evidence.first_reaching(xs, accs, 35.0) == 2.0 and evidence.first_reaching(xs, accs, 38.5) is None
     with raises_exactly(ValueError, "3 x values for 4 accuracies"):
         evidence.first_reaching(xs[:3], accs, 30.0)
+
+
+def test_an_old_fine_tuning_record_without_overrides_is_a_seed_of_a_new_one(tmp_path):
+    """Fine-tunings recorded before 450bbd7 wrote model.overrides {} (the model came from the checkpoint); a newer
+    record states the model built. Pretraining records get no such pass."""
+    _record(tmp_path, "ft", 0, 49.0, kind="finetune", model__overrides={})
+    _record(tmp_path, "ft_seed1", 1, 50.0, kind="finetune")
+    assert evidence.cell(tmp_path, "ft") == {0: 49.0, 1: 50.0}
+    _record(tmp_path, "pre", 0, 49.0, model__overrides={})
+    _record(tmp_path, "pre_seed1", 1, 50.0)
+    with raises_exactly(ValueError, "pre_seed1 is not a seed of pre: model.overrides is {'depth': 6} there and {} "
+                                    "here"):
+        evidence.cell(tmp_path, "pre")

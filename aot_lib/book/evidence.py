@@ -84,6 +84,8 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
         else:
             ref_folder, ref = reference
             for key in sorted(set(ref) & set(config)):  # a key added to the package since is at its default
+                if key == "model.overrides" and kind != "pretrain" and {} in (ref[key], config[key]):
+                    continue  # fine-tunings recorded before 450bbd7 wrote {}: the model was the checkpoint's
                 if not _seed_free(key) and ref[key] != config[key]:
                     raise ValueError(f"{folder.name} is not a seed of {ref_folder.name}: {key} is "
                                      f"{config.get(key)!r} there and {ref.get(key)!r} here")
