@@ -15,9 +15,8 @@
 # (ch-tables-1-3)=
 # # Tables 1 and 3 and Figure 3, at CPU scale
 #
-# **This chapter:** AoT-ADMM against CRATE (the paper's Table 1 and Figure 3) and AoT
-# (Table 3), each family tuned alike on validation data, over several seeds, with an
-# interval for every difference and a verdict on every claim.
+# **This chapter:** AoT-ADMM against CRATE (Table 1, Figure 3) and AoT (Table 3), tuned
+# alike on validation data, over seeds, with an interval and a verdict per claim.
 #
 # The paper claims (Table 1) that AoT-ADMM keeps CRATE's linear-probe accuracy while
 # dropping the ISTA dictionary, about 31 % of the parameters and well over half the
