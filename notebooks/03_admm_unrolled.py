@@ -327,13 +327,7 @@ print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} 
 # book shows its code only, the grid above stands in for it.
 
 # %% tags=["skip-execution"]
-# Skipped when the book is built (the page shows the code only; JupyterLab runs it).
-# Run by nbclient, this is the book's only cell that sends the kernel messages while it
-# runs: nbclient answers each output of the panel's Output widget with a comm message on
-# the shell channel. nbclient can then miss the cell's reply and wait out the whole cell
-# timeout on an idle kernel (1 to 3 panels in 100, run in a loop here), and ipykernel 7
-# before ipython/ipykernel PR 1529 could leave the next cell's request unread for good.
-# Both look like the two builds that hung in this chapter: kernel idle, build waiting.
+# Interactive: run it in JupyterLab (the built book shows the code only).
 import ipywidgets as widgets  # noqa: E402
 from IPython.display import display  # noqa: E402
 

@@ -265,6 +265,20 @@ if families:
 # counted FLOPs) is in {ref}`ch-gpu`.
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. **What multi-crop costs.** With `aot_lib.count_flops`, count the encoder FLOPs of
+#    one 32-px and one 16-px view of AoT-ADMM at this chapter's width and depth
+#    (`create_model(name, img_size=16, ...)`). How many times the cost of a single
+#    32-px view is one image's 2 global + 6 local views?
+# 2. **Time against FLOPs.** From `results/benchmarks/families_run*.json`, compute
+#    AoT-ADMM's step time over CRATE's per recording and compare it with the FLOP ratio
+#    the same files record. Which part of a step does not shrink with the FLOPs?
+# 3. **The probe's split.** Probe a recorded encoder again with `probe.val_fraction=0.2`
+#    (`scripts/reprobe.py` shows how a recorded run is probed with new settings). Does
+#    the chosen learning rate change?
+
+# %% [markdown]
 # ## What we learned
 #
 # * The whole pipeline of Algorithm 1 runs on a laptop-class CPU; the recorded runs

@@ -513,6 +513,20 @@ if enc_file is not None:
            if primal else "")))
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. **Where the coefficients start.** With `aot_lib.models.admm_coefficients`, compute
+#    $(a, b, c)$ for the defaults and for $\eta=0.1$ and $0.4$ (the sweep's a1 and a2).
+#    Which of the three does $\eta$ move most, and how far did training move each in
+#    the audit?
+# 2. **Why orthonormal bases.** Take one layer's $U$ of the trained encoder
+#    (`block.mssa.subspaces()`) and compare $R^c(Z\mid U)$ computed with it and with
+#    `aot_lib.training.monitors.orthonormal_bases(U)` on the same tokens. Explain the
+#    difference from $U_k^\top U_k \neq I$.
+# 3. **Ties.** With `aot_lib.book.stats.PARITY_MARGIN`, which runs of the recipe table
+#    are indistinguishable from the best, and would one more seed per run change that?
+
+# %% [markdown]
 # ## What we learned
 #
 # * The tuning table says which knobs moved the linear probe in 3 epochs; the learning

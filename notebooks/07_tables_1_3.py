@@ -89,7 +89,7 @@ run_record_box(seed=0)
 # the rest of the training set; its labels are used only to choose. The sweep's recorded
 # runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists them).
 
-# %%
+# %% tags=["hide-input"]
 sweep = [r for r in evidence.sweep_rows(RESULTS) if r["table"] == "Tables 1/3"]
 picks = evidence.picked_lr(sweep)
 display(
@@ -145,7 +145,7 @@ display(
 # as the paper counts; FLOPs of one 32-px image, a multiply-add counted as two). The
 # columns marked as the paper's are its Tiny models after 800 epochs on an A100.
 
-# %%
+# %% tags=["hide-input"]
 size = {}  # family -> (params in M, GFLOPs) at this chapter's width and depth
 for fam in NAMES:
     cfg = load_config(ROOT / "configs" / "cpu" / f"{fam}_cifar10.yaml")
@@ -203,7 +203,7 @@ display(
 # other work shared, so it is not a speed measurement: the speed comparison is the
 # interleaved benchmark of {ref}`ch-training`):
 
-# %%
+# %% tags=["hide-input"]
 display(
     Dropdown(
         "The recorded runs of this chapter",
@@ -238,7 +238,7 @@ display(
 # and
 # its 95 % interval is Student's $t$ over the seeds (`aot_lib.book.stats`):
 
-# %%
+# %% tags=["hide-input"]
 claims = {row["claim"].key: row for row in evidence.claim_rows(RESULTS)}
 display(
     Markdown(
@@ -269,7 +269,7 @@ display(
 # benchmark (`results/benchmarks/families_run*.json`, width 192, eager), because the
 # runs' own wall times were taken on a shared machine.
 
-# %%
+# %% tags=["hide-input"]
 bench = [
     json.loads(p.read_text())
     for p in sorted((ROOT / "results" / "benchmarks").glob("families_run*.json"))
@@ -384,7 +384,7 @@ display(
 )
 
 
-# %%
+# %% tags=["hide-input"]
 def tail_mean(values: list, n: int = 20) -> float:
     """The mean of the last ``n`` logged values: one logged batch is noisy."""
     return sum(values[-n:]) / len(values[-n:])
@@ -419,7 +419,7 @@ display(
 # the same attention, the same parameter count to within the ADMM coefficients and
 # thresholds, no $V$ and $W$ carried between layers. Same budget and tuning as above:
 
-# %%
+# %% tags=["hide-input"]
 display(
     Table(
         [cell_row(f, "cifar10") for f in ("aot_admm", "aot")],
@@ -445,7 +445,7 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 # %% [markdown]
 # ## What we learned
 
-# %%
+# %% tags=["hide-input"]
 verdicts = [claims[k] for k in ("t1_cifar10", "t1_cifar100", "t3_cifar10")]
 counts = {v: sum(r["verdict"] == v for r in verdicts) for v in stats.VERDICTS}
 display(

@@ -65,7 +65,7 @@ NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE"}
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 display(run_record_box(seed=0))
 
-# %%
+# %% tags=["hide-input"]
 PAPER_T2 = ROOT / "configs" / "paper" / "table2"
 CPU_T2 = ROOT / "configs" / "cpu" / "table2"
 stage = {
@@ -181,7 +181,7 @@ Table(
 # can point at any ImageFolder tree, such as the full Imagenette or ImageNet-1K. What
 # this build read:
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for name, root in (
     ("imagefolder", "imagenette160-subset.zip"),
@@ -215,7 +215,7 @@ Table(
 # pick,
 # with two seeds.
 
-# %%
+# %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
 sweep = [r for r in evidence.sweep_rows(RESULTS) if r["table"] == "Table 2"]
 picks = evidence.picked_lr(sweep)
@@ -284,7 +284,7 @@ display(
 # of
 # the encoder as it has epochs.
 
-# %%
+# %% tags=["hide-input"]
 size = {}  # family -> parameters (M) of the encoder as pretrained (128 px, patch 16)
 for fam in NAMES:
     cfg = load_config(CPU_T2 / f"{fam}_imagenette.yaml")
@@ -352,7 +352,7 @@ display(
 # random weights (`configs/cpu/table2/*_scratch_*.yaml`): the difference is what
 # pretraining on Imagenette adds.
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for fam in NAMES:
     for data, label in DATASETS.items():
@@ -396,7 +396,7 @@ display(
 # AoT-ADMM − CRATE against the paper's parity claim, and each family's pretrained −
 # from-scratch accuracy against the gain pretraining should give.
 
-# %%
+# %% tags=["hide-input"]
 claims = [r for r in evidence.claim_rows(RESULTS) if r["claim"].where == "ch-transfer"]
 display(Markdown("\n".join(f"* {r['sentence']}" for r in claims)))
 fewer = 1 - size["aot_admm"] / size["crate"]
@@ -426,7 +426,7 @@ display(
 #
 # ## What we learned
 
-# %%
+# %% tags=["hide-input"]
 counts = {v: sum(r["verdict"] == v for r in claims) for v in stats.VERDICTS}
 display(
     Markdown(

@@ -115,7 +115,7 @@ def params_m(config: str) -> float:
 # with its head is larger, so the chain of a seed is run in one go
 # (`scripts/evidence_runs.sh controls`).
 
-# %%
+# %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
 STAGES = {
     "pretrain": "table4/vit_tiny_lejepa.yaml",
@@ -176,7 +176,7 @@ display(
 # The LeJEPA pretraining that the teacher and both students start from. Its own linear
 # probe shows what the three epochs learned before any label was used.
 
-# %%
+# %% tags=["hide-input"]
 display(
     Table(
         [
@@ -198,7 +198,7 @@ display(
 # The parameter counts are those of the models built here, with a 10-class head. The
 # paper's columns are its Tiny models, at depth 12.
 
-# %%
+# %% tags=["hide-input"]
 vit_m = params_m("table4/vit_tiny_lejepa.yaml")
 relu_m = params_m("table4/vit_tiny_relu_kd.yaml")
 ROWS = [
@@ -244,7 +244,7 @@ display(
     )
 )
 
-# %%
+# %% tags=["hide-input"]
 cut_paper = 1 - paper.PARAMS_M["vit_tiny_relu"] / paper.PARAMS_M["vit_tiny"]
 claims = [r for r in evidence.claim_rows(RESULTS) if r["claim"].where == "ch-table4"]
 display(
@@ -306,7 +306,7 @@ if curves:
 #
 # ## What we learned
 
-# %%
+# %% tags=["hide-input"]
 display(
     Markdown(
         "* The whole of Table 4 runs on two CPU cores: LeJEPA pretraining of the ViT "

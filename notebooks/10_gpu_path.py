@@ -136,6 +136,16 @@ else:
     print("no estimates recorded (run benchmarks/bench_estimates.py)")
 
 # %% [markdown]
+# ## Exercises
+#
+# 1. **A budget.** From `results/benchmarks/estimates_a100.json`, add up the estimated
+#    A100-hours of Table 1 for the three Tiny models. How does the sum change if every
+#    run gets three seeds, as the CPU chapters use?
+# 2. **Resolution.** With `aot_lib.count_flops`, compare AoT-ADMM-Base's FLOPs per image
+#    at 128 and 224 px (patch 16). By what factor would Table 2's pretraining estimate
+#    grow at 224 px?
+
+# %% [markdown]
 # ## What we learned
 #
 # * Every table of the paper is one or two commands away, on one GPU or many, from

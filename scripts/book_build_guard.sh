@@ -8,6 +8,13 @@
 # The exit status is COMMAND's (124 when it ran out of time). Sphinx logs "reading sources... [ 30%] DOC" before
 # each document and myst-nb "Executing notebook ..." / "Executed notebook in ..." around its execution; Sphinx run
 # from jupyter-book ends those status lines with a carriage return and colours them, hence the tr and sed.
+#
+# Why a build could hang (issue 25): chapter 3's widget panel, run by nbclient, makes nbclient answer each output of
+# the panel's Output widget with a comm message on the shell channel while the cell runs; nbclient could then miss
+# the cell's reply and wait out the whole cell timeout on an idle kernel (1 to 3 panels in 100), and ipykernel 7
+# before ipython/ipykernel PR 1529 (first released in 7.4) could leave the next request unread for good. So the
+# panel is tagged skip-execution, pyproject excludes ipykernel 7.0-7.3, execute.timeout is 300 s, and this guard
+# bounds the whole build.
 set -uo pipefail
 if [ $# -lt 3 ] || ! [[ $1 =~ ^[1-9][0-9]*$ ]]; then
     echo "usage: $0 LIMIT_SECONDS LOG_FILE COMMAND... (LIMIT_SECONDS a whole number of seconds, at least 1)" >&2
