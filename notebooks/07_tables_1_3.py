@@ -307,7 +307,7 @@ if curves:
     plt.show()
     display(
         Markdown(
-            "**Figure 7.1.** Validation k-NN accuracy of every CIFAR-10 run with the "
+            "**Learning curves.** Validation k-NN accuracy of every CIFAR-10 run with the "
             "monitor, against "
             "epochs (left) and against steps × the family's benchmarked step time "
             "(right)."
@@ -378,7 +378,7 @@ plot_training_curves({NAMES[fam]: read_curve(r.folder) for fam, r in seed0.items
 plt.show()
 display(
     Markdown(
-        "**Figure 7.2.** Training curves of the seed-0 CIFAR-10 runs (the paper's "
+        "**Figure 3 at CPU scale.** Training curves of the seed-0 CIFAR-10 runs (the paper's "
         "Figure 3 at CPU scale)."
     )
 )
@@ -440,7 +440,7 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 #    k-NN column instead of the linear probe (`evidence.sweep_rows`). Does any
 #    pick change?
 # 3. **Time to accuracy.** With `evidence.first_reaching`, find the modelled minutes at
-#    which each curve of Figure 7.1 first reaches 30 %, 35 % and 40 %.
+#    which each learning curve above first reaches 30 %, 35 % and 40 %.
 
 # %% [markdown]
 # ## What we learned

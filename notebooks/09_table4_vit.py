@@ -283,7 +283,7 @@ if curves:
     plt.show()
     display(
         Markdown(
-            "**Figure 9.1.** Training loss of the first recorded seed of each "
+            "**Supervised curves.** Training loss of the first recorded seed of each "
             "supervised stage."
         )
     )
