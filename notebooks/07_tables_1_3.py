@@ -307,10 +307,9 @@ if curves:
     plt.show()
     display(
         Markdown(
-            "**Learning curves.** Validation k-NN accuracy of every CIFAR-10 run with the "
-            "monitor, against "
-            "epochs (left) and against steps × the family's benchmarked step time "
-            "(right)."
+            "**Learning curves.** Validation k-NN accuracy of every CIFAR-10 run "
+            "with the monitor, against epochs (left) and against steps × the "
+            "family's benchmarked step time (right)."
         )
     )
     final = {
@@ -378,8 +377,8 @@ plot_training_curves({NAMES[fam]: read_curve(r.folder) for fam, r in seed0.items
 plt.show()
 display(
     Markdown(
-        "**Figure 3 at CPU scale.** Training curves of the seed-0 CIFAR-10 runs (the paper's "
-        "Figure 3 at CPU scale)."
+        "**The paper's Figure 3 at CPU scale.** Training curves of the seed-0 "
+        "CIFAR-10 runs."
     )
 )
 

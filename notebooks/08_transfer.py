@@ -312,7 +312,7 @@ if done:
         {NAMES[f]: read_curve(runs[0].folder) for f, runs in done.items()}
     )
     plt.show()
-    display(Markdown("**Pretraining curves.** LeJEPA pretraining on Imagenette, seed 0."))
+    display(Markdown("**Pretraining curves.** LeJEPA on Imagenette, seed 0."))
 display(
     Table(
         [
