@@ -464,11 +464,9 @@ else:
 # Two controls for the audit above. First, $R^c(Z\mid U)$ of Eq. `subspace_rate`
 # assumes each $U_k$ has orthonormal columns; the learned $U_k$ do not, so here each
 # head's basis is orthonormalised (QR) first, which measures the subspaces alone.
-# Second,
-# the same table for the network at initialisation (the weights the run started from:
-# `aot_lib.book.evidence.initial_encoder`, the same config and seed): a layer that
-# lowers
-# $R^c$ only after training learned to.
+# Second, the same table for the network at initialisation (the weights the run started
+# from: `aot_lib.book.evidence.initial_encoder`, the same config and seed): a layer that
+# lowers $R^c$ only after training learned to.
 
 # %%
 if enc_file is not None:

@@ -85,9 +85,9 @@ run_record_box(seed=0)
 # **only** on the probe's validation split (10 % of the CIFAR-10 training images,
 # stratified; `probe.test=false`, so no test image is read), and each family trains its
 # final runs at its own best point. The split is seen unlabelled during pretraining,
-# like
-# the rest of the training set; its labels are used only to choose. The sweep's recorded
-# runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists them).
+# like the rest of the training set; its labels are used only to choose. The sweep's
+# recorded runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists
+# them).
 
 # %% tags=["hide-input"]
 sweep = [r for r in evidence.sweep_rows(RESULTS) if r["table"] == "Tables 1/3"]
@@ -232,11 +232,9 @@ display(
 
 # %% [markdown]
 # The paper's claim is parity: AoT-ADMM − CRATE within the largest gap the paper itself
-# calls comparable ($\pm$`PARITY_MARGIN` points, the Tiny CIFAR-10 gap). The difference
-# is
-# taken seed by seed (the same seed gives both families the same data order and views)
-# and
-# its 95 % interval is Student's $t$ over the seeds (`aot_lib.book.stats`):
+# calls comparable (`aot_lib.book.stats.PARITY_MARGIN`, the Tiny CIFAR-10 gap). The
+# difference is taken seed by seed (the same seed gives both families the same data
+# order and views) and its 95 % interval is Student's $t$ over the seeds:
 
 # %% tags=["hide-input"]
 claims = {row["claim"].key: row for row in evidence.claim_rows(RESULTS)}

@@ -212,8 +212,7 @@ Table(
 # probe's validation split of the Imagenette training images (300 of 3,000;
 # `probe.test=false`, no test image read), as in {ref}`sec-equal-tuning`. Each family
 # then trains its chain (pretraining, then fine-tuning on each CIFAR set) at its own
-# pick,
-# with two seeds.
+# pick, with two seeds.
 
 # %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
@@ -281,8 +280,7 @@ display(
 # cached features of un-augmented images, its learning rate chosen on a validation split
 # carved from the training images; not the paper's protocol (SimCLR/BYOL-style, on
 # augmented images {cite:p}`chen2020simclr,grill2020byol`), which costs as many passes
-# of
-# the encoder as it has epochs.
+# of the encoder as it has epochs.
 
 # %% tags=["hide-input"]
 size = {}  # family -> parameters (M) of the encoder as pretrained (128 px, patch 16)
