@@ -90,30 +90,10 @@ run_record_box(seed=0)
 # them).
 
 # %% tags=["hide-input"]
-sweep = [r for r in evidence.sweep_rows(RESULTS) if r["table"] == "Tables 1/3"]
-picks = evidence.picked_lr(sweep)
-display(
-    Table(
-        [
-            dict(
-                model=NAMES[r["family"]],
-                lr=r["lr"],
-                val=r["val"],
-                knn=r["knn_val"],
-                picked="◀ picked" if r["lr"] == picks[r["table"], r["family"]] else "",
-            )
-            for r in sweep
-        ],
-        [
-            Col("model"),
-            Col("lr", "learning rate", ".0e"),
-            Col("val", "linear probe, val. (%)", ".2f"),
-            Col("knn", "k-NN, val. (%)", ".2f"),
-            Col("picked", ""),
-        ],
-        caption="The equal learning-rate sweep: 3 epochs, validation scores only",
-    )
-)
+shown, picks = evidence.sweep_table(
+    RESULTS, "Tables 1/3", NAMES,
+    "The equal learning-rate sweep: 3 epochs, validation scores only")
+display(shown)
 
 final_lr = {
     fam: load_config(ROOT / "configs" / "cpu" / f"{fam}_cifar10.yaml")["optim"]["lr"]

@@ -216,35 +216,10 @@ Table(
 
 # %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
-sweep = [r for r in evidence.sweep_rows(RESULTS) if r["table"] == "Table 2"]
-picks = evidence.picked_lr(sweep)
-display(
-    Table(
-        [
-            dict(
-                model=NAMES[r["family"]],
-                lr=r["lr"],
-                val=r["val"],
-                knn=r["knn_val"],
-                picked="◀ picked"
-                if r["val"] is not None and r["lr"] == picks["Table 2", r["family"]]
-                else "",
-            )
-            for r in sweep
-        ],
-        [
-            Col("model"),
-            Col("lr", "learning rate", ".0e"),
-            Col("val", "linear probe, val. (%)", ".2f"),
-            Col("knn", "k-NN, val. (%)", ".2f"),
-            Col("picked", ""),
-        ],
-        caption="Table 2's learning-rate sweep: Imagenette, 20 epochs, validation only",
-        notes=[
-            "— : the point is not recorded yet (no pick is made on part of the grid)."
-        ],
-    )
-)
+shown, picks = evidence.sweep_table(
+    RESULTS, "Table 2", NAMES,
+    "Table 2's learning-rate sweep: Imagenette, 20 epochs, validation only")
+display(shown)
 configured = {
     f: load_config(CPU_T2 / f"{f}_imagenette.yaml")["optim"]["lr"] for f in NAMES
 }

@@ -222,3 +222,16 @@ def test_an_old_fine_tuning_record_without_overrides_is_a_seed_of_a_new_one(tmp_
     with raises_exactly(ValueError, "pre_seed1 is not a seed of pre: model.overrides is {'depth': 6} there and {} "
                                     "here"):
         evidence.cell(tmp_path, "pre")
+
+
+def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch):
+    rows = [dict(table="T", family="a", lr=lr, val=v, knn_val=v - 1.0, folder="x")
+            for lr, v in ((1e-3, 40.0), (2e-3, 44.0))]
+    rows += [dict(table="T", family="b", lr=None, val=None, knn_val=None, folder="y"),
+             dict(table="T", family="b", lr=2e-3, val=41.0, knn_val=40.0, folder="z"),
+             dict(table="U", family="a", lr=4e-3, val=99.0, knn_val=99.0, folder="w")]
+    monkeypatch.setattr(evidence, "sweep_rows", lambda root: rows)
+    shown, picks = evidence.sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")
+    assert picks == {("T", "a"): 2e-3, ("T", "b"): None}
+    assert [r["picked"] for r in shown.rows] == ["", "◀ picked", "", ""]  # b: incomplete grid, no pick
+    assert shown.notes == ["— : the point is not recorded yet (no pick is made on part of the grid)."]

@@ -22,7 +22,7 @@ from . import paper, stats
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
-           "picked_lr", "first_reaching"]
+           "picked_lr", "sweep_table", "first_reaching"]
 
 #: Where each stage's test accuracy lives in a recorded folder.
 RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
@@ -272,3 +272,22 @@ def picked_lr(rows: list[dict]) -> dict[tuple[str, str], float | None]:
         points = [r for r in rows if (r["table"], r["family"]) == key]
         picks[key] = None if any(r["val"] is None for r in points) else max(points, key=lambda r: r["val"])["lr"]
     return picks
+
+
+def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption: str):
+    """One table's equal sweep as a book table (every point's validation linear probe and k-NN, each family's pick
+    marked; a family with a point not recorded yet has no pick) and the picks: ``(Table, picked_lr(rows))``."""
+    from .tables import Col, Table
+
+    rows = [r for r in sweep_rows(root) if r["table"] == table]
+    picks = picked_lr(rows)
+    missing = any(r["val"] is None for r in rows)
+    shown = Table(
+        [dict(model=names[r["family"]], lr=r["lr"], val=r["val"], knn=r["knn_val"],
+              picked="◀ picked" if r["val"] is not None and r["lr"] == picks[table, r["family"]] else "")
+         for r in rows],
+        [Col("model"), Col("lr", "learning rate", ".0e"), Col("val", "linear probe, val. (%)", ".2f"),
+         Col("knn", "k-NN, val. (%)", ".2f"), Col("picked", "")],
+        caption=caption,
+        notes=["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else ())
+    return shown, picks
