@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from aot_lib.book import evidence
+from aot_lib.book.recorded import RESULT_FILES
 from helpers import raises_exactly
 
 BASE = {"model": {"name": "aot_admm_tiny", "overrides": {"depth": 6}}, "optim": {"lr": 0.002},
@@ -24,8 +25,7 @@ def _record(root, name, seed, top1, kind="pretrain", status="finished", **change
     (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
     (folder / "run.json").write_text(json.dumps({"kind": kind, "seed": seed, "status": status, "commit": "c" * 40,
                                                  "wall_time_s": 100.0 + seed}))
-    file, key = evidence.RESULT_FILES[kind]
-    (folder / file).write_text(json.dumps({key: top1}))
+    (folder / RESULT_FILES[kind]).write_text(json.dumps({evidence.TOP1_KEY[kind]: top1}))
     return folder
 
 

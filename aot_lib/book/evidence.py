@@ -19,14 +19,14 @@ import yaml
 
 from ..training.config import flatten
 from . import paper, stats
+from .recorded import RESULT_FILES
 
-__all__ = ["SeedRun", "SEED_FREE_KEYS", "RESULT_FILES", "cell_runs", "cell", "compare", "knn_curve",
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "TOP1_KEY", "cell_runs", "cell", "compare", "knn_curve",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
-#: Where each stage's test accuracy lives in a recorded folder.
-RESULT_FILES = {"pretrain": ("probe.json", "linear_top1"), "finetune": ("finetune.json", "top1"),
-                "distill": ("distill.json", "top1")}
+#: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
+TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1"}
 
 #: Config keys in which the seeds of one cell may differ: the seed itself, the name, the prose, the online k-NN
 #: monitor (which leaves the trajectory bitwise unchanged) and the probe section (a recorded run may have been
@@ -77,8 +77,8 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             raise ValueError(f"{folder} is marked superseded; leave it out of the cell or record it again")
         config = flatten(yaml.safe_load((folder / "config.yaml").read_text()))
         kind = record.get("kind")
-        if kind not in RESULT_FILES:
-            raise ValueError(f"{folder}: run kind {kind!r} has no test accuracy file ({sorted(RESULT_FILES)})")
+        if kind not in TOP1_KEY:
+            raise ValueError(f"{folder}: run kind {kind!r} has no test accuracy file ({sorted(TOP1_KEY)})")
         if reference is None:
             reference = (folder, config)
         else:
@@ -89,8 +89,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                 if not _seed_free(key) and ref[key] != config[key]:
                     raise ValueError(f"{folder.name} is not a seed of {ref_folder.name}: {key} is "
                                      f"{config.get(key)!r} there and {ref.get(key)!r} here")
-        file, key = RESULT_FILES[kind]
-        top1 = float(_read_json(folder / file)[key])
+        top1 = float(_read_json(folder / RESULT_FILES[kind])[TOP1_KEY[kind]])
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
                             float(record.get("wall_time_s", math.nan)), folder))
     seeds = [r.seed for r in runs]
