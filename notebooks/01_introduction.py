@@ -17,7 +17,14 @@
 #
 # **This chapter:** the objective white-box Transformers are derived from, and where the
 # paper puts each of its three terms: one into the loss, two into the network.
-#
+
+# %% tags=["hide-input"]
+import aot_lib
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0, aot_lib=aot_lib.__version__)
+
+# %% [markdown]
 # White-box Transformers start from an objective and derive the network from it. CRATE
 # {cite:p}`yu2023crate`-style models use **sparse rate reduction** (the paper's Eq.
 # `srr`), built on the coding rates of maximal coding rate reduction (MCR²,
@@ -62,11 +69,9 @@ import torch
 from IPython.display import display
 
 import aot_lib
-from aot_lib.book.pages import run_record_box
 from aot_lib.book.tables import Col, Table
 
 torch.manual_seed(0)
-display(run_record_box(seed=0, aot_lib=aot_lib.__version__))
 print("registered models:\n" + textwrap.fill(", ".join(aot_lib.list_models()), 80))
 
 # %% [markdown]

@@ -17,7 +17,13 @@
 #
 # **This chapter:** why SIGReg may replace the expansion term $-R(Z)$, checked step by
 # step with SymPy, then numerically with the SIGReg used in training.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # The paper moves the expansion term $-R(Z)$ of sparse rate reduction {eq}`eq-srr` out
 # of the architecture and into the training loss, replacing it by the SIGReg of LeJEPA
 # {cite:p}`balestriero2025lejepa` (written out term by term in {ref}`ch-objective`).
@@ -41,13 +47,12 @@ from IPython.display import display
 
 import aot_lib
 from aot_lib.theory import theorem1 as theory
-from aot_lib.book.pages import equations, pick, run_record_box
+from aot_lib.book.pages import equations, pick
 from aot_lib.book.plotting import plot_sigreg_scaling
 from aot_lib.objectives.sigreg import sample_directions
 from aot_lib.book.tables import Col, Table, key_value_table
 
 torch.manual_seed(0)
-run_record_box(seed=0)
 
 # %% [markdown]
 # (sec-spherical-moment)=

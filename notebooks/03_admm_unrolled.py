@@ -17,7 +17,13 @@
 #
 # **This chapter:** ADMM on compression plus sparsity, run on tokens whose subspaces we
 # know, and a check by computation that one AoT-ADMM layer is one iteration.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # With the expansion term moved into the loss ({ref}`ch-theorem1`), what remains of
 # {eq}`eq-srr` is compression plus sparsity (the paper's Eq. `compression_sparsity`).
 # Splitting $Z=V$ (Eq. `split`) and applying scaled-form ADMM {cite:p}`boyd2011admm`
@@ -75,11 +81,10 @@ from aot_lib.theory.admm import (
     mixture_of_subspaces,
     mssa_compression_gradient,
 )
-from aot_lib.book.pages import pick, run_record_box
+from aot_lib.book.pages import pick
 from aot_lib.book.plotting import plot_admm_history
 from aot_lib.book.tables import Col, Table
 
-display(run_record_box(seed=0))
 
 
 def show_source(obj) -> Markdown:
@@ -329,7 +334,6 @@ print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} 
 # %% tags=["skip-execution"]
 # Interactive: run it in JupyterLab (the built book shows the code only).
 import ipywidgets as widgets  # noqa: E402
-from IPython.display import display  # noqa: E402
 
 
 def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):

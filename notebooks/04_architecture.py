@@ -17,7 +17,13 @@
 #
 # **This chapter:** the three white-box Transformers side by side, and the paper's
 # parameter and FLOP tables recomputed from the live models next to its own numbers.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box()
+
+# %% [markdown]
 # Three white-box Transformers built from the same parts (`aot_lib.models.layers`): a
 # CRATE-style patch stem, multi-head subspace self-attention (MSSA, the paper's Eq.
 # `mssa`) and a LayerNorm → Linear head. They differ in what follows the attention:
@@ -39,11 +45,9 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import paper
-from aot_lib.book.pages import run_record_box
 from aot_lib.book.plotting import draw_layer
 from aot_lib.book.tables import Col, Table
 
-display(run_record_box())
 
 # Parameters of one layer: the formula the diagram prints and the table checks against
 # the live modules, at two widths.

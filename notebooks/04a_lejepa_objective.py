@@ -17,7 +17,13 @@
 #
 # **This chapter:** the loss AoT-ADMM is pretrained with, term by term: each formula,
 # the `aot_lib` code that computes it, and a numerical check of one against the other.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # The paper trains its encoder with the LeJEPA objective {cite:p}`balestriero2025lejepa`
 # (the paper's Eq. `total`):
 #
@@ -45,17 +51,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 from scipy import integrate
 
-from aot_lib.book.pages import run_record_box
 from aot_lib.book.tables import Col, Table
 from aot_lib.objectives.lejepa import LeJEPALoss, alpha_from_lejepa_lambda
 from aot_lib.objectives.sigreg import SIGReg, epps_pulley, quadrature, sample_directions
 from aot_lib.training.config import DEFAULTS, load_config
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
-display(run_record_box(seed=0))
 
 
 def show_source(obj) -> Markdown:

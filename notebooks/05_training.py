@@ -17,7 +17,13 @@
 #
 # **This chapter:** the views LeJEPA trains on; AoT-ADMM pretrained and probed at a
 # scale two CPU cores manage; the recorded speed benchmarks.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # The paper pretrains on an A100 for 800 epochs (Table 1). This chapter runs the same
 # pipeline — multi-crop views, the AoT-ADMM encoder ({ref}`ch-architecture`), the
 # projection head,
@@ -51,8 +57,7 @@ from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.book.benchmarks import (current, family_speed_table, plot_family_ratios,
                                      trainer_phase_table, trainer_records_table)
-from aot_lib.book.pages import (Admonition, data_label, data_missing_note, pick,
-                                run_record_box)
+from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
 from aot_lib.book.recorded import load_recorded_run, superseded
 from aot_lib.training.config import load_config
@@ -62,7 +67,6 @@ from aot_lib.book.tables import Col, Table, key_value_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 RESULTS = ROOT / "results"
-run_record_box(seed=0)
 
 # %% [markdown]
 # (sec-views)=

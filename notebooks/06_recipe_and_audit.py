@@ -17,7 +17,13 @@
 #
 # **This chapter:** which knobs matter on two CPU cores; Appendix A's normalisation;
 # beyond the paper, does a trained AoT-ADMM still do what it was derived to do?
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # The paper trains for 800 epochs at a learning rate of $5\times10^{-4}$. A few epochs
 # on a CPU are a different regime, so the recipe of `configs/cpu/` is tuned here by
 # short runs (`configs/cpu/sweep/`: AoT-ADMM on CIFAR-10, one seed each; the table
@@ -41,7 +47,7 @@ from IPython.display import Markdown, display
 import aot_lib
 from aot_lib.data.augment import prepare_images
 from aot_lib.book import evidence
-from aot_lib.book.pages import Admonition, pick, run_record_box
+from aot_lib.book.pages import Admonition, pick
 from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import is_recorded, load_recorded_run
 from aot_lib.training.config import load_config
@@ -57,7 +63,6 @@ from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 SWEEP_DIR = ROOT / "configs" / "cpu" / "sweep"
 RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml"))
-run_record_box(seed=0)
 
 # %% [markdown]
 # (sec-recipe)=

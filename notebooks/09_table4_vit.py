@@ -17,7 +17,13 @@
 #
 # **This chapter:** a ViT-T whose MLPs are all ReLUs, distilled from a ViT-T teacher
 # (the paper's Table 4), beside the same student trained without the teacher.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box(seed=0)
+
+# %% [markdown]
 # This is the paper's black-box check. Each MLP of a standard ViT-T
 # {cite:p}`dosovitskiy2021vit` is replaced by a ReLU, the proximal step of the sparsity
 # term, and the student learns from a ViT-T teacher by DeiT's hard-label distillation
@@ -72,7 +78,7 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import evidence, paper, stats
-from aot_lib.book.pages import Dropdown, run_record_box
+from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.training.runs import ENCODER_RECORD_LIMIT
@@ -92,7 +98,6 @@ for key, value in (
 ):
     assert teacher_sc[key] == student_sc[key] == value, key
 assert teacher_sc["label_smoothing"] == 0.1 and "label_smoothing" not in student_sc
-display(run_record_box(seed=0))
 
 
 def params_m(config: str) -> float:

@@ -17,7 +17,13 @@
 #
 # **This chapter:** the commands that run Tables 1–4 at the paper's scale on one GPU or
 # many, and what each configuration is estimated to cost in time and memory.
-#
+
+# %% tags=["hide-input"]
+from aot_lib.book.pages import run_record_box
+
+run_record_box()
+
+# %% [markdown]
 # The CPU chapters run the paper's pipeline scaled down. At the paper's scale the same
 # code runs from the configs in `configs/paper/`, one per table cell; nothing in them
 # is CPU-specific. On a GPU, `fabric.accelerator: auto` picks CUDA,
@@ -31,13 +37,11 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from aot_lib.book.pages import run_record_box
 from aot_lib.training.config import config_stage, load_config
 from aot_lib.book.tables import Col, Table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 PAPER = ROOT / "configs" / "paper"
-run_record_box()
 
 # %% [markdown]
 # (sec-gpu-commands)=
