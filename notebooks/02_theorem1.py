@@ -358,7 +358,7 @@ Table(
     rf"\(8C_w/(\theta^2d(d+2))={limit:.5e}\)",
 )
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Left: population SIGReg, $\\mathcal L^{(2)}$, the coding-rate gap $R(I)-R(\\Sigma)$ and the finite-sample SIGReg (divided by $N$, bias removed) against $\\lVert\\Sigma-I\\rVert_F^2$, with the $1/N$ noise floor dotted. Right: the ratios to the gap, against the limit of {eq}`eq-sup-proportionality` (dashed).", "name": "fig-sigreg-scaling"}}
 frob2 = torch.tensor([r["frob2"] for r in rows])
 plot_sigreg_scaling(frob2, rows, limit, N)
 plt.show()
@@ -432,7 +432,7 @@ assert rhos_t.min() <= limit * 1.001 <= rhos_t.max() * 1.001
 print(f"over {n_samples} samples: k1 <= {rhos_t.min():.4e}, k2 >= {rhos_t.max():.4e}, "
       f"limit at I {limit:.4e}")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "$\\rho(\\Sigma)=\\mathcal L^{(2)}/(R(I)-R(\\Sigma))$ over the sampled covariances of $\\mathcal S$, against their distance to $I$; dashed: the limit at $\\Sigma=I$.", "name": "fig-rho-scatter"}}
 fig, ax = plt.subplots(figsize=(5, 3.2))
 ax.scatter(frobs, rhos, s=4, alpha=0.5)
 ax.axhline(limit, color="k", ls="--", label="limit at $\\Sigma=I$")

@@ -82,7 +82,7 @@ from aot_lib.theory.admm import (
     mssa_compression_gradient,
 )
 from aot_lib.book.pages import pick
-from aot_lib.book.plotting import plot_admm_history
+from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_admm_history
 from aot_lib.book.tables import Col, Table
 
 
@@ -203,9 +203,8 @@ Table(
     f"matched: γ = {matched['gamma']:.4f})",
 )
 
-# %% tags=["hide-input"]
-plot_admm_history(runs, title="ADMM on the compression + sparsity objective "
-                  "($\\eta=0.25,\\gamma=\\rho=1,\\lambda=0.1$)")
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The three ADMM runs of the table above, iteration by iteration ($\\eta=0.25$, $\\rho=1$, $\\lambda=0.1$): the objective, the primal and dual residuals, the fraction of zeros in $V$ and each token's energy on its own subspace.", "name": "fig-admm-history"}}
+plot_admm_history(runs)
 plt.show()
 
 # %% [markdown]
@@ -254,16 +253,16 @@ Table(rows, [Col("gradient")] + norm_cols,
 # Where the tokens are after the iterations plotted above, on one coordinate of the
 # first subspace ($e_1$) and one of the second ($e_4$):
 
-# %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), sharex=True, sharey=True)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The tokens on one coordinate of the first subspace ($e_1$) and one of the second ($e_4$), coloured by the subspace they were drawn from: at the start, after the exact-gradient iterations and after the MSSA iterations at full step length.", "name": "fig-admm-tokens"}}
+fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 3.2), sharex=True, sharey=True)
 colours = plt.cm.tab10(labels.numpy())
 panels = [("start", Z0), ("exact gradient, last", exact.iterates[-1][0]),
           ("MSSA, last", approx.iterates[-1][0])]
 for ax, (title, Z) in zip(axes, panels):
     ax.scatter(Z[0], Z[3], c=colours, s=10)
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("$e_1$ (subspace 1)", fontsize=8)
-axes[0].set_ylabel("$e_4$ (subspace 2)", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("$e_1$ (subspace 1)", fontsize=9)
+axes[0].set_ylabel("$e_4$ (subspace 2)", fontsize=9)
 fig.tight_layout()
 plt.show()
 
@@ -276,11 +275,12 @@ plt.show()
 # varies two at a time around the defaults; the interactive panel after it lets you move
 # all four in JupyterLab.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Two hyper-parameters at a time around the defaults: one panel per $(\\rho,\\lambda)$, $\\gamma=1$. Solid: the exact gradient; dashed: MSSA. Blue: energy on each token's own subspace; green: the fraction of zeros in $V$.", "name": "fig-admm-grid"}}
 grid_lambda = [0.0, 0.1, 0.3]
 grid_rho = [0.5, 1.0, 2.0]
 grid = {}  # (rho, lambda, gradient) -> history
-fig, axes = plt.subplots(len(grid_rho), len(grid_lambda), figsize=(10, 7), sharex=True)
+fig, axes = plt.subplots(len(grid_rho), len(grid_lambda), figsize=(FIGURE_WIDTH_IN, 7),
+                         sharex=True)
 for i, rho in enumerate(grid_rho):
     for j, lam in enumerate(grid_lambda):
         eta = min(0.25, 0.9 / (1.0 + rho))  # keep 1 - eta*gamma - eta*rho positive
@@ -291,14 +291,12 @@ for i, rho in enumerate(grid_rho):
             grid[rho, lam, grad] = h
             ax.plot(h.alignment, ls, color="C0", label=f"{grad}: own-subspace energy")
             ax.plot(h.sparsity, ls, color="C2", label=f"{grad}: sparsity of V")
-        ax.set_title(f"$\\rho={rho}$, $\\lambda={lam}$, $\\eta={eta:.2f}$", fontsize=9)
+        ax.set_title(f"$\\rho={rho}$, $\\lambda={lam}$, $\\eta={eta:.2f}$", fontsize=10)
         ax.set_ylim(-0.02, 1.02)
-        ax.tick_params(labelsize=7)
-axes[0, 0].legend(fontsize=6)
+        ax.tick_params(labelsize=8)
+axes[0, 0].legend(fontsize=8)
 for ax in axes[-1]:
-    ax.set_xlabel("iteration", fontsize=8)
-fig.suptitle("exact gradient (solid) and MSSA (dashed): energy on own subspace (blue), "
-             "zeros in V (green)", fontsize=10)
+    ax.set_xlabel("iteration", fontsize=9)
 fig.tight_layout()
 plt.show()
 

@@ -45,7 +45,7 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import paper
-from aot_lib.book.plotting import draw_layer
+from aot_lib.book.plotting import FIGURE_WIDTH_IN, draw_layer
 from aot_lib.book.tables import Col, Table
 
 
@@ -65,13 +65,13 @@ def layer_params(model: str, d: int) -> int:
     return sum(p.numel() for p in block.parameters())
 
 
-# %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 3, figsize=(12, 5.2),
-                         gridspec_kw=dict(width_ratios=[1.25, 1.1, 0.9]))
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "One layer of each family, from input to output, with its skip connections (grey) and its parameters per layer at width $d$, checked against the live modules at $d=384$.", "name": "fig-layers"}}
+fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 6),
+                         gridspec_kw=dict(width_ratios=[1.3, 1.3, 0.8]))
 for ax, (name, (model, state, text, formula)) in zip(axes, LAYER_PARAMS.items()):
     assert layer_params(model, 384) == formula(384), name
     draw_layer(name, ax)
-    ax.set_title(f"{name}\n{state}; params per layer {text}", fontsize=9)
+    ax.set_title(f"{name}\n{state}\nparams per layer {text}", fontsize=10)
 fig.tight_layout()
 plt.show()
 

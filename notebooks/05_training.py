@@ -117,14 +117,16 @@ Table(
     caption="The two view settings (configs/base/cifar.yaml and imagenet.yaml)",
 )
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The CIFAR setting: each image (left; which images, the table above says), its two global $32\\times32$ views and its six local $16\\times16$ views, as `BatchedMultiCrop` makes them.", "name": "fig-views-cifar"}}
 names = ["image", "global 1", "global 2"] + [f"local {k}" for k in range(1, 7)]
 plot_views(cifar_images, cifar_views, cifar_cfg.mean, cifar_cfg.std,
-           title=f"CIFAR setting: {cifar_source}", view_names=names)
+           view_names=names)
 plt.show()
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The ImageNet setting of Table 2: each image, its two global $128\\times128$ views and its two local $64\\times64$ views, with blur and solarisation.", "name": "fig-views-imagenet"}}
 names = ["image", "global 1", "global 2", "local 1", "local 2"]
 plot_views(imagenet_images, imagenet_views, imagenet_cfg.mean, imagenet_cfg.std,
-           title=f"ImageNet setting: {imagenet_source}", view_names=names, scale=1.6)
+           view_names=names, scale=1.6)
 plt.show()
 
 # %% [markdown]
@@ -182,7 +184,7 @@ if have_runs:
         + (" (superseded)" if superseded(r) else ""),
     ))
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The recorded AoT-ADMM run on CIFAR-10: the total loss, the prediction loss $\\mathcal L_{\\mathrm{pred}}$ and the SIGReg statistic ({ref}`ch-objective`) against the training step.", "name": "fig-main-run-curves"}}
 if have_runs:
     plot_training_curves(r["curve"], note="superseded" if superseded(r) else "")
     plt.show()
@@ -245,7 +247,7 @@ else:
 # (pooled over the recordings; each black dot is one recording), grey bars the same
 # ratio of the encoders' FLOPs, the red dashes the ratio `bench_families.py` sets as its
 # target (this project's, not the paper's), and the black line 1 (equal cost): a bar
-# below it means AoT-ADMM's step is the cheaper one.
+# below it means AoT-ADMM's step is the cheaper one ({numref}`fig-family-ratios`).
 
 # %%
 families = current([json.loads(f.read_text())
@@ -259,7 +261,7 @@ if families:
 else:
     print("no family benchmark recorded (run benchmarks/bench_families.py)")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "AoT-ADMM's cost over AoT's (left) and over CRATE's (right) per setting and mode: step-time ratio (blue; each black dot one recording), encoder FLOP ratio (grey), `bench_families.py`'s target (red dashes) and equal cost (black line).", "name": "fig-family-ratios"}}
 if families:
     plot_family_ratios(families)
     plt.show()

@@ -361,7 +361,8 @@ else:
 # the $\varepsilon$ of `monitor.eps`, both printed below (`aot_lib.training.monitors`);
 # and the effective rank (RankMe) of the encoder's
 # features and of the embeddings. Near $\Sigma=I$ the theorem makes the ratio of the
-# covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted).
+# covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted in
+# {numref}`fig-monitors`).
 
 # %%
 # the 10-epoch run when it is recorded, else the sweep's best run
@@ -380,9 +381,9 @@ if best:
     print(f"embedding width d = {d}, eps = {eps}, "
           f"fixed batch: the first {cfg['monitor']['images']} training images")
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The monitors of the run named above, on its fixed batch. Left: SIGReg per sample and its covariance part (log scale) with the rate gap $R(I)-R(\\hat\\Sigma)$ (dashed, right axis). Middle: covariance part over rate gap, against Theorem 1's limit at $\\Sigma=I$ (dotted). Right: RankMe of the encoder's features and of the projector's embeddings.", "name": "fig-monitors"}}
 if best and any(x.get("theorem1/rate_gap") for x in logged):
-    plot_monitors(logged, limit=limit_ratio(d, eps, cw), title=f"monitors of {best}")
+    plot_monitors(logged, limit=limit_ratio(d, eps, cw))
     plt.show()
 
 # %% [markdown]
@@ -438,9 +439,10 @@ if best and "monitors" in r["metrics"]:
         f"{max(a['tau_max'] for a in audit):.3f}."))
 
 # %% [markdown]
-# Where the class token looks, layer by layer (heads averaged), on four images:
+# Where the class token looks, layer by layer (heads averaged), on four images
+# ({numref}`fig-cls-attention`):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches (heads averaged; brighter: more attention), one row per image, one column per layer, beside the image as the encoder sees it.", "name": "fig-cls-attention"}}
 enc_file = None
 if best:
     for cand in (r["dir"] / "encoder.pt", r["dir"] / "last.ckpt"):

@@ -65,7 +65,7 @@ from IPython.display import Markdown, display
 import aot_lib
 from aot_lib.book import evidence, paper, stats
 from aot_lib.book.pages import Dropdown
-from aot_lib.book.plotting import plot_training_curves
+from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve
 from aot_lib.book.tables import Col, Table
 from aot_lib.training.config import load_config
@@ -250,7 +250,7 @@ display(
 # gradients or random draws (the training trajectory is bitwise the same with or without
 # it). Time is *modelled*: steps × each family's median step time in the interleaved
 # benchmark (`results/benchmarks/families_run*.json`, width 192, eager), because the
-# runs' own wall times were taken on a shared machine.
+# runs' own wall times were taken on a shared machine ({numref}`fig-knn-curves`).
 
 # %% tags=["hide-input"]
 bench = [
@@ -267,8 +267,10 @@ for fam in NAMES:
             curves[fam, r.seed] = evidence.knn_curve(r.folder)
         except ValueError:  # a run made before the monitor existed has no curve
             pass
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per family and seed, against the epoch (left) and against the modelled pretraining time, steps × the family's benchmarked step time (right).", "name": "fig-knn-curves"}}
 if curves:
-    fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.6), sharey=True)
     colours = {"aot_admm": "C0", "crate": "C1", "aot": "C2"}
     for (fam, seed), rows in sorted(curves.items()):
         steps, epochs, accs = zip(*rows)
@@ -288,13 +290,17 @@ if curves:
     ax_e.legend(fontsize=8)
     fig.tight_layout()
     plt.show()
+else:
     display(
         Markdown(
-            "**Learning curves.** Validation k-NN accuracy of every CIFAR-10 run "
-            "with the monitor, against epochs (left) and against steps × the "
-            "family's benchmarked step time (right)."
+            "*No CIFAR-10 run with the k-NN monitor is recorded yet: the seed-2 runs "
+            "(`configs/cpu/*_cifar10_seed2.yaml`) and AoT's seeds 1 and 2 carry it "
+            "(`scripts/evidence_runs.sh seeds`).*"
         )
     )
+
+# %% tags=["hide-input"]
+if curves:
     final = {
         fam: max(rows[-1][2] for (f, _), rows in curves.items() if f == fam)
         for fam in NAMES
@@ -329,14 +335,6 @@ if curves:
                 f"{step_s['aot_admm']:.2f} s and {step_s['crate']:.2f} s."
             )
         )
-else:
-    display(
-        Markdown(
-            "*No CIFAR-10 run with the k-NN monitor is recorded yet: the seed-2 runs "
-            "(`configs/cpu/*_cifar10_seed2.yaml`) and AoT's seeds 1 and 2 carry it "
-            "(`scripts/evidence_runs.sh seeds`).*"
-        )
-    )
 display(
     Markdown(
         f"Benchmarked step times (median of {len(bench)} interleaved recordings): "
@@ -352,18 +350,12 @@ display(
 # The total loss
 # $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}}$ (Eq.
 # `total`), its prediction part and the SIGReg statistic, logged every 10 steps, for the
-# seed-0 run of each family on CIFAR-10:
+# seed-0 run of each family on CIFAR-10 ({numref}`fig-figure3-cpu`):
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of the seed-0 CIFAR-10 runs of the three families, against the training step.", "name": "fig-figure3-cpu"}}
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}
 plot_training_curves({NAMES[fam]: read_curve(r.folder) for fam, r in seed0.items()})
 plt.show()
-display(
-    Markdown(
-        "**The paper's Figure 3 at CPU scale.** Training curves of the seed-0 "
-        "CIFAR-10 runs."
-    )
-)
 
 
 # %% tags=["hide-input"]

@@ -273,7 +273,7 @@ display(
 # The distilled student's loss is the average of that and the cross-entropy against the
 # teacher's labels, so its curve is on a different scale.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Training loss of the first recorded seed of each supervised stage: the ViT-T teacher, and the ReLU student with and without distillation.", "name": "fig-table4-curves"}}
 curves = {
     label: read_curve(cells[k][0].folder, "finetune")
     for k, label in [
@@ -286,12 +286,6 @@ curves = {
 if curves:
     plot_training_curves(curves)
     plt.show()
-    display(
-        Markdown(
-            "**Supervised curves.** Training loss of the first recorded seed of each "
-            "supervised stage."
-        )
-    )
 
 # %% [markdown]
 # ## Exercises

@@ -1,4 +1,5 @@
-"""Measure every table of the built book in headless Chromium at a desktop and a phone width; fail when one does not fit.
+"""Measure every table and figure of the built book in headless Chromium at a desktop and a phone width; fail when one
+does not fit.
 
     python scripts/check_tables.py book/_build/html [--report book/_build/tables.json] [--screenshots DIR]
 
@@ -14,7 +15,12 @@ to scroll sideways to see its right-hand columns.
   not scroll sideways, no cell text may be smaller than 11 px, a scroll box must not hide the first column, and
   no header may wrap into more than 4 lines (a tower that leaves a blank gap above the headers beside it).
 
-The report (JSON) lists every table of every page at both widths, with its caption, columns and widths, so that
+Every image on a page must be a numbered, captioned figure (a chapter cell's ``mystnb.figure`` metadata), and at
+1280 px be shown at no less than 90 % of the width it was drawn at: the book draws figures at most 900 px wide
+(``aot_lib.book.plotting.FIGURE_WIDTH_IN``) and lets them grow into the margin as tables do, so its 9-10 pt text
+stays at least the 11 px asked of tables; a figure drawn wider is scaled down, text and all.
+
+The report (JSON) lists every table and figure of every page at both widths, with its caption, columns and widths, so that
 a before/after comparison is a diff of two reports. Needs the ``[browser]`` extra (selenium) and Debian's
 ``chromium`` and ``chromium-driver`` (``apt-get install chromium chromium-driver``). Exit status: 0 when every
 table fits, 1 when one does not, 2 when the browser or the build is missing.
@@ -33,6 +39,8 @@ from pathlib import Path
 WIDTHS = (1280, 420)
 PHONE_WIDTH = 420
 MIN_FONT_PX = 11  # smaller text is not readable on a phone without zooming
+# A figure's 9 pt text is 12.5 px at 100 dpi; shown at 90 % it stays above MIN_FONT_PX.
+MIN_FIGURE_SCALE = 0.9
 MAX_HEADER_LINES = 4  # a taller header leaves a blank gap above the short headers beside it
 HEIGHT = 900
 #: Pages with no content tables of their own (Sphinx's index and search pages).
@@ -76,8 +84,22 @@ article.querySelectorAll('table').forEach((t, i) => {
     })),
   });
 });
+const figures = [];
+article.querySelectorAll('img').forEach((img, i) => {
+  if (img.closest('.MathJax, mjx-container')) return;
+  const fig = img.closest('figure');
+  figures.push({
+    index: figures.length,
+    src: (img.getAttribute('src') || '').split('/').pop().slice(0, 20),
+    number: (fig?.querySelector('.caption-number')?.innerText || '').trim(),
+    caption: (fig?.querySelector('.caption-text')?.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 120),
+    drawn_width: img.naturalWidth,
+    shown_width: Math.round(img.getBoundingClientRect().width),
+  });
+});
 return {
   tables: out,
+  figures: figures,
   page_scroll_width: document.documentElement.scrollWidth,
   viewport_width: document.documentElement.clientWidth,
   article_width: Math.round(article.clientWidth),
@@ -109,6 +131,18 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
             if t["header_lines"] > MAX_HEADER_LINES:
                 out.append(f"{what} has a header {t['header_lines']} lines tall (at most {MAX_HEADER_LINES}): "
                            "a blank gap above the other columns")
+    for fig in measured.get("figures", []):
+        if width == PHONE_WIDTH:
+            continue  # a phone shows every figure shrunk to the page; the page itself must not scroll (below)
+        what = f"{page} at {width} px: " + (f"{fig['number']} ({fig['caption'][:50]})" if fig["number"]
+                                            else f"image {fig['index'] + 1} ({fig['src']})")
+        if not (fig["number"] and fig["caption"]):
+            out.append(f"{what} is not a numbered, captioned figure: give its cell mystnb.figure metadata "
+                       "(caption and name)")
+        if fig["drawn_width"] and fig["shown_width"] < MIN_FIGURE_SCALE * fig["drawn_width"]:
+            out.append(f"{what} is drawn {fig['drawn_width']} px wide but shown at {fig['shown_width']} px "
+                       f"({fig['shown_width'] / fig['drawn_width']:.0%}): draw it at most FIGURE_WIDTH_IN wide "
+                       "(aot_lib.book.plotting)")
     if width == PHONE_WIDTH and measured["page_scroll_width"] > measured["viewport_width"] + 1:
         out.append(f"{page} at {width} px: the page is {measured['page_scroll_width']} px wide in a "
                    f"{measured['viewport_width']} px window: it scrolls sideways")
@@ -202,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     n = sum(len(m["tables"]) for by_width in measured.values() for m in by_width.values())
-    print(f"check_tables: {len(measured)} pages, {n} tables measured at {' and '.join(map(str, WIDTHS))} px, "
+    n_fig = sum(len(m.get("figures", [])) for by_width in measured.values() for m in by_width.values())
+    print(f"check_tables: {len(measured)} pages, {n} tables and {n_fig} figures measured at {' and '.join(map(str, WIDTHS))} px, "
           f"{len(problems)} problem(s); report {report}")
     return 1 if problems else 0
 

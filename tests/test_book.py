@@ -139,8 +139,11 @@ def test_cross_references_resolve():
     text = "\n".join(texts)
     labels = set(re.findall(r"^\(([\w-]+)\)=\s*$", text, re.M))
     equations = set(re.findall(r"^\$\$\s*\(([\w-]+)\)\s*$", text, re.M))
-    for target in re.findall(r"\{(?:ref|numref)\}`(?:[^`<]*<)?([\w-]+)>?`", text):
+    figures = {figure_of(c)["name"] for p in CHAPTERS for c in code_cells(p) if figure_of(c)}
+    for target in re.findall(r"\{ref\}`(?:[^`<]*<)?([\w-]+)>?`", text):
         assert target in labels, f"{{ref}} to an undefined label {target}"
+    for target in re.findall(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`", text):
+        assert target in figures, f"{{numref}} to an undefined figure {target}"
     for target in re.findall(r"\{eq\}`([\w-]+)`", text):
         assert target in equations, f"{{eq}} to an undefined equation {target}"
     assert equations, "the book restates the paper's equations with labels"
@@ -150,8 +153,10 @@ def test_cross_references_resolve():
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
 def test_no_line_wider_than_the_page(path):
+    """Code and prose fit the page; a cell's header line (``# %% ...``, its metadata: tags
+    and figure captions, which the page never shows) is the exception."""
     wide = [(i, len(line)) for i, line in enumerate(path.read_text().splitlines(), 1)
-            if len(line) > PAGE_WIDTH]
+            if len(line) > PAGE_WIDTH and not line.startswith("# %%")]
     assert not wide, f"{path.name}: lines wider than {PAGE_WIDTH} characters: {wide}"
 
 
@@ -227,6 +232,32 @@ def test_plot_only_cells_hide_their_input(path):
         tags = cell.metadata.get("tags", [])
         if draws and not checks:
             assert "hide-input" in tags, f"{path.name}: plot cell without hide-input:\n{src}"
+
+
+def figure_of(cell) -> dict:
+    """A code cell's figure options (myst-nb's ``mystnb.figure`` metadata), or {}."""
+    return cell.metadata.get("mystnb", {}).get("figure", {})
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_every_figure_is_numbered_and_captioned(path):
+    """A cell that draws (plt.show) is a figure: myst-nb wraps its output in a numbered figure
+    with the caption of its metadata, so the text can cite it ({numref}) and the reader sees
+    what it shows. It shows one thing, its figure or a note in its place (a second output
+    would be a second figure with the same name), and its name is unique in the book."""
+    names = []
+    for cell in code_cells(path):
+        if "plt.show()" not in cell.source or "skip-execution" in cell.metadata.get("tags", []):
+            continue
+        fig = figure_of(cell)
+        assert fig.get("caption") and re.fullmatch(r"fig-[a-z0-9-]+", fig.get("name", "")), (
+            f"{path.name}: a figure cell without mystnb.figure caption and name:\n{cell.source}")
+        assert cell.source.count("plt.show()") == 1 and "Table(" not in cell.source
+        shown = cell.source.count("display(")
+        assert shown == 0 or (shown == 1 and "else:" in cell.source), cell.source
+        names.append(fig["name"])
+    others = [figure_of(c).get("name") for p in CHAPTERS if p != path for c in code_cells(p)]
+    assert not set(names) & set(others) and len(set(names)) == len(names)
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)

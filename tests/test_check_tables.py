@@ -48,6 +48,30 @@ def test_on_a_phone_a_table_may_scroll_in_its_box_but_must_stay_readable():
         "ch.html at 420 px: the page is 505 px wide in a 420 px window: it scrolls sideways"]
 
 
+def _figure(**over):
+    fig = {"index": 0, "src": "ab12.png", "number": "Fig. 3.1", "caption": "The three ADMM runs",
+           "drawn_width": 900, "shown_width": 900}
+    return {**fig, **over}
+
+
+def test_a_figure_must_be_numbered_captioned_and_shown_at_the_size_it_was_drawn():
+    page = _page([])
+    page["figures"] = [_figure(), _figure(index=1, drawn_width=1540, shown_width=936),
+                       _figure(index=2, number="", caption="", src="cd34.png", drawn_width=489,
+                               shown_width=489)]
+    assert check_tables.problems_of("ch.html", 1280, page) == [
+        "ch.html at 1280 px: Fig. 3.1 (The three ADMM runs) is drawn 1540 px wide but shown at 936 px "
+        "(61%): draw it at most FIGURE_WIDTH_IN wide (aot_lib.book.plotting)",
+        "ch.html at 1280 px: image 3 (cd34.png) is not a numbered, captioned figure: give its cell "
+        "mystnb.figure metadata (caption and name)"]
+    # 90 % of the drawn width is still readable (9 pt text at 100 dpi stays above 11 px); on a phone every
+    # figure shrinks to the page, which is not a problem
+    page["figures"] = [_figure(shown_width=810)]
+    assert check_tables.problems_of("ch.html", 1280, page) == []
+    page["figures"] = [_figure(shown_width=380, drawn_width=1540)]
+    assert check_tables.problems_of("ch.html", 420, _page([], 420, 420) | {"figures": page["figures"]}) == []
+
+
 # ----------------------------------------------------------------------------- in Chromium
 
 # The book's layout at the two widths, as sphinx-book-theme draws it (measured on the built book: a 688 px
@@ -67,9 +91,19 @@ div.output.text_html { overflow-x: auto; }
 """
 
 
-def _book_page(folder: Path, *tables: Table) -> None:
+def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> None:
+    """The book's layout with these tables as cell outputs, then one figure per width in ``figures``: a PNG of
+    that many pixels wide in a numbered, captioned figure as myst-nb writes it."""
+    from PIL import Image
+
     shutil.copy(ROOT / "book" / "_static" / "aot.css", folder / "aot.css")
     outputs = "".join(f'<div class="output text_html">{t._repr_html_()}</div>' for t in tables)
+    for i, width in enumerate(figures):
+        Image.new("RGB", (width, 200), "white").save(folder / f"fig{i}.png")
+        outputs += (f'<div class="cell_output docutils container"><figure class="align-default" id="fig-{i}">'
+                    f'<img alt="" src="fig{i}.png" /><figcaption><p><span class="caption-number">Fig. 1.{i + 1} '
+                    f'</span><span class="caption-text">{"A caption long enough to wrap. " * 12}</span></p>'
+                    '</figcaption></figure></div>')
     (folder / "index.html").write_text(
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -129,3 +163,21 @@ def test_chromium_names_a_table_too_wide_even_for_the_margin(tmp_path):
     assert m, problem
     table, box, hidden = map(int, m.groups())
     assert 688 < box <= 936 and table - box == hidden > 0
+
+
+def test_the_book_css_shows_a_figure_drawn_for_the_page_at_full_size(tmp_path):
+    """A figure drawn 900 px wide (FIGURE_WIDTH_IN at 100 dpi) is shown at 900 px beside the contents sidebar at
+    1280 px (it grows past the 688 px column, its long caption does not widen it) and shrinks to the page at
+    420 px without the page scrolling sideways; one drawn 1540 px wide is capped at 136 % of the column and
+    named."""
+    _needs_chromium()
+    _book_page(tmp_path, figures=(900, 1540))
+    measured = check_tables.measure(tmp_path)["index.html"]
+    fit, wide = measured[1280]["figures"]
+    assert (fit["drawn_width"], fit["shown_width"], fit["number"]) == (900, 900, "Fig. 1.1")
+    assert wide["shown_width"] == round(1.36 * 688)
+    (problem,) = check_tables.problems_of("index.html", 1280, measured[1280])
+    assert problem.startswith("index.html at 1280 px: Fig. 1.2 (A caption long enough to wrap.")
+    assert "is drawn 1540 px wide but shown at 936 px (61%)" in problem
+    assert [f["shown_width"] for f in measured[420]["figures"]] == [420 - 32] * 2
+    assert check_tables.problems_of("index.html", 420, measured[420]) == []

@@ -17,6 +17,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from .tables import Col, Table
+from .plotting import FIGURE_WIDTH_IN
 
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
            "family_targets", "trainer_records_table", "trainer_phase_table", "plot_family_ratios"]
@@ -181,7 +182,7 @@ def plot_family_ratios(runs: Sequence[Mapping]):
             d = per_rec.setdefault((setting_label(e["setting"]), e["mode"]), {"aot": [], "crate": []})
             for other in d:
                 d[other].append(e[f"ratio_aot_admm_over_{other}"]["median"])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 4.6))
     x = np.arange(len(rows))
     labels = [f"{r['setting'].replace(', batch', chr(10) + 'batch')}, {r['mode']}" for r in rows]
     for ax, other in zip(axes, ("aot", "crate")):
@@ -198,7 +199,7 @@ def plot_family_ratios(runs: Sequence[Mapping]):
                 ax.plot([xi - 0.4, xi + 0.4], [t, t], "r--", lw=1,
                         label="target (bench_families.py)" if xi == 0 else None)
         ax.axhline(1.0, color="k", lw=0.6, label="1: equal cost")
-        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xticks(x, labels, fontsize=8)
         ax.set_title(f"AoT-ADMM / {FAMILY_NAMES[other]}", fontsize=10)
         ax.set_ylabel("ratio (lower: AoT-ADMM cheaper)")
         ax.set_ylim(0, 1.15 * max(1.0, *(max(d[other]) for d in per_rec.values()),

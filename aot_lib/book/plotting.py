@@ -3,7 +3,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
+#: The widest a book figure is drawn (inches). At matplotlib's 100 dpi that is 900 px, which the built
+#: book shows at full size at 1280 px (a figure may grow into the right margin up to 936 px, as wide tables
+#: do: book/_static/aot.css); drawn wider, it is scaled down and its text with it (scripts/check_tables.py
+#: measures every figure of the built book against this).
+FIGURE_WIDTH_IN = 9.0
+
+__all__ = ["FIGURE_WIDTH_IN", "plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
            "plot_training_curves", "plot_monitors", "plot_cls_attention"]
 
 _PANELS = [
@@ -16,20 +22,27 @@ _PANELS = [
 
 
 def plot_admm_history(histories: Mapping[str, object], axes=None, title: str | None = None):
-    """One panel per diagnostic of :class:`aot_lib.theory.admm.ADMMHistory`, one line per run."""
+    """One panel per diagnostic of :class:`aot_lib.theory.admm.ADMMHistory`, one line per run: two rows of
+    three, the legend in the sixth place (or the ``axes`` given, one per diagnostic)."""
     import matplotlib.pyplot as plt
 
+    legend_ax = None
     if axes is None:
-        _, axes = plt.subplots(1, len(_PANELS), figsize=(3.1 * len(_PANELS), 2.8))
+        _, grid = plt.subplots(2, 3, figsize=(FIGURE_WIDTH_IN, 5.2))
+        axes, legend_ax = list(grid.flat[:len(_PANELS)]), grid.flat[len(_PANELS)]
     for ax, (key, label, scale) in zip(axes, _PANELS):
         for name, h in histories.items():
             ys = getattr(h, key)
             ax.plot(range(len(ys)), ys, label=name)
         ax.set_yscale(scale)
-        ax.set_title(label, fontsize=9)
-        ax.set_xlabel("iteration = layer", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0].legend(fontsize=7)
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("iteration = layer", fontsize=9)
+        ax.tick_params(labelsize=8)
+    if legend_ax is not None:
+        legend_ax.axis("off")
+        legend_ax.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=10)
+    else:
+        axes[0].legend(fontsize=8)
     if title:
         axes[0].figure.suptitle(title, fontsize=10)
     axes[0].figure.tight_layout()
@@ -74,16 +87,16 @@ def draw_layer(name: str, ax=None):
     n = len(boxes)
     ys = [n - i for i in range(n)]  # top to bottom
     y_in, y_out = n + 1, 0
-    ax.text(0, y_in, "input $Z^\\ell$" + (", $V^\\ell$, $W^\\ell$" if name == "AoT-ADMM" else ""), ha="center", va="center", fontsize=8)
+    ax.text(0, y_in, "input $Z^\\ell$" + (", $V^\\ell$, $W^\\ell$" if name == "AoT-ADMM" else ""), ha="center", va="center", fontsize=9)
     prev = y_in
     for (label, colour), y in zip(boxes, ys):
         ax.add_patch(FancyBboxPatch((-1.45, y - 0.3), 2.9, 0.6, boxstyle="round,pad=0.02", fc=colour, ec="k", lw=0.8))
-        ax.text(0, y, label, ha="center", va="center", fontsize=7)
+        ax.text(0, y, label, ha="center", va="center", fontsize=8.5)
         ax.annotate("", xy=(0, y + 0.32), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
         prev = y
     ax.annotate("", xy=(0, y_out + 0.2), xytext=(0, prev - 0.32), arrowprops=dict(arrowstyle="->", lw=0.8))
     ax.text(0, y_out, "output " + ("$Z^{\\ell+1}$, $V^{\\ell+1}$, $W^{\\ell+1}$" if name == "AoT-ADMM" else "$Z^{\\ell+1}$"),
-            ha="center", va="center", fontsize=8)
+            ha="center", va="center", fontsize=9)
     for k, (src, dst, label) in enumerate(spec["skips"]):
         # route each skip around the right side: right, down, then left into the target box
         y0 = y_in if src == -1 else ys[src]
@@ -91,7 +104,7 @@ def draw_layer(name: str, ax=None):
         x = 1.75 + 0.4 * k
         ax.plot([0.9, x, x], [y0, y0, y1], color="#555555", lw=0.8)
         ax.annotate("", xy=(1.47, y1), xytext=(x, y1), arrowprops=dict(arrowstyle="->", lw=0.8, color="#555555"))
-        ax.text(x + 0.06, (y0 + y1) / 2, label, fontsize=7, color="#555555", rotation=90, va="center")
+        ax.text(x + 0.06, (y0 + y1) / 2, label, fontsize=8, color="#555555", rotation=90, va="center")
     ax.set_title(f"{name}\n{spec['note']}", fontsize=9)
     ax.set_xlim(-1.6, 2.7)
     ax.set_ylim(-0.6, n + 1.6)
@@ -111,6 +124,7 @@ def plot_views(images, views, mean, std, title: str | None = None, view_names=No
     n, cols = images.shape[0], len(views) + 1
     m = torch.tensor(mean).view(3, 1, 1)
     s = torch.tensor(std).view(3, 1, 1)
+    scale = min(scale, FIGURE_WIDTH_IN / cols)
     fig, axes = plt.subplots(n, cols, figsize=(scale * cols, scale * n + 0.5), squeeze=False)
     for i in range(n):
         axes[i, 0].imshow(images[i].permute(1, 2, 0))
@@ -137,7 +151,7 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     pop = [r["population"] for r in rows]
     exact = [r["sigreg2"] for r in rows]
     gap = [r["gap"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.8))
     ax = axes[0]
     ax.loglog(frob2, pop, "o-", label="population SIGReg, $\\mathcal{N}(0,\\Sigma)$")
     ax.loglog(frob2, exact, "k--", label="$\\mathcal{L}^{(2)}$ (Eq. sup_sigreg_frobenius)")
@@ -146,17 +160,17 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     ok = fin > 0
     ax.loglog(frob2[ok], fin[ok], "x", ms=8, label=f"finite-sample SIGReg / N, N={n_samples}")
     ax.axhline(1 / n_samples, color="gray", lw=0.8, ls=":")
-    ax.text(frob2[0], 1.3 / n_samples, "noise floor ~ 1/N", color="gray", fontsize=8)
+    ax.text(frob2[0], 1.3 / n_samples, "noise floor ~ 1/N", color="gray", fontsize=9)
     ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
     ax.set_title("both scale as $\\|\\Sigma-I\\|_F^2$ (slope 1)")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     ax = axes[1]
     ax.semilogx(frob2, [p / g for p, g in zip(pop, gap)], "o-", label="population SIGReg / gap")
     ax.semilogx(frob2, [e / g for e, g in zip(exact, gap)], "s-", label="$\\mathcal{L}^{(2)}$ / gap")
     ax.axhline(limit, color="k", ls="--", label="$8C_w/(\\theta^2 d(d+2))$")
     ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
     ax.set_title("ratio tends to the predicted constant")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -175,15 +189,15 @@ def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
         curves = {"": curves}
     panels = [(k, t) for k, t in (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
               if all(k in c for c in curves.values())]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(4 * len(panels), FIGURE_WIDTH_IN), 3.2), squeeze=False)
     axes = axes[0]
     if note:
-        fig.suptitle(note, fontsize=8, color="darkred")
+        fig.suptitle(note, fontsize=9, color="darkred")
     for ax, (key, title) in zip(axes, panels):
         for label, curve in curves.items():
             ax.plot(curve["step"], curve[key], label=label or None, lw=1.2)
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step", fontsize=9)
         if key == "sigreg":
             ax.set_yscale("log")
     if len(curves) > 1:
@@ -201,31 +215,31 @@ def plot_monitors(rows: list[Mapping[str, str]], limit: float | None = None, tit
     step = [float(r["step"]) for r in rows]
     col = {k: [float(r[k]) for r in rows] for k in ("theorem1/sigreg", "theorem1/sigreg2", "theorem1/rate_gap",
                                                      "rankme/features", "rankme/embeddings")}
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 3.4))
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(title, fontsize=10)
     ax = axes[0]
     ax.plot(step, col["theorem1/sigreg"], label="SIGReg (per sample)")
     ax.plot(step, col["theorem1/sigreg2"], label="covariance part")
     ax2 = ax.twinx()
     ax2.plot(step, col["theorem1/rate_gap"], color="black", ls="--", label=r"$R(I)-R(\hat\Sigma)$ (right)")
     ax.set_yscale("log")
-    ax.set_title("Theorem 1's two sides", fontsize=9)
+    ax.set_title("Theorem 1's two sides", fontsize=10)
     lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=7)
+    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=8)
     ax = axes[1]
     ax.plot(step, [a / b for a, b in zip(col["theorem1/sigreg2"], col["theorem1/rate_gap"])],
             label=r"SIGReg$^{(2)}$ / rate gap")
     if limit is not None:
         ax.axhline(limit, color="grey", ls=":", label="limit at $\\Sigma = I$")
     ax.set_yscale("log")
-    ax.set_title("ratio against Theorem 1's limit", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("ratio against Theorem 1's limit", fontsize=10)
+    ax.legend(fontsize=8)
     ax = axes[2]
     ax.plot(step, col["rankme/features"], label="encoder features")
     ax.plot(step, col["rankme/embeddings"], label="projector embeddings")
-    ax.set_title("RankMe (effective rank)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("RankMe (effective rank)", fontsize=10)
+    ax.legend(fontsize=8)
     for ax in axes:
         ax.set_xlabel("step", fontsize=8)
     fig.tight_layout()
@@ -241,7 +255,8 @@ def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
 
     att = attention.mean(2)  # (L, B, N-1)
     L, B = att.shape[:2]
-    fig, axes = plt.subplots(B, L + 1, figsize=(1.3 * (L + 1), 1.3 * B), squeeze=False)
+    side = min(1.3, FIGURE_WIDTH_IN / (L + 1))
+    fig, axes = plt.subplots(B, L + 1, figsize=(side * (L + 1), side * B), squeeze=False)
     m = torch.tensor(mean).view(3, 1, 1)
     s = torch.tensor(std).view(3, 1, 1)
     for b in range(B):
@@ -249,7 +264,7 @@ def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
         for layer in range(L):
             axes[b, layer + 1].imshow(att[layer, b].reshape(grid).cpu().numpy(), cmap="magma")
             if b == 0:
-                axes[b, layer + 1].set_title(f"layer {layer + 1}", fontsize=8)
+                axes[b, layer + 1].set_title(f"layer {layer + 1}", fontsize=9)
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
