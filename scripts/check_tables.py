@@ -97,13 +97,14 @@ article.querySelectorAll('img').forEach((img, i) => {
     shown_width: Math.round(img.getBoundingClientRect().width),
   });
 });
-return {
+// as JSON: a NaN (a header without a line height) would otherwise fail the whole page's result
+return JSON.stringify({
   tables: out,
   figures: figures,
   page_scroll_width: document.documentElement.scrollWidth,
   viewport_width: document.documentElement.clientWidth,
   article_width: Math.round(article.clientWidth),
-};
+});
 """
 
 # MathJax typesets after load; measure when it is done (the headers' math changes their width).
@@ -203,7 +204,7 @@ def measure(html_dir: Path, widths=WIDTHS, screenshots: Path | None = None, page
             for page in pages:
                 driver.get(base + page)
                 driver.execute_async_script(WAIT_JS)
-                result.setdefault(page, {})[width] = driver.execute_script(MEASURE_JS)
+                result.setdefault(page, {})[width] = json.loads(driver.execute_script(MEASURE_JS))
                 if screenshots is not None:
                     shot = screenshots / f"{page.replace('/', '_').removesuffix('.html')}_{width}.png"
                     shot.parent.mkdir(parents=True, exist_ok=True)

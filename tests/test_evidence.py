@@ -2,6 +2,7 @@
 compared by seed with the interval worked out by hand here."""
 import json
 import math
+from pathlib import Path
 
 import pytest
 import yaml
@@ -9,6 +10,8 @@ import yaml
 from aot_lib.book import evidence
 from aot_lib.book.recorded import RESULT_FILES
 from helpers import raises_exactly
+
+RECORDED = Path(__file__).resolve().parent.parent / "results" / "cpu"
 
 BASE = {"model": {"name": "aot_admm_tiny", "overrides": {"depth": 6}}, "optim": {"lr": 0.002},
         "run": {"name": None, "seed": None}, "monitor": {"knn": False}, "probe": {"lr": [0.003]}}
@@ -86,9 +89,16 @@ def test_fine_tuning_and_distillation_cells_read_their_own_files(tmp_path):
 
 
 def test_knn_curve_reads_the_monitor_rows_and_refuses_a_run_without_it(tmp_path):
+    """As the trainer writes them: the monitor's row at an epoch's end has no epoch column (the epochs done come
+    from run.json's steps_per_epoch); a training row has no monitor value."""
+    (tmp_path / "run.json").write_text('{"metrics": {"steps_per_epoch": 195}}')
     (tmp_path / "metrics.csv").write_text("epoch,knn/val_top1,loss,step\n"
-                                          "0.05,,1.0,10\n1.0,30.5,0.9,195\n1.05,,0.8,205\n2.0,35.25,0.7,390\n")
+                                          "0.0,,1.0,10\n,30.5,,195\n1.0,,0.8,205\n,35.25,,390\n")
     assert evidence.knn_curve(tmp_path) == [(195, 1.0, 30.5), (390, 2.0, 35.25)]
+    (tmp_path / "run.json").write_text('{"metrics": {}}')
+    with raises_exactly(ValueError, f"{tmp_path / 'run.json'} records no steps_per_epoch: record the run again "
+                                    "with aot record"):
+        evidence.knn_curve(tmp_path)
     (tmp_path / "metrics.csv").write_text("epoch,loss,step\n1.0,0.9,195\n")
     with raises_exactly(ValueError, f"{tmp_path / 'metrics.csv'} has no knn/val_top1 column: the run was made "
                                     "with monitor.knn=false"):
@@ -235,3 +245,14 @@ def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch
     assert picks == {("T", "a"): 2e-3, ("T", "b"): None}
     assert [r["picked"] for r in shown.rows] == ["", "◀ picked", "", ""]  # b: incomplete grid, no pick
     assert shown.notes == ["— : the point is not recorded yet (no pick is made on part of the grid)."]
+
+
+def test_knn_curve_of_a_recorded_run_ends_at_the_monitor_value_its_record_states():
+    """A real recorded run with the monitor (AoT-ADMM, CIFAR-10, seed 2: 10 epochs of 195 steps): one point per
+    epoch, at epochs 1..10, and the last is the k-NN value run.json recorded at the end of training."""
+    folder = RECORDED / "cpu_aot_admm_cifar10_seed2"
+    curve = evidence.knn_curve(folder)
+    record = json.loads((folder / "run.json").read_text())
+    assert [e for _, e, _ in curve] == [float(k) for k in range(1, 11)]
+    assert [s for s, _, _ in curve] == [195 * k for k in range(1, 11)]
+    assert curve[-1][2] == record["metrics"]["monitors"]["knn/val_top1"]

@@ -116,15 +116,21 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
 
 
 def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
-    """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epoch, accuracy)`` rows in
-    order. Refuses a run without the monitor (``monitor.knn: false``)."""
-    path = Path(folder) / "metrics.csv"
+    """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epochs done, accuracy)`` rows in
+    order. The monitor logs on a row of its own at the end of an epoch, without the ``epoch`` column the
+    training rows carry, so the epochs done are the step over ``steps_per_epoch`` of the run's ``run.json``.
+    Refuses a run without the monitor (``monitor.knn: false``)."""
+    folder = Path(folder)
+    path = folder / "metrics.csv"
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         if column not in (reader.fieldnames or ()):
             raise ValueError(f"{path} has no {column} column: the run was made with monitor.knn=false")
-        rows = [(int(float(r["step"])), float(r["epoch"]), float(r[column])) for r in reader if r.get(column)]
-    return rows
+        rows = [(int(float(r["step"])), float(r[column])) for r in reader if r.get(column)]
+    per_epoch = json.loads((folder / "run.json").read_text()).get("metrics", {}).get("steps_per_epoch")
+    if not per_epoch:
+        raise ValueError(f"{folder / 'run.json'} records no steps_per_epoch: record the run again with aot record")
+    return [(step, step / per_epoch, acc) for step, acc in rows]
 
 
 def first_reaching(xs: list[float], accs: list[float], target: float) -> float | None:
