@@ -442,27 +442,34 @@ if best and "monitors" in r["metrics"]:
 # Where the class token looks, layer by layer (heads averaged), on four images
 # ({numref}`fig-cls-attention`):
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches (heads averaged; brighter: more attention), one row per image, one column per layer, beside the image as the encoder sees it.", "name": "fig-cls-attention"}}
-enc_file = None
-if best:
-    for cand in (r["dir"] / "encoder.pt", r["dir"] / "last.ckpt"):
-        if cand.exists():
-            enc_file = cand
-            break
-if enc_file is not None:
-    encoder, ckpt = load_encoder(enc_file)
-    images, source, _ = example_images("cifar")
+# %% tags=["hide-input"]
+# The trained encoder: a recorded run's as users load it (aot_lib.from_pretrained on the
+# run's safetensors export, sha256-checked), else the checkpoint of a run trained here.
+encoder = enc_source = None
+if best and (r["dir"] / "encoder" / "config.json").exists():
+    enc_source = r["dir"] / "encoder"
+    encoder = aot_lib.from_pretrained(enc_source)
+    run_cfg = load_config(r["dir"] / "config.yaml")
+elif best and (r["dir"] / "last.ckpt").exists():
+    enc_source = r["dir"] / "last.ckpt"
+    encoder, ckpt = load_encoder(enc_source)
+    run_cfg = ckpt["config"]
+if encoder is not None:
     mean, std = normalization_stats("cifar10")
-    size = ckpt["config"]["views"]["global_size"]
+    size = run_cfg["views"]["global_size"]
+    print(f"weights: {enc_source.relative_to(ROOT)}")
+else:
+    print("no trained encoder recorded for this run")
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches (heads averaged; brighter: more attention), one row per image, one column per layer, beside the image as the encoder sees it.", "name": "fig-cls-attention"}}
+if encoder is not None:
+    images, source, _ = example_images("cifar")
     x = prepare_images(images, size, mean, std)
     att = cls_attention(encoder, x)
     side = size // encoder.patch_size
     plot_cls_attention(att, x, mean, std, grid=(side, side))
     plt.show()
     print(f"images: {source}")
-    print(f"weights: {enc_file.relative_to(ROOT)}")
-else:
-    print("no trained encoder recorded for this run")
 
 # %% [markdown]
 # (sec-audit-control)=
@@ -476,11 +483,11 @@ else:
 # lowers $R^c$ only after training learned to.
 
 # %%
-if enc_file is not None:
+if encoder is not None:
     n_img = pick(10, 10)  # one image per CIFAR-10 class (the photographs without data)
     imgs, img_source, _ = example_images("cifar", n=n_img)
     xa = prepare_images(imgs, size, mean, std)
-    init = evidence.initial_encoder(ckpt["config"])
+    init = evidence.initial_encoder(run_cfg)
     trained_rows = audit_layers(encoder, xa, orthonormal=True)
     init_rows = audit_layers(init, xa, orthonormal=True)
     control = [
