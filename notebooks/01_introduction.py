@@ -18,7 +18,7 @@
 # **This chapter:** the objective white-box Transformers are derived from, and where the
 # paper puts each of its three terms: one into the loss, two into the network.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 import aot_lib
 from aot_lib.book.pages import run_record_box
 
@@ -27,7 +27,7 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 # %% [markdown]
 # White-box Transformers start from an objective and derive the network from it. CRATE
 # {cite:p}`yu2023crate`-style models use **sparse rate reduction** (the paper's Eq.
-# `srr`), built on the coding rates of maximal coding rate reduction (MCR²,
+# (1)), built on the coding rates of maximal coding rate reduction (MCR²,
 # {cite:p}`yu2020mcr2`):
 #
 # $$
@@ -35,14 +35,14 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 #   + \lambda\lVert Z\rVert_0\,\bigr],
 # $$ (eq-srr)
 #
-# with the global coding rate (the paper's Eq. `global_rate`)
+# with the global coding rate (the paper's Eq. (2))
 #
 # $$
 # R(Z)=\tfrac12\log\det\Bigl(I_d+\tfrac{d}{N\epsilon^2}ZZ^\top\Bigr)
 # $$ (eq-global-rate)
 #
 # and the compression rate $R^c(Z\mid U_{[K]})=\sum_k R(U_k^\top Z)$ (the paper's Eqs.
-# `subspace_rate`, `compression_rate`).
+# (6), (7)).
 #
 # The paper splits the three terms of {eq}`eq-srr` by **where** they are optimised:
 #
@@ -57,12 +57,12 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 # itself into a self-supervised loss, for a black-box network), and the other two are
 # minimised by the alternating direction method of multipliers (ADMM,
 # {cite:p}`boyd2011admm`). Unrolling one ADMM iteration per layer (the paper's Eq.
-# `layer_updates`, restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
+# (18), restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
 # Transformer made of attention alone: no MLP and no ISTA dictionary, like the
 # attention-only Transformer (AoT) of {cite:t}`wang2025aot`, but derived from a
 # different objective.
 
-# %%
+# %% tags=["hide-input"]
 import textwrap
 
 import torch
@@ -166,7 +166,7 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # built (`aot_lib.book.evidence.claim_rows`). The chapter named in each row shows the
 # runs, the tuning and the reasoning; "pending" rows wait for runs not recorded yet.
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 from aot_lib.book import evidence, stats
@@ -196,25 +196,25 @@ display(Table(
 # %% [markdown]
 # ## Map of the book
 #
-# 1. {ref}`ch-theorem1`: SIGReg and $R(Z)$ share the isotropic optimum and agree to
-#    second order around it; checked symbolically (SymPy) and by Monte Carlo.
-# 2. {ref}`ch-admm`: the iterations on synthetic subspace data, then the same iterates
-#    computed by `aot_lib`'s layer.
-# 3. {ref}`ch-architecture`: AoT-ADMM next to CRATE and AoT; parameter and FLOP tables
-#    computed live against the paper's.
-# 4. {ref}`ch-objective`: the LeJEPA loss term by term, each formula beside the code
-#    that computes it.
-# 5. {ref}`ch-training`: multi-crop views, LeJEPA pretraining on CIFAR-10 and the linear
-#    probe, from recorded runs (`aot pretrain`, `aot probe`), and the speed benchmarks.
-# 6. {ref}`ch-recipe-audit`: which training settings matter at CPU scale, Appendix A's
-#    normalisation, and whether a trained AoT-ADMM still does what it was derived to do.
-# 7. {ref}`ch-tables-1-3`: the paper's Tables 1 and 3 (AoT-ADMM against CRATE and AoT)
-#    at CPU scale.
-# 8. {ref}`ch-transfer`: Table 2, pretraining on ImageNet-style images and fine-tuning
-#    on CIFAR.
-# 9. {ref}`ch-table4`: Table 4, a ViT without MLPs, distilled.
-# 10. {ref}`ch-gpu`: the commands for the paper's scale on GPUs and their estimated
-#     cost.
+# * {ref}`ch-theorem1`: SIGReg and $R(Z)$ share the isotropic optimum and agree to
+#   second order around it; checked symbolically (SymPy) and by Monte Carlo.
+# * {ref}`ch-admm`: the iterations on synthetic subspace data, then the same iterates
+#   computed by `aot_lib`'s layer.
+# * {ref}`ch-architecture`: the three layers drawn side by side; parameter and FLOP
+#   tables computed live against the paper's.
+# * {ref}`ch-objective`: the LeJEPA loss term by term, each formula beside the code
+#   that computes it.
+# * {ref}`ch-training`: multi-crop views, LeJEPA pretraining on CIFAR-10 and the linear
+#   probe, from recorded runs (`aot pretrain`, `aot probe`), and the speed benchmarks.
+# * {ref}`ch-recipe-audit`: which training settings matter at CPU scale, Appendix A's
+#   normalisation, and whether a trained AoT-ADMM still does what it was derived to do.
+# * {ref}`ch-tables-1-3`: the paper's Tables 1 and 3 (AoT-ADMM against CRATE and AoT)
+#   at CPU scale.
+# * {ref}`ch-transfer`: Table 2, pretraining on ImageNet-style images and fine-tuning
+#   on CIFAR.
+# * {ref}`ch-table4`: Table 4, a ViT without MLPs, distilled.
+# * {ref}`ch-gpu`: the commands for the paper's scale on GPUs and their estimated
+#   cost.
 #
 # And the package, module by module:
 #

@@ -18,7 +18,7 @@
 # **This chapter:** why SIGReg may replace the expansion term $-R(Z)$, checked step by
 # step with SymPy, then numerically with the SIGReg used in training.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -27,17 +27,17 @@ run_record_box(seed=0)
 # The paper moves the expansion term $-R(Z)$ of sparse rate reduction {eq}`eq-srr` out
 # of the architecture and into the training loss, replacing it by the SIGReg of LeJEPA
 # {cite:p}`balestriero2025lejepa` (written out term by term in {ref}`ch-objective`).
-# That swap is justified by **Theorem 1** (the paper's Eq. `theorem`): on the trace-$d$
+# That swap is justified by **Theorem 1** (the paper's Eq. (4)): on the trace-$d$
 # set $\mathcal S=\{\Sigma\succeq0:\operatorname{tr}\Sigma=d\}$ both objectives have the
 # single optimum $\Sigma=I_d$, and near it both grow like $\lVert\Sigma-I_d\rVert_F^2$.
-# The **Proposition** (the paper's Eq. `sup_global_equivalence`) extends this to
+# The **Proposition** (the paper's Eq. (A.24)) extends this to
 # two-sided bounds on all of $\mathcal S$.
 #
 # Every identity is `assert`ed in the cell that shows it, so a wrong one stops the book
 # from building. Notation of the appendix: $c=d/\epsilon^2$, $\theta=c/(1+c)$,
 # $A=\Sigma-I_d$ (so $\operatorname{tr}A=0$).
 
-# %%
+# %% tags=["hide-input"]
 import math
 
 import matplotlib.pyplot as plt
@@ -52,13 +52,13 @@ from aot_lib.book.plotting import plot_sigreg_scaling
 from aot_lib.objectives.sigreg import sample_directions
 from aot_lib.book.tables import Col, Table, key_value_table
 
-torch.manual_seed(0)
+_ = torch.manual_seed(0)  # the generator it returns is not shown
 
 # %% [markdown]
 # (sec-spherical-moment)=
-# ## 1. The spherical fourth moment
+# ## The spherical fourth moment
 #
-# For $a\sim\mathrm{Unif}(\mathbb S^{d-1})$ (the paper's Eq. `sup_spherical_moment`),
+# For $a\sim\mathrm{Unif}(\mathbb S^{d-1})$ (the paper's Eq. (A.8)),
 #
 # $$
 # \mathbb E[a_ia_ja_ka_l]=\frac{\delta_{ij}\delta_{kl}+\delta_{ik}\delta_{jl}
@@ -123,9 +123,9 @@ display(equations((r"d=2:\quad \mathbb E[a_1^4]", c4),
 
 # %% [markdown]
 # (sec-quadratic-identity)=
-# ## 2. The quadratic-form identity
+# ## The quadratic-form identity
 #
-# For symmetric traceless $A$ (the paper's Eq. `sup_spherical_identity`):
+# For symmetric traceless $A$ (the paper's Eq. (A.11)):
 #
 # $$
 # \mathbb E_a\bigl[(a^\top Aa)^2\bigr]=\frac{2\lVert A\rVert_F^2}{d(d+2)}.
@@ -175,13 +175,13 @@ display(equations(
 
 # %% [markdown]
 # (sec-rate-gap)=
-# ## 3. The log-det expansion behind the rate gap
+# ## The log-det expansion behind the rate gap
 #
-# $(1+c)I+cA=(1+c)(I+\theta A)$ (the paper's Eq. `sup_rate_factorization`), and for
+# $(1+c)I+cA=(1+c)(I+\theta A)$ (the paper's Eq. (A.19)), and for
 # symmetric $A$ the series of $\log\det(I+\theta\varepsilon A)$ in $\varepsilon$ is
 # $\theta\varepsilon\operatorname{tr}A
 # -\tfrac{\theta^2\varepsilon^2}{2}\operatorname{tr}A^2+O(\varepsilon^3)$. With
-# $\operatorname{tr}A=0$ (the paper's Eq. `sup_rate_gap`):
+# $\operatorname{tr}A=0$ (the paper's Eq. (A.22)):
 #
 # $$
 # R(I)-R(\Sigma)=\frac{\theta^2}{4}\lVert A\rVert_F^2+O(\lVert A\rVert_F^3).
@@ -214,9 +214,9 @@ display(equations(
 # matrix ($A$ with six free entries, then with $\operatorname{tr}A=0$).
 #
 # (sec-cw)=
-# ## 4. The constant $C_w$ in closed form
+# ## The constant $C_w$ in closed form
 #
-# $C_w=\tfrac14\int t^4e^{-t^2}w(t)\,dt$ (the paper's Eq. `sup_sigreg2`). For a Gaussian
+# $C_w=\tfrac14\int t^4e^{-t^2}w(t)\,dt$ (the paper's Eq. (A.6)). For a Gaussian
 # weight $w(t)=e^{-t^2/(2\sigma^2)}$ SymPy integrates it; LeJEPA uses $\sigma=1$. For
 # Gaussian embeddings the whole discrepancy of one projection $u_a\sim\mathcal N(0,v)$
 # also has a closed form $L(v)$, and its Taylor coefficient at $v=1$ must be $C_w$: the
@@ -246,7 +246,7 @@ display(equations(("L(v)", L), ("L(1+s)", sp.Symbol("C_w") * s**2 + sp.O(s**3)))
 # So with LeJEPA's weight
 # $\mathcal L^{(2)}_{\mathrm{SIGReg}}(\Sigma)
 # =\frac{2C_w}{d(d+2)}\lVert\Sigma-I\rVert_F^2$, and with {eq}`eq-sup-rate-gap` the
-# limit ratio (the paper's Eq. `sup_proportionality`) is
+# limit ratio (the paper's Eq. (A.23)) is
 #
 # $$
 # \lim_{\Sigma\to I}\frac{\mathcal L_{\mathrm{SIGReg}}(\Sigma)}{R(I)-R(\Sigma)}
@@ -268,7 +268,7 @@ Table(rows, [Col("d", "d"), Col("eps", "ε"), Col("ratio", "limit ratio", ".4e")
 
 # %% [markdown]
 # (sec-quadrature)=
-# ## 5. What the 17-node quadrature and the finite batch do to it
+# ## What the 17-node quadrature and the finite batch do to it
 #
 # `aot_lib.SIGReg` does not integrate over $\mathbb R$: it uses the trapezoid rule with
 # 17 nodes on $[0,3]$ (doubled by symmetry), and it sees $N$ samples, not the law.
@@ -300,12 +300,12 @@ Table(
 
 # %% [markdown]
 # (sec-monte-carlo)=
-# ## 6. Monte Carlo: both objectives scale as the squared distance to I
+# ## Monte Carlo: both objectives scale as the squared distance to I
 #
 # Gaussian embeddings $z\sim\mathcal N(0,\Sigma)$ with $\Sigma=I+sB$ on the trace-$d$
 # set ($B$ random, symmetric, traceless, $\lVert B\rVert_F=1$). For each $s$ we compute
 #
-# * $\mathcal L^{(2)}_{\mathrm{SIGReg}}$ from the paper's Eq. `sup_sigreg_frobenius`;
+# * $\mathcal L^{(2)}_{\mathrm{SIGReg}}$ from the paper's Eq. (A.12);
 # * the population SIGReg of $\mathcal N(0,\Sigma)$ (closed form per direction, averaged
 #   over many random directions) — on the Gaussian slice $\mathcal L_{>2}=0$, so it
 #   equals $\mathcal L^{(2)}$ up to $O(s^3)$;
@@ -358,7 +358,7 @@ Table(
     rf"\(8C_w/(\theta^2d(d+2))={limit:.5e}\)",
 )
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Left: population SIGReg, $\\mathcal L^{(2)}$, the coding-rate gap $R(I)-R(\\Sigma)$ and the finite-sample SIGReg (divided by $N$, bias removed) against $\\lVert\\Sigma-I\\rVert_F^2$, with the $1/N$ noise floor dotted. Right: the ratios to the gap, against the limit of {eq}`eq-sup-proportionality` (dashed).", "name": "fig-sigreg-scaling"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Left: population SIGReg, $\\mathcal L^{(2)}$, the coding-rate gap $R(I)-R(\\Sigma)$ and the finite-sample SIGReg (divided by $N$, bias removed) against $\\lVert\\Sigma-I\\rVert_F^2$, with the $1/N$ noise floor dotted; a finite-sample value below zero (noise, at the smallest distances) has no place on a log scale and is left out. Right: the ratios to the gap, against the limit of {eq}`eq-sup-proportionality` (dashed).", "name": "fig-sigreg-scaling"}}
 frob2 = torch.tensor([r["frob2"] for r in rows])
 plot_sigreg_scaling(frob2, rows, limit, N)
 plt.show()
@@ -407,7 +407,7 @@ key_value_table(
 # checked on the population quantity.
 #
 # (sec-proposition)=
-# ## 7. The Proposition: the bounds k1 and k2
+# ## The Proposition: the bounds k1 and k2
 #
 # The ratio $\rho(\Sigma)=\mathcal L^{(2)}(\Sigma)/(R(I)-R(\Sigma))$ is positive and
 # bounded on $\mathcal S$; $k_1=\min\rho$, $k_2=\max\rho$. We sample $\Sigma$ from
@@ -446,15 +446,15 @@ plt.show()
 
 # %% [markdown]
 # The printout gives the sampled range of $\rho$; where along $\lVert\Sigma-I\rVert_F^2$
-# the extremes sit is read off the scatter plot: near the optimum $\rho$ approaches the
-# limit of {ref}`sec-monte-carlo`.
+# the extremes sit is read off {numref}`fig-rho-scatter`: near the optimum $\rho$
+# approaches the limit of {eq}`eq-sup-proportionality`, as the Monte Carlo above found.
 #
 # (sec-gradients)=
-# ## 8. Gradient alignment
+# ## Gradient alignment
 #
 # On the tangent space of $\mathcal S$ (traceless matrices) the two gradients are
-# $\frac{4C_w}{d(d+2)}A$ and $\frac{\theta^2}{2}A+O(\lVert A\rVert_F^2)$ (the paper's
-# Eq. `sup_gradients`): their cosine tends to 1.
+# $\frac{4C_w}{d(d+2)}A$ and $\frac{\theta^2}{2}A+O(\lVert A\rVert_F^2)$ (the
+# paper's Eq. (A.26)): their cosine tends to 1.
 
 # %%
 rows = []
@@ -480,7 +480,7 @@ Table(
 
 # %% [markdown]
 # (sec-cumulants)=
-# ## 9. What SIGReg sees and the coding rate cannot: the higher cumulants
+# ## What SIGReg sees and the coding rate cannot: the higher cumulants
 #
 # Take laws with the *same* covariance $I_d$: Gaussian, uniform on $[-\sqrt3,\sqrt3]^d$,
 # and Rademacher $\pm1$. The coding rate depends on the covariance only, so it cannot

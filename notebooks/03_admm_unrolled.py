@@ -18,37 +18,39 @@
 # **This chapter:** ADMM on compression plus sparsity, run on tokens whose subspaces we
 # know, and a check by computation that one AoT-ADMM layer is one iteration.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
 
 # %% [markdown]
 # With the expansion term moved into the loss ({ref}`ch-theorem1`), what remains of
-# {eq}`eq-srr` is compression plus sparsity (the paper's Eq. `compression_sparsity`).
-# Splitting $Z=V$ (Eq. `split`) and applying scaled-form ADMM {cite:p}`boyd2011admm`
-# with dual variable $W$ and penalty $\rho$, with the $Z$-step linearised (one gradient
-# step, as in linearised ADMM {cite:p}`ouyang2015linearized`) and the $V$-step the
-# proximal map of the non-negative $\ell_1$ penalty {cite:p}`parikh2014proximal`, gives
-# three updates per iteration:
+# {eq}`eq-srr` is compression plus sparsity (the paper's Eq. (5)). Splitting $Z=V$ (the
+# paper's Eq. (8)) and applying scaled-form ADMM {cite:p}`boyd2011admm` with dual
+# variable $W$ and penalty $\rho$, with the $Z$-step linearised (one gradient step, as
+# in linearised ADMM {cite:p}`ouyang2015linearized`) and the $V$-step the proximal map
+# of the non-negative $\ell_1$ penalty {cite:p}`parikh2014proximal`, gives three updates
+# per iteration:
 #
 # $$
 # \begin{aligned}
-# Z^{t+1} &= Z^t-\eta\bigl(\nabla_Z R^c(Z^t\mid U)+\rho(Z^t-V^t+W^t)\bigr)
-#   &&\text{(one gradient step on Eq. zsub)}\\
-# V^{t+1} &= \mathrm{ReLU}\bigl(Z^{t+1}+W^t-\lambda/\rho\bigr)
-#   &&\text{(non-negative prox of } \lambda\lVert\cdot\rVert_1)\\
-# W^{t+1} &= W^t+Z^{t+1}-V^{t+1} &&\text{(dual ascent)}
+# Z^{t+1} &= Z^t-\eta\bigl(\nabla_Z R^c(Z^t\mid U)+\rho(Z^t-V^t+W^t)\bigr)\\
+# V^{t+1} &= \mathrm{ReLU}\bigl(Z^{t+1}+W^t-\lambda/\rho\bigr)\\
+# W^{t+1} &= W^t+Z^{t+1}-V^{t+1}
 # \end{aligned}
 # $$ (eq-admm-updates)
 #
+# The first line is one gradient step on the $Z$-subproblem of the augmented
+# Lagrangian, the second the non-negative proximal map of $\lambda\lVert\cdot\rVert_1$,
+# the third dual ascent.
+#
 # Replacing the exact gradient (`aot_lib.theory.admm.exact_compression_gradient`,
-# automatic differentiation of Eq. `compression_rate`) by its MSSA approximation
+# automatic differentiation of the paper's Eq. (7)) by its MSSA approximation
 # $\nabla_ZR^c\approx\gamma\,[Z-\mathrm{MSSA}(Z\mid U)]$ (the paper's Eq.
-# `compression_gradient`, `aot_lib.theory.admm.mssa_compression_gradient`) turns the
-# $Z$-step into the paper's Eq. `zupdate`; mapping iteration $t$ to layer $\ell$, each
+# (11), `aot_lib.theory.admm.mssa_compression_gradient`) turns the
+# $Z$-step into the paper's Eq. (14); mapping iteration $t$ to layer $\ell$, each
 # with its own subspaces $U^\ell$, gives the AoT-ADMM layer (the paper's Eq.
-# `layer_updates`):
+# (18)):
 #
 # $$
 # \begin{aligned}
@@ -64,7 +66,7 @@ run_record_box(seed=0)
 # {eq}`eq-admm-updates`, watches the diagnostics ADMM is judged by, and then checks that
 # `aot_lib`'s layer computes exactly the iterates of {eq}`eq-layer-updates`.
 
-# %%
+# %% tags=["hide-input"]
 import inspect
 import textwrap
 
@@ -166,7 +168,7 @@ Table([(name, float(step.norm()), drop) for (name, step), drop
 # %% [markdown]
 # The same holds over whole runs. Beside the two versions of {eq}`eq-admm-updates` at
 # the same $\eta$, a third run shortens the MSSA step to the exact gradient's length at
-# $Z^0$ by taking $\gamma=1/{}$(the size ratio above), which changes the branch weights
+# $Z^0$ by dividing $\gamma$ by the size ratio above, which changes the branch weights
 # of {eq}`eq-layer-updates` to $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$
 # with that $\gamma$:
 
@@ -175,7 +177,7 @@ matched = {**defaults, "gamma": defaults["gamma"] / size}
 runs = {
     "exact gradient": admm_iterations(Z0, U, iters=iters, gradient="exact",
                                       labels=labels, **defaults),
-    "MSSA (Eq. zupdate)": admm_iterations(Z0, U, iters=iters, gradient="mssa",
+    "MSSA (the paper's Eq. (14))": admm_iterations(Z0, U, iters=iters, gradient="mssa",
                                           labels=labels, **defaults),
     "MSSA, matched length": admm_iterations(Z0, U, iters=iters, gradient="mssa",
                                             labels=labels, **matched),
@@ -203,7 +205,7 @@ Table(
     f"matched: γ = {matched['gamma']:.4f})",
 )
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The three ADMM runs of the table above, iteration by iteration ($\\eta=0.25$, $\\rho=1$, $\\lambda=0.1$): the objective, the primal and dual residuals, the fraction of zeros in $V$ and each token's energy on its own subspace.", "name": "fig-admm-history"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The three ADMM runs of the table above, iteration by iteration ($\\eta=0.25$, $\\rho=1$, $\\lambda=0.1$): the objective, the primal and dual residuals, the fraction of zeros in $V$ and each token's energy on its own subspace. The matched-length MSSA run (green) lies on the exact one (blue); where the full-length MSSA run's primal residual falls to about $10^{-15}$, $Z=V$ to rounding: no entry of $V$ is thresholded there (its fraction of zeros is 0).", "name": "fig-admm-history"}}
 plot_admm_history(runs)
 plt.show()
 
@@ -227,8 +229,8 @@ plt.show()
 # (sec-collapse)=
 # ### Run long enough, both collapse — and that is the point
 #
-# Compression plus sparsity alone is minimised by $Z=V=0$: nothing in the paper's
-# Eq. `compression_sparsity` keeps the representation expanded. Running the iterations
+# Compression plus sparsity alone is minimised by $Z=V=0$: nothing in the
+# paper's Eq. (5) keeps the representation expanded. Running the iterations
 # well past the network's depth shows it:
 
 # %%
@@ -410,13 +412,13 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 #    own-subspace energy after 20 iterations against $\gamma$. Where does it start to
 #    fall below its value at $Z^0$?
 # 2. **The temperature.** `mssa_columns` scales the attention logits by $p^{-1/2}$;
-#    the paper's Eq. `mssa` has no scaling. Recompute the cosine and the size ratio of
+#    the paper's Eq. (12) has no scaling. Recompute the cosine and the size ratio of
 #    the first table with `temperature=1.0` (an argument of `admm_iterations` and
 #    `mssa_compression_gradient`). Which of the two changes more?
 # 3. **Random subspaces.** Draw the data with `basis="random"` and
 #    `nonnegative=False`. Run the exact-gradient ADMM with $\lambda=0.1$ and with
 #    $\lambda=0$: what does the ReLU do to the own-subspace energy, and why does
-#    {ref}`ch-admm`'s data use coordinate blocks with non-negative coefficients?
+#    this chapter's data use coordinate blocks with non-negative coefficients?
 # 4. **The layer, by hand.** For $d=2$, $K=1$, $p=2$, $U=I$, and two tokens, write out
 #    one application of {eq}`eq-layer-updates` with $\eta=0.3$, $\gamma=1.2$,
 #    $\rho=0.8$, $\lambda=0.15$ on paper, and compare with

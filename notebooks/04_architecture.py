@@ -18,7 +18,7 @@
 # **This chapter:** the three white-box Transformers side by side, and the paper's
 # parameter and FLOP tables recomputed from the live models next to its own numbers.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box()
@@ -26,7 +26,7 @@ run_record_box()
 # %% [markdown]
 # Three white-box Transformers built from the same parts (`aot_lib.models.layers`): a
 # CRATE-style patch stem, multi-head subspace self-attention (MSSA, the paper's Eq.
-# `mssa`) and a LayerNorm → Linear head. They differ in what follows the attention:
+# (12)) and a LayerNorm → Linear head. They differ in what follows the attention:
 #
 # * **CRATE** {cite:p}`yu2023crate`: a residual MSSA step, then one ISTA step on a
 #   learned dictionary $D$ — the sparse-coding half of sparse rate reduction
@@ -38,7 +38,7 @@ run_record_box()
 #   dictionary, no MLP: the expansion that ISTA's dictionary provided in CRATE is
 #   delegated to SIGReg in the loss ({ref}`ch-theorem1`).
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import Markdown, display
@@ -65,7 +65,7 @@ def layer_params(model: str, d: int) -> int:
     return sum(p.numel() for p in block.parameters())
 
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "One layer of each family, from input to output, with its skip connections (grey) and its parameters per layer at width $d$, checked against the live modules at $d=384$.", "name": "fig-layers"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "One layer of each family, from input to output, with its skip connections (grey) and its parameters per layer at width $d$, checked against the live modules at $d=384$. In the AoT-ADMM layer $A$ is the output of the MSSA box above it, $a_\\ell,b_\\ell,c_\\ell$ its learned branch weights {eq}`eq-layer-updates`.", "name": "fig-layers"}}
 fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 6),
                          gridspec_kw=dict(width_ratios=[1.3, 1.3, 0.8]))
 for ax, (name, (model, state, text, formula)) in zip(axes, LAYER_PARAMS.items()):

@@ -18,14 +18,14 @@
 # **This chapter:** the loss AoT-ADMM is pretrained with, term by term: each formula,
 # the `aot_lib` code that computes it, and a numerical check of one against the other.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
 
 # %% [markdown]
 # The paper trains its encoder with the LeJEPA objective {cite:p}`balestriero2025lejepa`
-# (the paper's Eq. `total`):
+# (the paper's Eq. (19)):
 #
 # $$
 # \mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}} .
@@ -33,17 +33,17 @@ run_record_box(seed=0)
 #
 # It says what the two terms do: "a predictive consistency loss aligns the local and
 # global embeddings with the mean global representation, while SIGReg regularizes the
-# batch embedding distribution toward a standard isotropic Gaussian", and its
-# Appendix A defines SIGReg's population form, the Epps–Pulley statistic of random
-# one-dimensional projections (Eq. `sup_ep`), for any weight $w(t)$. It does **not**
-# state the form of $\mathcal L_{\text{pred}}$, the weight, the quadrature, the factor
-# $N$, the number of slices, the value of $\alpha$, which embeddings form one SIGReg
-# sample, or the projection head. Those follow LeJEPA's two public implementations or
-# are this project's choices. The first table says which, with the values `aot_lib`
-# uses by default (`aot_lib.training.config.DEFAULTS`) and in the CPU recipe of
+# batch embedding distribution toward a standard isotropic Gaussian", and its Appendix A
+# defines SIGReg's population form, the Epps–Pulley statistic of random one-dimensional
+# projections (the paper's Eq. (A.2)), for any weight $w(t)$. It does **not** state the
+# form of $\mathcal L_{\text{pred}}$, the weight, the quadrature, the factor $N$, the
+# number of slices, the value of $\alpha$, which embeddings form one SIGReg sample, or
+# the projection head. Those follow LeJEPA's two public implementations or are this
+# project's choices. The first table says which, with the values `aot_lib` uses by
+# default (`aot_lib.training.config.DEFAULTS`) and in the CPU recipe of
 # {ref}`ch-tables-1-3`, both read from the configs.
 
-# %%
+# %% tags=["hide-input"]
 import inspect
 import math
 import textwrap
@@ -71,7 +71,7 @@ def show_source(obj) -> Markdown:
 # (sec-objective-provenance)=
 # ## What the paper states, and what is ours
 
-# %%
+# %% tags=["hide-input"]
 cpu = load_config(ROOT / "configs" / "cpu" / "aot_admm_cifar10.yaml")
 
 
@@ -93,13 +93,13 @@ def quadrature_text(cfg):
 
 PAPER, LEJEPA, OURS = "the paper", "LeJEPA's code", "ours"
 rows = [
-    ("L = L_pred + α L_SIGReg", "—", "—", PAPER, "Eq. total"),
+    ("L = L_pred + α L_SIGReg", "—", "—", PAPER, "Eq. (19)"),
     ("target: mean of the global views", "—", "—", PAPER,
      "Sec. 3.3 (text), Algorithm 1"),
     ("L_pred: mean squared error, target not detached", "—", "—", LEJEPA,
      "both implementations"),
     ("SIGReg: Epps–Pulley of random 1-D projections", "—", "—", PAPER,
-     "Eq. sup_ep (any weight w)"),
+     "Eq. (A.2) (any weight w)"),
     ("weight w(t) = exp(−t²/2)", "—", "—", LEJEPA, "both implementations"),
     ("trapezoid rule", quadrature_text(DEFAULTS), quadrature_text(cpu), LEJEPA,
      "both implementations"),
@@ -131,7 +131,7 @@ Table(rows, [Col("what"), Col("default", "aot_lib default"),
 # $y_{v,n}\in\mathbb R^D$.
 #
 # (sec-pred-loss)=
-# ## 1. The prediction loss
+# ## The prediction loss
 #
 # Every view is pulled to the mean of the global views of the same image:
 #
@@ -182,7 +182,7 @@ print(f"gradient for global view 1: largest difference from the formula "
 
 # %% [markdown]
 # (sec-epps-pulley)=
-# ## 2. The Epps–Pulley statistic of one direction
+# ## The Epps–Pulley statistic of one direction
 #
 # For the projections $u_1,\dots,u_N$ of a batch onto one direction, with empirical
 # characteristic function $\hat\varphi(t)=\frac1N\sum_ne^{\mathrm itu_n}$, the statistic
@@ -194,7 +194,7 @@ print(f"gradient for global view 1: largest difference from the formula "
 # $$ (eq-ep)
 #
 # Without the factor $N$ and with the law's $\varphi$ in place of $\hat\varphi$ this is
-# the integrand of the paper's Eq. `sup_ep`, which allows any weight positive almost
+# the integrand of the paper's Eq. (A.2), which allows any weight positive almost
 # everywhere with $\int(1+t^8)w<\infty$; LeJEPA's $w(t)=e^{-t^2/2}$ is one. The
 # integrand is even in $t$, so the code integrates $[0,t_{\max}]$ by the trapezoid rule
 # with $J$ equally spaced nodes and doubles it:
@@ -317,11 +317,11 @@ Table(rows, [Col("law"),
 # the Gaussian at the same $\alpha$.
 #
 # (sec-slicing)=
-# ## 3. Slicing: many random directions
+# ## Slicing: many random directions
 #
 # SIGReg averages $T$ over $K$ random unit directions $a_k$ of $\mathbb R^D$, the
 # finite version of the paper's $\mathbb E_{a\sim\mathrm{Unif}(\mathbb S^{D-1})}$ in
-# Eq. `sup_ep`:
+# the paper's Eq. (A.2):
 #
 # $$
 # \mathcal L_{\text{SIGReg}}(Y)=\frac1K\sum_{k=1}^{K}T(Ya_k),\qquad
@@ -361,7 +361,7 @@ print(f"SIGReg of {Y.shape[0]} Gaussian embeddings in D = {D}: {first:.4f} "
 
 # %% [markdown]
 # (sec-per-view)=
-# ## 4. Which embeddings form one sample: per view or pooled
+# ## Which embeddings form one sample: per view or pooled
 #
 # Nothing in the paper says whether SIGReg sees each view's batch separately or all
 # $V\!\times\!N$ embeddings at once, and LeJEPA's two implementations differ:
@@ -414,7 +414,7 @@ Table(rows, [Col("views"), Col("pooled", "pooled", ".4f"),
 # (or weak) for the other, except near the optimum.
 #
 # (sec-alpha)=
-# ## 5. The weight: α from LeJEPA's λ
+# ## The weight: α from LeJEPA's λ
 #
 # LeJEPA's minimal example writes the loss as
 # $(1-\lambda)\,\mathcal L_{\text{pred}}+\lambda\,\mathcal L_{\text{SIGReg}}$. Dividing

@@ -18,7 +18,7 @@
 # **This chapter:** the views LeJEPA trains on; AoT-ADMM pretrained and probed at a
 # scale two CPU cores manage; the recorded speed benchmarks.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -28,7 +28,7 @@ run_record_box(seed=0)
 # pipeline — multi-crop views, the AoT-ADMM encoder ({ref}`ch-architecture`), the
 # projection head,
 # $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}}$ (the paper's
-# Eq. `total`; SIGReg is the expansion term of {ref}`ch-theorem1`), AdamW with warm-up
+# Eq. (19); SIGReg is the expansion term of {ref}`ch-theorem1`), AdamW with warm-up
 # and cosine decay, then a linear probe — at a scale that fits two CPU cores, and reads
 # the numbers from runs recorded in `results/` (config, commit, seed, hardware and wall
 # time travel with them). Where a recorded run is missing, the cell trains a small one
@@ -44,14 +44,14 @@ run_record_box(seed=0)
 # aot record runs/<name> results/cpu/<name>
 # ```
 
-# %%
+# %% tags=["hide-input"]
 import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 import yaml
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
@@ -60,7 +60,7 @@ from aot_lib.book.benchmarks import (current, family_speed_table, plot_family_ra
 from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
 from aot_lib.book.recorded import load_recorded_run, superseded
-from aot_lib.training.config import load_config
+from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.book.plotting import plot_training_curves, plot_views
 from aot_lib.book.tables import Col, Table, key_value_table
@@ -84,7 +84,7 @@ RESULTS = ROOT / "results"
 # scikit-image, resized to CIFAR's 32 px and to the ImageNet setting's 160 px.
 
 
-# %%
+# %% tags=["hide-input"]
 def view_config(name: str, dataset: str) -> MultiCropConfig:
     """The multi-crop settings of configs/base/<name>.yaml, for one data set."""
     views = yaml.safe_load((ROOT / "configs" / "base" / f"{name}.yaml").read_text())
@@ -137,7 +137,7 @@ plt.show()
 # `aot record` copies: config, metrics, probe results, run record) or, when a run was
 # never recorded, trains a smoke-sized one now from the same config.
 
-# %%
+# %% tags=["hide-input"]
 try:
     main_run = load_recorded_run(ROOT, "cpu_aot_admm_cifar10", "aot_admm_cifar10.yaml",
                                  smoke_steps=pick(30, 150))
@@ -159,10 +159,13 @@ if have_runs and superseded(main_run):
 # `configs/cpu/aot_admm_cifar10.yaml` scales the paper's Tiny setting down: a narrower,
 # shallower encoder and far fewer epochs than the paper's 800, with the paper's views,
 # optimiser and batch, and the learning rate and projector the CPU recipe sweep of
-# {ref}`ch-recipe-audit` chose (`configs/cpu/recipe.yaml`). The record, with the
-# encoder and schedule read from the run's own config (`config.yaml` in the run folder):
+# {ref}`ch-recipe-audit` chose (`configs/cpu/recipe.yaml`). The data is the offline
+# CIFAR-10 in `$AOT_DATA`: the official training and test images, re-encoded as JPEG
+# (quality 75) to ship small; `data.download=true` trains on the official PNG set
+# instead, where a network is available. The record, with the encoder and schedule read
+# from the run's own config (`config.yaml` in the run folder):
 
-# %%
+# %% tags=["hide-input"]
 if have_runs:
     r = main_run
     hw = r["run"]["hardware"]
@@ -189,7 +192,7 @@ if have_runs:
     plot_training_curves(r["curve"], note="superseded" if superseded(r) else "")
     plt.show()
 
-# %%
+# %% tags=["hide-input"]
 if have_runs:
     p = r["probe"]
     test_data = data_label((p.get("data") or {}).get("test"),
@@ -209,6 +212,31 @@ if have_runs:
     ))
 
 # %% [markdown]
+# (sec-quick-probe)=
+# ### The quick probe protocol
+#
+# Every linear probe in this book, unless its table says otherwise, is the *quick*
+# protocol (`probe.protocol: quick`, `aot_lib.training.probe`): the frozen encoder's
+# features of un-augmented images are computed once, standardised, and a linear
+# classifier is trained on them; its learning rate is chosen on a validation split
+# carved from the training set, and the test split is read once, by the chosen
+# classifier. The k-NN probe votes among the nearest training features. The paper
+# probes by "the standard self-supervised evaluation protocol" (SimCLR's and BYOL's, a
+# linear head trained on augmented images: `probe.protocol: standard` here), so the
+# accuracies here are not comparable number for number with the paper's; the
+# comparisons between families, probed alike, are. Its settings (`aot_lib`'s
+# defaults):
+
+# %% tags=["hide-input"]
+pc = DEFAULTS["probe"]
+display(Markdown(
+    f"classifier: AdamW with a cosine schedule, {pc['epochs']} epochs, batch "
+    f"{pc['batch_size']}; learning rate chosen from {pc['lr']} and weight decay "
+    f"{pc['weight_decay']}; validation split {pc['val_fraction']:.0%} of the training "
+    f"set, stratified; k-NN with k = {pc['knn_k']}, temperature {pc['knn_t']}."
+))
+
+# %% [markdown]
 # The three families (AoT-ADMM, CRATE and AoT) under this same recipe, with the paper's
 # Tables 1 and 3 beside them, are in {ref}`ch-tables-1-3`.
 
@@ -223,7 +251,7 @@ if have_runs:
 # and backward pass, and the share of the CPU's measured matrix-product ceiling that the
 # step reaches is what {ref}`ch-gpu` scales its GPU estimates by.
 
-# %%
+# %% tags=["hide-input"]
 BENCH = RESULTS / "benchmarks"
 trainer = current([json.loads(f.read_text()) for f in BENCH.glob("trainer_*.json")])
 if trainer:
@@ -249,7 +277,7 @@ else:
 # target (this project's, not the paper's), and the black line 1 (equal cost): a bar
 # below it means AoT-ADMM's step is the cheaper one ({numref}`fig-family-ratios`).
 
-# %%
+# %% tags=["hide-input"]
 families = current([json.loads(f.read_text())
                     for f in sorted(BENCH.glob("families_run*.json"))])
 if families:

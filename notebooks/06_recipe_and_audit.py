@@ -18,7 +18,7 @@
 # **This chapter:** which knobs matter on two CPU cores; Appendix A's normalisation;
 # beyond the paper, does a trained AoT-ADMM still do what it was derived to do?
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -27,17 +27,19 @@ run_record_box(seed=0)
 # The paper trains for 800 epochs at a learning rate of $5\times10^{-4}$. A few epochs
 # on a CPU are a different regime, so the recipe of `configs/cpu/` is tuned here by
 # short runs (`configs/cpu/sweep/`: AoT-ADMM on CIFAR-10, one seed each; the table
-# captions give their size and length). Every number below is read from a run recorded
-# in `results/cpu/sweep/` (config, commit, seed, hardware and wall time travel with it);
-# where none is recorded the first configuration is trained now at smoke scale and the
-# page says so. The commands:
+# captions give their size and length). CIFAR-10 is the offline copy in `$AOT_DATA`
+# (the official images re-encoded as JPEG quality 75; `data.download=true` fetches the
+# official set where a network is available). Every number below is read from a run
+# recorded in `results/cpu/sweep/` (config, commit, seed, hardware and wall time travel
+# with it); where none is recorded the first configuration is trained now at smoke scale
+# and the page says so. The commands:
 #
 # ```bash
 # export AOT_DATA=../shared/data
 # scripts/run_configs.sh results/cpu/sweep configs/cpu/sweep/*.yaml
 # ```
 
-# %%
+# %% tags=["hide-input"]
 import csv
 from pathlib import Path
 
@@ -75,10 +77,11 @@ RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml
 # SIGReg slices; Appendix A's normalisation; a still larger learning rate.
 #
 # Runs are compared on the linear probe's **validation** split (10 % of the training
-# set, held out by the probe), as issue 22's equal-tuning protocol selects; runs probed
-# under that protocol never read the test set, and their test cells are empty.
+# set, held out by the probe), as the equal tuning of {ref}`sec-equal-tuning` selects;
+# runs probed under that protocol never read the test set, and their test cells are
+# empty.
 
-# %%
+# %% tags=["hide-input"]
 runs = {}
 for f in RECIPE + ADMM:
     name = load_config(f)["run"]["name"]
@@ -211,7 +214,7 @@ if "r0_paper_lr" in runs:
 # 10-epoch AoT-ADMM run, against the bar this project set for a CPU recipe worth
 # reporting (at least 50 % linear probe in at most 35 minutes on two cores):
 
-# %%
+# %% tags=["hide-input"]
 SWEPT = ("optim.lr", "projector.out_dim", "loss.num_slices", "loss.sigreg_normalize")
 if "r2_lr2e-3_proj64" in runs:  # the sentence above: the recipe is r2's settings
     r2 = flat(load_config(runs["r2_lr2e-3_proj64"]["dir"] / "config.yaml"))
@@ -248,7 +251,7 @@ else:
 # defaults of `aot_lib.models.AoTADMM`, below) are a guess. Four short runs move them
 # one at a time from r2, which is the baseline row:
 
-# %%
+# %% tags=["hide-input"]
 def admm_settings(cfg: dict) -> dict:
     """η, γ, ρ, λ of the AoT-ADMM a config builds (its overrides over the model's
     defaults), read from the built model's first layer."""
@@ -329,7 +332,7 @@ else:
 # paper describes the normalised form; whether it trains better at CPU scale is a
 # measurement:
 
-# %%
+# %% tags=["hide-input"]
 pair = [next((r for r in rows if r["run"] == k), None)
         for k in ("r2_lr2e-3_proj64", "r3_normalize")]
 if all(pair):
@@ -364,7 +367,7 @@ else:
 # covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted in
 # {numref}`fig-monitors`).
 
-# %%
+# %% tags=["hide-input"]
 # the 10-epoch run when it is recorded, else the sweep's best run
 best = max(rows, key=lambda x: x["val"])["run"] if rows else None
 if main is not None:
@@ -400,7 +403,7 @@ if best and any(x.get("theorem1/rate_gap") for x in logged):
 # mean $|V^\ell|$, the primal residual $\|Z^\ell-V^\ell\|/\|Z^\ell\|$, and the branch
 # coefficients and threshold against their ADMM starting values.
 
-# %%
+# %% tags=["hide-input"]
 if best and "monitors" in r["metrics"]:
     mon = r["metrics"]["monitors"]
     hp = admm_settings(cfg)
@@ -475,14 +478,14 @@ if encoder is not None:
 # (sec-audit-control)=
 # ### Against the untrained network, with orthonormal bases
 #
-# Two controls for the audit above. First, $R^c(Z\mid U)$ of Eq. `subspace_rate`
+# Two controls for the audit above. First, $R^c(Z\mid U)$ of the paper's Eq. (6)
 # assumes each $U_k$ has orthonormal columns; the learned $U_k$ do not, so here each
 # head's basis is orthonormalised (QR) first, which measures the subspaces alone.
 # Second, the same table for the network at initialisation (the weights the run started
 # from: `aot_lib.book.evidence.initial_encoder`, the same config and seed): a layer that
 # lowers $R^c$ only after training learned to.
 
-# %%
+# %% tags=["hide-input"]
 if encoder is not None:
     n_img = pick(10, 10)  # one image per CIFAR-10 class (the photographs without data)
     imgs, img_source, _ = example_images("cifar", n=n_img)

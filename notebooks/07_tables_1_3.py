@@ -18,7 +18,7 @@
 # **This chapter:** AoT-ADMM against CRATE (Table 1, Figure 3) and AoT (Table 3), tuned
 # alike on validation data, over seeds, with an interval and a verdict per claim.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -33,8 +33,9 @@ run_record_box(seed=0)
 #
 # **What is scaled down, for every run of this chapter** (the CPU recipe of
 # {ref}`ch-recipe-audit`, `configs/cpu/recipe.yaml`): width 192 and depth 6 (Tiny is 384
-# and 12), 10 epochs (not 800), projector 1024-1024-64 (not 2048-2048-128), 256 SIGReg
-# slices (not 1024). The views, batch, optimiser, schedule shape and loss are the
+# and 12), 10 epochs (not 800), projector 1024-1024-64 and 256 SIGReg slices (our
+# paper-scale defaults, 2048-2048-128 and 1024, come from LeJEPA's code: the paper does
+# not state them). The views, batch, optimiser, schedule shape and loss are the
 # paper's. The accuracies are therefore not the paper's and are not meant to be: the
 # comparisons between families under one budget are what this chapter tests.
 #
@@ -43,8 +44,8 @@ run_record_box(seed=0)
 # The CIFAR-100 "test" split is 10,000 images held out from the official training set
 # (the official test set is not in the offline copy). `data.download=true` fetches the
 # official sets where a network is available. The linear probe is the quick protocol of
-# {ref}`ch-training`: a linear classifier on frozen features of un-augmented images, its
-# learning rate chosen on a 10 % validation split of the training set.
+# {ref}`sec-quick-probe`: a linear classifier on frozen features of un-augmented
+# images, its learning rate chosen on a 10 % validation split of the training set.
 #
 # The commands (each run is pretrained, probed and recorded into `results/cpu/`; a run
 # recorded already is skipped):
@@ -54,7 +55,7 @@ run_record_box(seed=0)
 # nice -n 10 scripts/evidence_runs.sh sweeps seeds
 # ```
 
-# %%
+# %% tags=["hide-input"]
 import json
 from pathlib import Path
 from statistics import median
@@ -347,10 +348,10 @@ display(
 # (sec-figure3-cpu)=
 # ## Figure 3: pretraining dynamics
 #
-# The total loss
-# $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}}$ (Eq.
-# `total`), its prediction part and the SIGReg statistic, logged every 10 steps, for the
-# seed-0 run of each family on CIFAR-10 ({numref}`fig-figure3-cpu`):
+# The total loss $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal
+# L_{\text{SIGReg}}$ (the paper's Eq. (19)), its prediction part and the SIGReg
+# statistic, logged every 10 steps, for the seed-0 run of each family on CIFAR-10
+# ({numref}`fig-figure3-cpu`):
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of the seed-0 CIFAR-10 runs of the three families, against the training step.", "name": "fig-figure3-cpu"}}
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}

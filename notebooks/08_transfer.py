@@ -18,7 +18,7 @@
 # **This chapter:** AoT-ADMM and CRATE pretrained with LeJEPA on Imagenette, then fully
 # fine-tuned on CIFAR-10 and CIFAR-100, with the paper's numbers beside ours.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -51,7 +51,7 @@ run_record_box(seed=0)
 #     $t/{aot_admm,crate}_imagenette_ft_cifar{10,100}.yaml
 # ```
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 import matplotlib.pyplot as plt

@@ -18,7 +18,7 @@
 # **This chapter:** a ViT-T whose MLPs are all ReLUs, distilled from a ViT-T teacher
 # (the paper's Table 4), beside the same student trained without the teacher.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box(seed=0)
@@ -70,7 +70,7 @@ run_record_box(seed=0)
 #     $t/vit_tiny_relu_kd.yaml $t/vit_tiny_relu_nokd.yaml
 # ```
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -299,9 +299,11 @@ if curves:
 #    hard-label distillation loss (equal weights, no label smoothing, as for the
 #    students here) by hand and compare with
 #    `aot_lib.training.supervised.hard_label_distillation_loss`.
-# 3. **How many seeds?** From the paired distilled-minus-label-only differences above
-#    (`evidence.cell` of both students), how many seeds would a 95 % interval need to
-#    exclude 0 if the mean and spread stayed as they are?
+# 3. **How many seeds?** Once two or more seeds of both students are recorded
+#    (`scripts/evidence_runs.sh controls` adds seeds 1 and 2), take the paired
+#    distilled-minus-label-only differences (`evidence.cell` of both students): how many
+#    seeds would a 95 % interval need to exclude 0 if the mean and spread stayed as
+#    they are?
 #
 # ## What we learned
 
@@ -318,7 +320,7 @@ display(
         "* The control separates what the teacher gives the student from what the "
         "student "
         "learns from the labels alone. Verdicts: "
-        + "; ".join(f"{r['claim'].key}: {r['verdict']}" for r in claims)
+        + "; ".join(f"{r['claim'].what}: {r['verdict']}" for r in claims)
         + "."
     )
 )

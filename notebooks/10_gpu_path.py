@@ -18,7 +18,7 @@
 # **This chapter:** the commands that run Tables 1–4 at the paper's scale on one GPU or
 # many, and what each configuration is estimated to cost in time and memory.
 
-# %% tags=["hide-input"]
+# %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
 
 run_record_box()
@@ -32,7 +32,7 @@ run_record_box()
 # one of these configs trains one optimisation step on a tiny batch in the test suite
 # (`tests/test_paper_configs.py`), so none of them can silently break.
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 from IPython.display import Markdown, display
@@ -54,7 +54,7 @@ PAPER = ROOT / "configs" / "paper"
 # `aot convert /data/imagenet data/imagenet1k-litdata --split train` (README, "Streaming
 # ImageNet-scale data"), or point `data.root` at where the chunks are.
 
-# %%
+# %% tags=["hide-input"]
 rows = []
 for f in sorted(PAPER.glob("*/*.yaml")):
     stage, cfg = config_stage(f), load_config(f)
@@ -106,7 +106,7 @@ Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command")
 # its bf16 peak as the trainer measurably reaches of this CPU's matrix-product ceiling
 # (`benchmarks/bench_trainer.py`, chapter {ref}`ch-training`).
 
-# %%
+# %% tags=["hide-input"]
 est_file = ROOT / "results" / "benchmarks" / "estimates_a100.json"
 if est_file.exists():
     import json

@@ -199,7 +199,7 @@ def plot_family_ratios(runs: Sequence[Mapping]):
                 ax.plot([xi - 0.4, xi + 0.4], [t, t], "r--", lw=1,
                         label="target (bench_families.py)" if xi == 0 else None)
         ax.axhline(1.0, color="k", lw=0.6, label="1: equal cost")
-        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_xticks(x, labels, fontsize=8, rotation=30, ha="right")
         ax.set_title(f"AoT-ADMM / {FAMILY_NAMES[other]}", fontsize=10)
         ax.set_ylabel("ratio (lower: AoT-ADMM cheaper)")
         ax.set_ylim(0, 1.15 * max(1.0, *(max(d[other]) for d in per_rec.values()),

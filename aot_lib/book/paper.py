@@ -28,3 +28,15 @@ KD_ACC_CIFAR10 = {"vit_tiny": 92.19, "vit_tiny_relu": 91.37, "vit_small": 93.58,
 # (M) and the reductions it states for them (%)
 REMOVED_PARAMS_M_PROSE = {"tiny": 1.77, "small": 3.99, "base": 7.08}
 SAVING_PCT_PROSE = {"tiny": 31.1, "small": 31.2, "base": 31.3}
+
+#: The paper's equation numbers, as its LaTeX source numbers them (main text 1-19; the appendix, numbered within
+#: its section, A.1-A.26), keyed by the source's labels (``eq:<label>``). The chapters cite the paper's equations
+#: by these numbers; tests/test_paper_equations.py recounts them from the source when it is beside the repository.
+EQUATION_NUMBERS = {
+    "srr": "1", "global_rate": "2", "sigreg": "3", "theorem": "4", "compression_sparsity": "5",
+    "subspace_rate": "6", "compression_rate": "7", "split": "8", "auglag": "9", "zsub": "10",
+    "compression_gradient": "11", "mssa": "12", "zsub_gradient": "13", "zupdate": "14", "layer_updates": "18",
+    "total": "19", "sup_ep": "A.2", "sup_sigreg2": "A.6", "sup_spherical_moment": "A.8",
+    "sup_spherical_identity": "A.11", "sup_sigreg_frobenius": "A.12", "sup_rate_factorization": "A.19",
+    "sup_rate_gap": "A.22", "sup_proportionality": "A.23", "sup_global_equivalence": "A.24", "sup_gradients": "A.26",
+}

@@ -154,7 +154,7 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.8))
     ax = axes[0]
     ax.loglog(frob2, pop, "o-", label="population SIGReg, $\\mathcal{N}(0,\\Sigma)$")
-    ax.loglog(frob2, exact, "k--", label="$\\mathcal{L}^{(2)}$ (Eq. sup_sigreg_frobenius)")
+    ax.loglog(frob2, exact, "k--", label="$\\mathcal{L}^{(2)}$ (the paper's Eq. (A.12))")
     ax.loglog(frob2, gap, "s-", label="$R(I)-R(\\Sigma)$")
     fin = torch.tensor([r["finite"] for r in rows])
     ok = fin > 0
@@ -200,7 +200,7 @@ def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
         ax.set_xlabel("step", fontsize=9)
         if key == "sigreg":
             ax.set_yscale("log")
-    if len(curves) > 1:
+    if any(curves):  # a named curve, even alone, says whose it is
         axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
