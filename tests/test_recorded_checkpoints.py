@@ -33,7 +33,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "results" / "cpu"
     ("cpu_vit_tiny_relu_kd", "distill", "vit_tiny_relu", {"img_size": 32, "embed_dim": 192, "depth": 6, "num_heads": 3}),
 ], ids=["pretraining", "fine-tuning", "distillation"])
 def test_a_recorded_encoder_of_each_kind_loads(record, trained_as, name, overrides):
-    path = RESULTS / record / "encoder.pt"
+    path = RESULTS / record / "encoder"
     encoder, ckpt = load_encoder(path)
     assert ckpt["trained_as"] == trained_as
     model = checkpoint_model(ckpt, path)
@@ -43,6 +43,30 @@ def test_a_recorded_encoder_of_each_kind_loads(record, trained_as, name, overrid
     assert loaded.keys() == recorded.keys()
     assert all(torch.equal(loaded[k], recorded[k]) for k in recorded)  # every weight, bit for bit
     assert encoder.num_features == overrides["embed_dim"] and len(encoder.blocks) == overrides["depth"]
+    # the network the run's config.yaml builds is the one config.json names, whose weights users load
+    user = aot_lib.from_pretrained(path).state_dict()
+    assert all(torch.equal(user[k], loaded[k]) for k in loaded)
+
+
+RECORDS = sorted(p.parent for p in RESULTS.glob("**/run.json"))
+
+
+def test_every_recorded_encoder_is_a_folder_its_run_reads():
+    """``aot record`` keeps the trained encoder as ``<run>/encoder/`` alone (no ``encoder.pt`` beside it), and each
+    reads back as a checkpoint whose run config builds the network its ``config.json`` states."""
+    assert len(RECORDS) >= 38
+    assert [str(p.relative_to(RESULTS)) for p in RESULTS.glob("**/encoder.pt")] == []
+    folders = [r / "encoder" for r in RECORDS if (r / "encoder").is_dir()]
+    assert len(folders) == 25
+    for folder in folders:
+        ckpt = load_checkpoint(folder)  # its sha256 checked
+        config = json.loads((folder / "config.json").read_text())
+        run = json.loads((folder.parent / "run.json").read_text())
+        assert (ckpt["trained_as"], ckpt["step"]) == (config["trained_as"], config["step"]) == (run["kind"], run["step"])
+        model = checkpoint_model(ckpt, folder)
+        classes = ckpt["model"]["head.fc.weight"].shape[0] if "head.fc.weight" in ckpt["model"] else 0
+        assert (model["name"], {**model["overrides"], "num_classes": classes}) == \
+            (config["architecture"], config["model_args"]), folder
 
 
 def test_finetune_records_and_validates_the_model_it_builds(tmp_path, monkeypatch):
@@ -141,3 +165,29 @@ def test_the_converter_keeps_encoder_pt_when_the_folder_differs(tmp_path):
     assert export_encoders.convert(rec, overwrite=True) == \
         f"{rec}: wrote {rec / 'encoder'}, the same weights as encoder.pt (deleted)"
     assert _same(load_checkpoint(rec / "encoder")["model"], _weights())
+
+
+def test_reprobe_probes_a_copy_of_the_recorded_folder(tmp_path, monkeypatch):
+    """scripts/reprobe.py probes ``encoder/`` copied with the run's config.yaml into its scratch folder: the features
+    are the trained encoder's, bit for bit, and the recorded folder gains nothing but the new probe.json."""
+    spec = importlib.util.spec_from_file_location("reprobe", RESULTS.parent.parent / "scripts" / "reprobe.py")
+    reprobe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reprobe)
+    monkeypatch.setenv("AOT_CACHE", str(tmp_path / "cache"))
+    cfg = tiny_config(make_imagefolder(tmp_path / "data"), tmp_path / "runs", "optim.max_steps=1")
+    train.pretrain(cfg)
+    train.probe(cfg)
+    run, rec, scratch = tmp_path / "runs" / "tiny", tmp_path / "results" / "tiny", tmp_path / "scratch"
+    train.record_run(run, rec, allow_dirty=True)
+    before = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()}
+    result = reprobe.reprobe(rec, scratch)
+    assert sorted(p.name for p in rec.iterdir()) == ["config.yaml", "encoder", "metrics.csv", "metrics.json",
+                                                     "probe.json", "run.json"]
+    assert {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file() and p.name != "probe.json"} == \
+        {k: v for k, v in before.items() if k != "probe.json"}
+    written = json.loads((rec / "probe.json").read_text())
+    assert written["checkpoint"] == result["checkpoint"] == str(scratch / "tiny" / "encoder")
+    assert written["pretrain_step"] == 1 and written["probe"]["epochs"] != cfg["probe"]["epochs"]  # today's defaults
+    (trained,), (copied,) = run.glob("features-*.pt"), (scratch / "tiny").glob("features-*.pt")
+    for split in ("train", "test"):
+        assert torch.equal(torch.load(trained)[split][0], torch.load(copied)[split][0])

@@ -200,8 +200,9 @@ def load_encoder(checkpoint: str | os.PathLike):
 
 def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     """Linear and k-NN probes of a pretrained encoder on the configured data; writes ``probe.json`` (and the
-    feature cache) beside the checkpoint: for a recorded ``<run>/encoder/``, in ``<run>``. With ``probe.test=false`` the test split is not read at all: the result holds the
-    validation scores alone (``linear_val_best``, ``knn_val_top1``), as a hyper-parameter sweep needs."""
+    feature cache) beside the checkpoint: for a recorded ``<run>/encoder/``, in ``<run>``. With
+    ``probe.test=false`` the test split is not read at all: the result holds the validation scores alone
+    (``linear_val_best``, ``knn_val_top1``), as a hyper-parameter sweep needs."""
     validate_config(cfg, check_model=False)
     t0 = time.time()
     ckpt_path = Path(checkpoint) if checkpoint else run_dir(cfg) / "last.ckpt"

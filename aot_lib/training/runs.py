@@ -304,7 +304,8 @@ def _load_encoder_folder(path: Path) -> dict:
 
 def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
     """The encoder's weights from any checkpoint: ``encoder.*`` of a pretraining checkpoint, the model of a
-    fine-tuning or distillation one or of a recorded encoder (``encoder/``, or an old ``encoder.pt``). The classification head (``head.*``) only when ``with_head``."""
+    fine-tuning or distillation one or of a recorded encoder (``encoder/``, or an old ``encoder.pt``). The
+    classification head (``head.*``) only when ``with_head``."""
     state = ckpt["model"]
     if ckpt.get("kind", "pretrain") == "pretrain":
         state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
@@ -417,9 +418,11 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
     10 MB: the pretrained folder :func:`export_checkpoint` writes (``model.safetensors`` + ``config.json``, which
     ``aot_lib.from_pretrained`` loads, and :func:`load_checkpoint` reads as a checkpoint with the ``config.yaml``
     beside it), its provenance the run's commit and wall time, loaded back and compared bit for bit before it is
-    kept. An ``encoder.pt`` left in ``dest`` by an earlier recording is removed then: one recorded encoder. Refuses a run that is still running or failed, one whose commit had local
-    changes (``+dirty``) and one made without git (commit ``unknown``, or none): recorded results come from a
-    clean commit. ``allow_dirty`` lifts the last two."""
+    kept. An ``encoder.pt`` left in ``dest`` by an earlier recording is removed then: one recorded encoder.
+
+    Refuses a run that is still running or failed, one whose commit had local changes (``+dirty``) and one made
+    without git (commit ``unknown``, or none): recorded results come from a clean commit. ``allow_dirty`` lifts
+    the last two."""
     src, dest = Path(src), Path(dest)
     if not (src / "run.json").is_file():
         raise FileNotFoundError(f"{src} is not a run folder (no run.json); give the folder aot pretrain wrote, "
