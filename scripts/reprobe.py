@@ -2,10 +2,11 @@
 
     python scripts/reprobe.py results/cpu/cpu_aot_admm_cifar10 results/cpu/sweep/sweep_r2_lr2e-3_proj64 ...
 
-For each recorded folder (one with ``config.yaml`` and the trained ``encoder.pt``): the run's own config with its
+For each recorded folder (one with ``config.yaml`` and the trained ``encoder/``): the run's own config with its
 ``probe`` section replaced by today's defaults (:data:`aot_lib.training.config.DEFAULTS`), and ``probe.test=false`` for a
 sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
-encoder under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
+encoder (``encoder/`` with the run's ``config.yaml`` beside it, so the features cached beside it stay out of the
+recorded folder) under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
 commit that probed; ``run.json`` keeps the commit that trained). Run it from a clean checkout, with AOT_DATA set.
 
 With ``--dest DIR`` the new ``probe.json`` goes to ``DIR/<folder>/probe.json`` instead, leaving the checkout's
@@ -36,8 +37,10 @@ def reprobe(folder: Path, scratch: Path, dest: Path | None = None) -> dict:
     cfg = validate_config(cfg, check_model=False)
     work = scratch / folder.name
     work.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(folder / "encoder.pt", work / "encoder.pt")
-    result = train.probe(cfg, work / "encoder.pt")
+    shutil.copyfile(folder / "config.yaml", work / "config.yaml")  # the run's settings, read with the encoder
+    shutil.rmtree(work / "encoder", ignore_errors=True)
+    shutil.copytree(folder / "encoder", work / "encoder")
+    result = train.probe(cfg, work / "encoder")
     data = (work / "probe.json").read_bytes()
     out = folder / "probe.json" if dest is None else dest / folder / "probe.json"
     out.parent.mkdir(parents=True, exist_ok=True)

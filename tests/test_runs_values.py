@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import time as _time
 
 import pytest
@@ -493,50 +494,223 @@ def test_merge_keeps_the_last_value_a_launch_logged_for_a_step(tmp_path):
 
 # ----------------------------------------------------------------------------- recording a run
 
+TINY = {"img_size": 16, "patch_size": 4, "embed_dim": 8, "depth": 1, "num_heads": 2}
+
+
+def _tiny_cfg(tmp_path, name="r"):
+    return load_config(None, [f"run.out_dir={tmp_path}", f"run.name={name}", "model.name=aot_admm_tiny",
+                              "model.overrides={patch_size: 4, embed_dim: 8, depth: 1, num_heads: 2}",
+                              "views.global_size=16", "views.local_size=8"])
+
+
+def _tiny_encoder(num_classes=0, seed=0):
+    """A real encoder's weights (random, drawn from ``seed``): what recording and loading must keep bit for bit."""
+    from aot_lib import create_model
+
+    torch.manual_seed(seed)
+    return {k: v.clone() for k, v in create_model("aot_admm_tiny", num_classes=num_classes, **TINY).state_dict().items()}
+
+
 def _finished_run(tmp_path, status="finished", commit="c0ffee", kind="pretrain"):
+    """A run folder as the trainer leaves it; ``last.ckpt`` holds the weights of :func:`_tiny_encoder`."""
     src = tmp_path / "run"
     src.mkdir()
-    (src / "run.json").write_text(json.dumps({"status": status, "commit": commit}))
-    for name in ("config.yaml", "metrics.csv", "probe.json"):
+    (src / "run.json").write_text(json.dumps({"status": status, "commit": commit, "wall_time_s": 123.4}))
+    (src / "config.yaml").write_text(dump_config(_tiny_cfg(tmp_path)))
+    for name in ("metrics.csv", "probe.json"):
         (src / name).write_bytes(f"{name}\x00bytes".encode())
     (src / "features-1.pt").write_bytes(b"cache")
     (src / "logs").mkdir()
-    w = torch.arange(6.0).reshape(2, 3)
-    model = {"encoder.w": w, "encoder.head.b": torch.ones(2), "projector.p": torch.zeros(4)} if kind == "pretrain" \
-        else {"w": w, "head.b": torch.ones(2)}
-    torch.save({"kind": kind, "step": 12, "config": {"model": {"name": "toy"}}, "model": model, "optimizer": {}},
+    if kind == "pretrain":
+        model = {**{f"encoder.{k}": v for k, v in _tiny_encoder().items()}, "projector.p": torch.zeros(4)}
+    else:
+        model = _tiny_encoder(num_classes=3)
+    torch.save({"kind": kind, "step": 12, "config": _tiny_cfg(tmp_path), "model": model, "optimizer": {}},
                src / "last.ckpt")
     return src
 
 
-def test_record_run_copies_the_small_files_and_the_encoder(tmp_path):
+def _sha256(path):
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _assert_same_weights(got, want):
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape and torch.equal(got[k], want[k]), k
+
+
+def test_record_run_copies_the_small_files_and_the_encoder_folder(tmp_path):
+    from safetensors.torch import load_file
+
     src = _finished_run(tmp_path)
     dest = tmp_path / "results" / "cpu" / "r"
     copied = runs.record_run(str(src), str(dest))
     assert copied == [dest / "config.yaml", dest / "run.json", dest / "metrics.csv", dest / "probe.json",
-                      dest / "encoder.pt"]
-    assert sorted(os.listdir(dest)) == ["config.yaml", "encoder.pt", "metrics.csv", "probe.json", "run.json"]
+                      dest / "encoder"]
+    assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
+    assert sorted(os.listdir(dest / "encoder")) == ["config.json", "model.safetensors"]  # no temporary folder left
     for name in ("config.yaml", "run.json", "metrics.csv", "probe.json"):
         assert (dest / name).read_bytes() == (src / name).read_bytes()
-    enc = torch.load(dest / "encoder.pt", weights_only=True)
-    assert enc.keys() == {"format", "kind", "trained_as", "step", "config", "model"}
-    assert (enc["format"], enc["kind"], enc["trained_as"], enc["step"]) == (1, "encoder", "pretrain", 12)
-    assert enc["config"] == {"model": {"name": "toy"}} and enc["model"].keys() == {"w", "head.b"}
-    assert torch.equal(enc["model"]["w"], torch.arange(6.0).reshape(2, 3)) and torch.equal(enc["model"]["head.b"], torch.ones(2))
-    assert runs.load_checkpoint(dest / "encoder.pt")["kind"] == "encoder"  # a checkpoint the readers accept
+    # the weights: the encoder of last.ckpt (its projector left out), bit for bit, read by safetensors itself
+    _assert_same_weights(load_file(dest / "encoder" / "model.safetensors"), _tiny_encoder())
+    assert _json(dest / "encoder" / "config.json") == {
+        "format": 1, "architecture": "aot_admm_tiny", "model_args": {**TINY, "num_classes": 0},
+        "sha256": _sha256(dest / "encoder" / "model.safetensors"), "trained_as": "pretrain", "step": 12, "seed": 0,
+        "run": "r", "source": str(src / "last.ckpt"), "commit": "c0ffee", "wall_time_s": 123.4, "recorded": str(dest)}
+    # a checkpoint the readers accept: the record's dict, the config the run's config.yaml
+    ckpt = runs.load_checkpoint(dest / "encoder")
+    assert {k: ckpt[k] for k in ("format", "kind", "trained_as", "step")} == \
+        {"format": 1, "kind": "encoder", "trained_as": "pretrain", "step": 12}
+    assert ckpt["config"] == _tiny_cfg(tmp_path)
+    _assert_same_weights(ckpt["model"], _tiny_encoder())
+
+
+def test_record_run_replaces_an_earlier_record_and_its_encoder_pt(tmp_path):
+    src = _finished_run(tmp_path, kind="finetune")
+    dest = tmp_path / "rec"
+    (dest / "encoder").mkdir(parents=True)
+    (dest / "encoder" / "stale.bin").write_bytes(b"old")
+    (dest / "encoder.pt").write_bytes(b"recorded before encoder/ was kept")
+    runs.record_run(src, dest)
+    assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
+    assert sorted(os.listdir(dest / "encoder")) == ["config.json", "model.safetensors"]
+    _assert_same_weights(runs.load_checkpoint(dest / "encoder")["model"], _tiny_encoder(num_classes=3))
+    assert _json(dest / "encoder" / "config.json")["model_args"] == {**TINY, "num_classes": 3}
+
+
+def test_record_run_keeps_no_encoder_that_does_not_load_back(tmp_path, monkeypatch):
+    """The folder is written under a temporary name and loaded back before it replaces the recorded one: a
+    mismatch leaves the earlier folder as it was, and no temporary folder."""
+    import aot_lib.models.registry as registry
+
+    src = _finished_run(tmp_path)
+    dest = tmp_path / "rec"
+    runs.record_run(src, dest)
+    before = {p: (dest / "encoder" / p).read_bytes() for p in os.listdir(dest / "encoder")}
+    load = registry.from_pretrained
+
+    def changed(folder):
+        model = load(folder)
+        with torch.no_grad():
+            next(iter(model.parameters())).add_(1.0)
+        return model
+
+    monkeypatch.setattr(registry, "from_pretrained", changed)
+    with _refused(f"the pretrained folder written for {dest / 'encoder'} does not load back to the weights of "
+                  f"{src / 'last.ckpt'}; nothing was kept: report it, with the checkpoint"):
+        runs.record_run(src, dest)
+    assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
+    assert {p: (dest / "encoder" / p).read_bytes() for p in os.listdir(dest / "encoder")} == before
 
 
 def test_record_run_keeps_the_encoder_up_to_the_size_limit(tmp_path, monkeypatch):
     src = _finished_run(tmp_path, kind="finetune")
-    size = 6 * 4 + 2 * 4  # float32 weights, head included: w (2x3) and head.b (2)
+    size = sum(v.numel() * v.element_size() for v in _tiny_encoder(num_classes=3).values())  # head included
     monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size)
-    assert runs.record_run(src, tmp_path / "at")[-1] == tmp_path / "at" / "encoder.pt"
-    assert torch.load(tmp_path / "at" / "encoder.pt", weights_only=True)["trained_as"] == "finetune"
+    assert runs.record_run(src, tmp_path / "at")[-1] == tmp_path / "at" / "encoder"
+    assert _json(tmp_path / "at" / "encoder" / "config.json")["trained_as"] == "finetune"
     monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size - 1)
     assert [p.name for p in runs.record_run(src, tmp_path / "over")] == ["config.yaml", "run.json", "metrics.csv",
                                                                           "probe.json"]
+    assert not (tmp_path / "over" / "encoder").exists()
     (src / "last.ckpt").unlink()
-    assert "encoder.pt" not in [p.name for p in runs.record_run(src, tmp_path / "none")]
+    assert "encoder" not in [p.name for p in runs.record_run(src, tmp_path / "none")]
+
+
+# ----------------------------------------------------------------------------- a recorded encoder folder as a checkpoint
+
+def _old_record(tmp_path, name="r", trained_as="finetune", num_classes=3):
+    """A recorded folder as ``aot record`` left it before it kept ``encoder/``: ``encoder.pt`` beside config.yaml."""
+    rec = tmp_path / "records" / name
+    rec.mkdir(parents=True)
+    cfg = _tiny_cfg(tmp_path, name)
+    (rec / "config.yaml").write_text(dump_config(cfg))
+    (rec / "run.json").write_text(json.dumps({"status": "finished", "commit": "abc", "wall_time_s": 9.5}))
+    torch.save({"format": 1, "kind": "encoder", "trained_as": trained_as, "step": 7, "config": cfg,
+                "model": _tiny_encoder(num_classes)}, rec / "encoder.pt")
+    return rec
+
+
+def test_a_recorded_encoder_folder_reads_as_the_encoder_pt_it_was_converted_from(tmp_path):
+    rec = _old_record(tmp_path)
+    old = torch.load(rec / "encoder.pt", weights_only=True)
+    runs.export_checkpoint(rec / "encoder.pt", rec / "encoder")
+    new = runs.load_checkpoint(rec / "encoder")
+    assert new.keys() == old.keys()
+    assert {k: new[k] for k in ("format", "kind", "trained_as", "step")} == \
+        {k: old[k] for k in ("format", "kind", "trained_as", "step")} == \
+        {"format": 1, "kind": "encoder", "trained_as": "finetune", "step": 7}
+    assert new["config"] == old["config"]
+    _assert_same_weights(new["model"], old["model"])
+    _assert_same_weights(new["model"], _tiny_encoder(num_classes=3))
+    # and it is read the way a checkpoint file is: the same model, the same encoder weights
+    assert runs.checkpoint_model(new, rec / "encoder") == runs.checkpoint_model(old, rec / "encoder.pt")
+    _assert_same_weights(runs.encoder_state_dict(new), runs.encoder_state_dict(old))
+
+
+def test_a_recorded_encoder_folder_refusals(tmp_path):
+    from aot_lib.models.pretrained import save_pretrained
+
+    rec = _old_record(tmp_path)
+    folder = runs.export_checkpoint(rec / "encoder.pt", rec / "encoder")
+    alone = tmp_path / "alone" / "encoder"  # a pretrained folder away from its run's config.yaml
+    alone.parent.mkdir()
+    shutil.copytree(folder, alone)
+    with _refused(f"checkpoint {alone} is a pretrained folder with no config.yaml of its run beside it "
+                  f"({alone.parent / 'config.yaml'}); load it with aot_lib.from_pretrained('{alone}'), or keep it "
+                  "inside its recorded run folder"):
+        runs.load_checkpoint(alone)
+    # a folder of another run's config.yaml
+    (alone.parent / "config.yaml").write_text(dump_config(_tiny_cfg(tmp_path, "other")))
+    with _refused(f"checkpoint {alone} holds the encoder of run 'r' but sits in the folder of run 'other' "
+                  f"({alone.parent / 'config.yaml'}); keep it inside its own recorded run folder"):
+        runs.load_checkpoint(alone)
+    # changed weights: the sha256 check of aot_lib.models.pretrained refuses them before they are read
+    weights = folder / "model.safetensors"
+    recorded = _json(folder / "config.json")["sha256"]
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    digest = _sha256(weights)
+    with _refused(f"{weights} does not match the sha256 in config.json ({digest[:12]}... vs {recorded[:12]}...): "
+                  "the file was changed or damaged; copy or export it again"):
+        runs.load_checkpoint(folder)
+    weights.unlink()
+    with _refused(f"{folder} has config.json but no model.safetensors; copy the weights beside it"):
+        runs.load_checkpoint(folder)
+    # a pretrained folder that is no recorded encoder (no trained_as, no step in its config.json)
+    save_pretrained(_tiny_encoder(), folder, "aot_admm_tiny", {**TINY, "num_classes": 0})
+    with _refused(f"{folder / 'config.json'} lacks trained_as, step, so it is no recorded encoder; load it with "
+                  "aot_lib.from_pretrained, or write it with aot record or aot_lib.training.runs.export_checkpoint"):
+        runs.load_checkpoint(folder)
+
+
+def test_an_old_fine_tuning_record_reads_the_pretraining_record_beside_it(tmp_path):
+    """A fine-tuning recorded before its config stated its model (``model.overrides: {}``, a config building
+    another network) takes the model of the pretraining record beside it: ``encoder/``, or in a clone from before,
+    ``encoder.pt``."""
+    pre = _old_record(tmp_path, "pre", trained_as="pretrain", num_classes=0)
+    ft = tmp_path / "records" / "ft"
+    ft.mkdir()
+    cfg = load_config(None, [f"run.out_dir={tmp_path}", "run.name=ft", "model.name=aot_admm_tiny", "views.global_size=16",
+                             "views.local_size=8", "finetune.checkpoint=runs/pre/last.ckpt"])
+    assert cfg["model"]["overrides"] == {}
+    (ft / "config.yaml").write_text(dump_config(cfg))
+    ckpt = {"format": 1, "kind": "encoder", "trained_as": "finetune", "step": 3, "config": cfg,
+            "model": _tiny_encoder(num_classes=3)}
+    torch.save(ckpt, ft / "encoder.pt")
+    stated = {"name": "aot_admm_tiny", "overrides": TINY, "compile": cfg["model"]["compile"]}
+    assert runs.checkpoint_model(ckpt, ft / "encoder.pt") == stated  # from pre/encoder.pt
+    runs.export_checkpoint(pre / "encoder.pt", pre / "encoder")
+    (pre / "encoder.pt").unlink()
+    assert runs.checkpoint_model(ckpt, ft / "encoder.pt") == stated  # from pre/encoder/
+    runs.export_checkpoint(ft / "encoder.pt", ft / "encoder")
+    assert runs.checkpoint_model(runs.load_checkpoint(ft / "encoder"), ft / "encoder") == stated
+    shutil.rmtree(pre / "encoder")  # without the pretraining's record, the config's own model: not this network
+    assert runs.checkpoint_model(ckpt, ft / "encoder.pt")["overrides"] == {"img_size": 16}
 
 
 def test_record_run_refusals(tmp_path):

@@ -44,14 +44,23 @@ def test_pretrain_checkpoint_probe_smoke(setup):
     assert result["test_images"] == 16 and (run / "probe.json").exists()
     assert len(list(run.glob("features-*.pt"))) == 1  # features extracted once, cached
     kept = train.record_run(run, out / "record", allow_dirty=True)
-    assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "encoder.pt"}
+    assert {p.name for p in kept} == {"config.yaml", "run.json", "metrics.csv", "metrics.json", "probe.json", "encoder"}
     # the recorded encoder is the trained one: the same features as from the full checkpoint
+    import aot_lib
     from aot_lib.training.probe import load_encoder
 
     x = torch.randn(3, 3, 16, 16)
-    (a, _), (b, rec) = load_encoder(run / "last.ckpt"), load_encoder(out / "record" / "encoder.pt")
+    (a, _), (b, rec) = load_encoder(run / "last.ckpt"), load_encoder(out / "record" / "encoder")
     assert rec["kind"] == "encoder" and rec["trained_as"] == "pretrain" and rec["step"] == 4
     assert torch.equal(a.eval().forward_features(x), b.eval().forward_features(x))
+    assert torch.equal(a.forward_features(x), aot_lib.from_pretrained(out / "record" / "encoder").eval().forward_features(x))
+    # and it probes as the checkpoint did: the same cached features, bit for bit, probe.json in the record's folder
+    again = train.probe(cfg, out / "record" / "encoder")
+    assert again["checkpoint"] == str(out / "record" / "encoder") and again["pretrain_step"] == 4
+    assert again["linear_top1"] == again["knn_top1"] == 100.0 and (out / "record" / "probe.json").exists()
+    (cached,), (recorded,) = run.glob("features-*.pt"), (out / "record").glob("features-*.pt")
+    for split in ("train", "test"):
+        assert torch.equal(torch.load(cached)[split][0], torch.load(recorded)[split][0])
 
 
 def test_resume_equals_uninterrupted(setup):

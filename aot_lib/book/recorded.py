@@ -37,7 +37,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
 
     The config's stage (:func:`aot_lib.training.config.config_stage`) says what a run is: pretraining (then probed),
     fine-tuning or distillation. A smoke fine-tuning or distillation starts from ``start_from`` (the
-    checkpoint or recorded ``encoder.pt`` of the run it builds on: ``finetune.checkpoint`` or
+    checkpoint or recorded ``encoder/`` of the run it builds on: ``finetune.checkpoint`` or
     ``distill.teacher``; or a mapping of config keys to such files, e.g. a distillation's
     ``{"distill.teacher": ..., "distill.student_init": ...}``) and trains one epoch of 2,000 images.
 

@@ -156,8 +156,15 @@ def standard_linear_probe(encoder: nn.Module, train, test, size: int, mean, std,
 
 
 def _file_digest(path: Path) -> str:
+    """The checkpoint file's sha256; for a recorded encoder folder, those of the files it is read from: the
+    weights, their ``config.json`` and the run's ``config.yaml`` beside the folder."""
     from ..files import sha256_file
 
+    path = Path(path)
+    if path.is_dir():
+        from ..models.pretrained import CONFIG_NAME, WEIGHTS_NAME
+
+        return "+".join(sha256_file(p) for p in (path / WEIGHTS_NAME, path / CONFIG_NAME, path.parent / "config.yaml"))
     return sha256_file(path)
 
 
@@ -179,7 +186,7 @@ def feature_cache_key(checkpoint: Path, train, test, size: int, mean, std) -> st
 
 
 def load_encoder(checkpoint: str | os.PathLike):
-    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation, a recorded ``encoder.pt``),
+    """The encoder of any aot_lib checkpoint (pretraining, fine-tuning, distillation, a recorded ``encoder/``),
     without its head, built as :func:`~aot_lib.training.runs.checkpoint_model` says, and the checkpoint."""
     ckpt = load_checkpoint(checkpoint)
     model = checkpoint_model(ckpt, checkpoint)
@@ -192,9 +199,10 @@ def load_encoder(checkpoint: str | os.PathLike):
 
 
 def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
-    """Linear and k-NN probes of a pretrained encoder on the configured data; writes ``probe.json`` beside
-    the checkpoint. With ``probe.test=false`` the test split is not read at all: the result holds the
-    validation scores alone (``linear_val_best``, ``knn_val_top1``), as a hyper-parameter sweep needs."""
+    """Linear and k-NN probes of a pretrained encoder on the configured data; writes ``probe.json`` (and the
+    feature cache) beside the checkpoint: for a recorded ``<run>/encoder/``, in ``<run>``. With
+    ``probe.test=false`` the test split is not read at all: the result holds the validation scores alone
+    (``linear_val_best``, ``knn_val_top1``), as a hyper-parameter sweep needs."""
     validate_config(cfg, check_model=False)
     t0 = time.time()
     ckpt_path = Path(checkpoint) if checkpoint else run_dir(cfg) / "last.ckpt"

@@ -10,6 +10,10 @@ A run folder ``<run.out_dir>/<run.name>/`` holds
   through :func:`save_checkpoint`; read by :func:`load_checkpoint`, its encoder by :func:`encoder_state_dict`);
 * ``metrics.json`` / ``probe.json`` / ``finetune.json`` / ``distill.json`` — final numbers.
 
+A recorded run (:func:`record_run`, e.g. ``results/cpu/<name>/``) keeps the small files and the trained encoder as
+``encoder/``: a pretrained folder (:mod:`aot_lib.models.pretrained`, ``model.safetensors`` + ``config.json``) that
+:func:`load_checkpoint` reads as a checkpoint, with the run's ``config.yaml`` beside it.
+
 Every file is written to a temporary name in the same folder and renamed (:func:`atomic_write`), so a
 crash never leaves half a file; a lock (``.lock``, via ``filelock``) keeps two launches out of one folder.
 """
@@ -26,8 +30,7 @@ from typing import Any
 import torch
 
 from .config import SCHEMA, ConfigError, dump_config
-from ..files import (RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, torch_save, write_error,
-                     write_json)
+from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, write_error, write_json
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
@@ -232,10 +235,17 @@ def save_checkpoint(fabric, path: str | os.PathLike, state: dict) -> None:
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
     """Read an aot_lib checkpoint on the CPU, safely (``weights_only=True``: a file that carries pickled
-    code is refused), with one clear error if it is missing, unreadable or not ours."""
+    code is refused), with one clear error if it is missing, unreadable or not ours.
+
+    A recorded encoder folder (``<run>/encoder/``, what :func:`record_run` keeps) is read as the checkpoint it was
+    written from: ``{"format", "kind": "encoder", "trained_as", "step", "config", "model"}``, the weights from
+    ``model.safetensors`` (its sha256 checked first), ``trained_as`` and ``step`` from its ``config.json``, and the
+    run's config from the ``config.yaml`` beside the folder."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint {path} does not exist; pretrain first (aot pretrain ...) or fix the path")
+    if _is_pretrained_folder(path):
+        return _load_encoder_folder(path)
     if path.is_dir():
         raise CheckpointError(f"checkpoint {path} is a sharded (FSDP) folder; load it through the trainer "
                               "(resume) or consolidate it with lightning's consolidate_checkpoint first")
@@ -257,9 +267,45 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     return ckpt
 
 
+def _is_pretrained_folder(path: Path) -> bool:
+    """A folder holding ``config.json`` or ``model.safetensors`` (:mod:`aot_lib.models.pretrained`); a damaged one
+    (one of the two missing) counts too, so that loading it says which file is missing."""
+    from ..models.pretrained import CONFIG_NAME, WEIGHTS_NAME
+
+    return path.is_dir() and ((path / CONFIG_NAME).is_file() or (path / WEIGHTS_NAME).is_file())
+
+
+def _load_encoder_folder(path: Path) -> dict:
+    """The checkpoint a recorded encoder folder ``<run>/encoder/`` stands for (:func:`load_checkpoint`)."""
+    from ..models.pretrained import CONFIG_NAME, PretrainedError, load_pretrained_state
+    from .config import load_config
+
+    run_config = path.parent / "config.yaml"
+    if not run_config.is_file():
+        raise CheckpointError(f"checkpoint {path} is a pretrained folder with no config.yaml of its run beside it "
+                              f"({run_config}); load it with aot_lib.from_pretrained('{path}'), or keep it inside its "
+                              "recorded run folder")
+    try:
+        info, state = load_pretrained_state(path)
+    except PretrainedError as e:
+        raise CheckpointError(str(e)) from None
+    missing = [k for k in ("trained_as", "step") if k not in info]
+    if missing:
+        raise CheckpointError(f"{path / CONFIG_NAME} lacks {', '.join(missing)}, so it is no recorded encoder; load it "
+                              "with aot_lib.from_pretrained, or write it with aot record or "
+                              "aot_lib.training.runs.export_checkpoint")
+    cfg = load_config(run_config)
+    if info.get("run") not in (None, cfg["run"]["name"]):
+        raise CheckpointError(f"checkpoint {path} holds the encoder of run {info['run']!r} but sits in the folder of "
+                              f"run {cfg['run']['name']!r} ({run_config}); keep it inside its own recorded run folder")
+    return {"format": CHECKPOINT_FORMAT, "kind": "encoder", "trained_as": info["trained_as"], "step": info["step"],
+            "config": cfg, "model": state}
+
+
 def encoder_state_dict(ckpt: dict, with_head: bool = False) -> dict:
     """The encoder's weights from any checkpoint: ``encoder.*`` of a pretraining checkpoint, the model of a
-    fine-tuning or distillation one or of a recorded ``encoder.pt``. The classification head (``head.*``) only when ``with_head``."""
+    fine-tuning or distillation one or of a recorded encoder (``encoder/``, or an old ``encoder.pt``). The
+    classification head (``head.*``) only when ``with_head``."""
     state = ckpt["model"]
     if ckpt.get("kind", "pretrain") == "pretrain":
         state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
@@ -303,15 +349,17 @@ def checkpoint_model(ckpt: dict, path: str | os.PathLike) -> dict:
     A fine-tuning run recorded before its ``config.yaml`` stated the pretrained model it fine-tuned (the four
     Table 2 fine-tuning records in ``results/cpu``: ``model.overrides`` is empty there) is read with the model
     of the pretraining run it started from: its ``finetune.checkpoint`` when that still exists, else that
-    run's record beside this one (``<records>/<run name>/encoder.pt``, as ``aot record`` lays them out)."""
+    run's record beside this one (``<records>/<run name>/encoder/``, as ``aot record`` lays them out, or the
+    ``encoder.pt`` records made before it kept that folder)."""
     cfg = ckpt["config"]
     model = {**cfg["model"], "overrides": {"img_size": cfg["views"]["global_size"], **cfg["model"]["overrides"]}}
     source = (cfg.get("finetune") or {}).get("checkpoint")
     if ckpt.get("trained_as", ckpt.get("kind")) != "finetune" or not source or _fits(model, ckpt):
         return model
     source = Path(source)
-    for candidate in (source, Path(path).parent.parent / source.parent.name / "encoder.pt"):
-        if candidate.is_file() and candidate.resolve() != Path(path).resolve():
+    record = Path(path).parent.parent / source.parent.name
+    for candidate in (source, record / "encoder", record / "encoder.pt"):
+        if (candidate.is_file() or _is_pretrained_folder(candidate)) and candidate.resolve() != Path(path).resolve():
             return {**checkpoint_model(load_checkpoint(candidate), candidate), "compile": model["compile"]}
     return model
 
@@ -366,10 +414,15 @@ RECORD_FILES = ("config.yaml", "run.json", "metrics.csv", "metrics.json", "probe
 
 def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: bool = False) -> list[Path]:
     """Copy a run folder's small files (not the checkpoint) to ``dest``, e.g. ``results/cpu/<name>``:
-    what the book reads; with them ``encoder.pt`` (the trained encoder's weights with the run's config, a
-    checkpoint :func:`aot_lib.training.probe.load_encoder` reads) when the weights are at most 10 MB. Refuses a run that is still running or failed, one whose commit had local
-    changes (``+dirty``) and one made without git (commit ``unknown``, or none): recorded results come from a
-    clean commit. ``allow_dirty`` lifts the last two."""
+    what the book reads; with them ``encoder/`` when the trained encoder's weights (its head included) are at most
+    10 MB: the pretrained folder :func:`export_checkpoint` writes (``model.safetensors`` + ``config.json``, which
+    ``aot_lib.from_pretrained`` loads, and :func:`load_checkpoint` reads as a checkpoint with the ``config.yaml``
+    beside it), its provenance the run's commit and wall time, loaded back and compared bit for bit before it is
+    kept. An ``encoder.pt`` left in ``dest`` by an earlier recording is removed then: one recorded encoder.
+
+    Refuses a run that is still running or failed, one whose commit had local changes (``+dirty``) and one made
+    without git (commit ``unknown``, or none): recorded results come from a clean commit. ``allow_dirty`` lifts
+    the last two."""
     src, dest = Path(src), Path(dest)
     if not (src / "run.json").is_file():
         raise FileNotFoundError(f"{src} is not a run folder (no run.json); give the folder aot pretrain wrote, "
@@ -400,32 +453,48 @@ def record_run(src: str | os.PathLike, dest: str | os.PathLike, allow_dirty: boo
             copied.append(atomic_write(dest / name, lambda tmp, data=data: tmp.write_bytes(data), "recorded file"))
     if (src / "last.ckpt").is_file():  # the trained encoder too, when it is small: the book inspects it
         ckpt = load_checkpoint(src / "last.ckpt")
-        weights = {k: v.detach().clone() for k, v in encoder_state_dict(ckpt, with_head=True).items()}
-        size = sum(v.numel() * v.element_size() for v in weights.values())
+        size = sum(v.numel() * v.element_size() for v in encoder_state_dict(ckpt, with_head=True).values())
         if size <= ENCODER_RECORD_LIMIT:
-            copied.append(torch_save({"format": CHECKPOINT_FORMAT, "kind": "encoder", "trained_as": ckpt.get("kind"),
-                                      "step": ckpt["step"], "config": ckpt["config"], "model": weights},
-                                     dest / "encoder.pt", "recorded encoder"))
+            copied.append(_export(ckpt, src / "last.ckpt", dest / "encoder", commit=record.get("commit"),
+                                  wall_time_s=record.get("wall_time_s"), recorded=str(dest)))
+            (dest / "encoder.pt").unlink(missing_ok=True)  # an earlier recording's, in the format before encoder/
     return copied
 
 
 def export_checkpoint(checkpoint: str | os.PathLike, folder: str | os.PathLike, **provenance) -> Path:
-    """A pretrained folder (:mod:`aot_lib.models.pretrained`) from any aot_lib checkpoint or recorded ``encoder.pt``: the
-    encoder with its classification head if it has one (fine-tuned, distilled), with the arguments the
-    checkpoint's config builds it with; then loaded back through :func:`aot_lib.create_model` and compared
-    tensor by tensor, so what is written is known to load."""
+    """A pretrained folder (:mod:`aot_lib.models.pretrained`) from any aot_lib checkpoint, a recorded ``encoder/``
+    or an ``encoder.pt`` recorded before that folder: the encoder with its classification head if it has one
+    (fine-tuned, distilled), with the arguments the checkpoint's config builds it with. ``config.json`` carries
+    ``trained_as``, ``step``, ``seed``, ``run``, ``source`` (``checkpoint``) and ``provenance``. The folder is written
+    under a temporary name beside ``folder``, loaded back through :func:`aot_lib.from_pretrained` and compared tensor
+    by tensor, and only then renamed to ``folder`` (replacing one that was there): what is there is known to load."""
+    return _export(load_checkpoint(checkpoint), checkpoint, folder, **provenance)
+
+
+def _export(ckpt: dict, source: str | os.PathLike, folder: str | os.PathLike, **provenance) -> Path:
+    """:func:`export_checkpoint` of the checkpoint ``ckpt``, read from ``source``; :func:`record_run` writes with it."""
     from ..models.pretrained import save_pretrained
     from ..models.registry import from_pretrained
 
-    ckpt = load_checkpoint(checkpoint)
-    cfg, model = ckpt["config"], checkpoint_model(ckpt, checkpoint)
+    cfg, model = ckpt["config"], checkpoint_model(ckpt, source)
     state = encoder_state_dict(ckpt, with_head=True)
     args = dict(model["overrides"])
     args["num_classes"] = int(state["head.fc.weight"].shape[0]) if "head.fc.weight" in state else 0
     provenance = {"trained_as": ckpt.get("trained_as", ckpt.get("kind")), "step": ckpt.get("step"),
-                  "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(checkpoint), **provenance}
-    folder = save_pretrained(state, folder, model["name"], args, **provenance)
-    loaded = from_pretrained(folder).state_dict()
-    if loaded.keys() != state.keys() or not all(torch.equal(loaded[k], state[k].cpu()) for k in state):
-        raise CheckpointError(f"{folder} does not load back to the weights of {checkpoint}")
+                  "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(source), **provenance}
+    folder = Path(folder)
+    tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
+    try:
+        remove_partial(tmp)
+        save_pretrained(state, tmp, model["name"], args, **provenance)
+        loaded = from_pretrained(tmp).state_dict()
+        if loaded.keys() != state.keys() or not all(torch.equal(loaded[k], state[k].cpu()) for k in state):
+            raise CheckpointError(f"the pretrained folder written for {folder} does not load back to the weights of "
+                                  f"{source}; nothing was kept: report it, with the checkpoint")
+        swap_into_place(tmp, folder)
+    except BaseException as e:
+        remove_partial(tmp)
+        if isinstance(e, OSError) and not isinstance(e, WriteError):
+            raise write_error(folder, e, "pretrained folder") from e
+        raise
     return folder
