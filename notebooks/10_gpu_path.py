@@ -112,19 +112,24 @@ if est_file.exists():
     import json
 
     est = json.loads(est_file.read_text())
+    A100_GB = 80  # the larger A100's memory
+    too_big = [r["config"] for r in est["rows"] if r["memory_gb_per_gpu_1"] > A100_GB]
     display(Table(
         est["rows"],
         [Col("config", "config"), Col("epochs", "epochs"),
          Col("gflop_per_image", "GFLOP / image (step)", ".2f"),
-         Col("hours_1xA100", "1 A100 (h, est.)", ".1f"),
-         Col("hours_8xA100", "8 A100 (h, est.)", ".1f"),
+         Col("hours_1xA100", "1 A100 (h, est.)", ".2f"),
+         Col("hours_8xA100", "8 A100 (h, est.)", ".2f"),
          Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
          Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
         caption="Estimated pretraining cost of the paper's configs (not measured)",
         notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
                f"{est['utilisation_source']} (commit {est['commit'][:8]}); A100 bf16 "
                f"peak {est['a100_bf16_peak_flops'] / 1e12:g} TFLOP/s.",
-               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else [])]
+               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else []),
+               *([f"Estimated above the {A100_GB} GB of one A100 on one GPU: "
+                  + ", ".join(too_big) + "; run these on several GPUs (each then holds "
+                  "the last column's share)."] if too_big else [])]
         if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
     ))
     # AoT-ADMM's estimated hours over CRATE's, per size and data set (last bullet below)
