@@ -57,7 +57,7 @@ def test_every_recorded_encoder_is_a_folder_its_run_reads():
     assert len(RECORDS) >= 38
     assert [str(p.relative_to(RESULTS)) for p in RESULTS.glob("**/encoder.pt")] == []
     folders = [r / "encoder" for r in RECORDS if (r / "encoder").is_dir()]
-    assert len(folders) == 25
+    assert len(folders) >= 25  # the records converted from encoder.pt; new records add theirs
     for folder in folders:
         ckpt = load_checkpoint(folder)  # its sha256 checked
         config = json.loads((folder / "config.json").read_text())
