@@ -260,11 +260,11 @@ for scale in ["tiny", "small", "base"]:
 #
 # ## Exercises
 #
-# 1. **CRATE-Base by hand.** Write the parameter count of one CRATE layer at
-#    $d=768$ from its parts (shared projection, output map with bias, dictionary, two
+# 1. **CRATE-Base by hand.** Write the parameter count of one CRATE layer at $d=768$
+#    from its parts (shared projection, output map with bias, dictionary, two
 #    LayerNorms) and check it with `layer_params("crate_base", 768)`, the function
-#    defined at the top of this chapter. How much of CRATE-Base's 21.44 M is in its
-#    12 dictionaries?
+#    defined in the chapter's first code cell ("Show code cell source"). How much of
+#    CRATE-Base's 21.44 M is in its 12 dictionaries?
 # 2. **Where the FLOPs are.** For one AoT-ADMM-Tiny layer with $T=17$ tokens, count by
 #    hand the FLOPs (two per multiply-add) of the shared projection, the attention
 #    scores and weighted sums of the $K$ heads, and the output map. Compare the sum with

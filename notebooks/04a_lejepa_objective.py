@@ -282,7 +282,7 @@ reps, sizes = 2000, (64, 1024)
 
 
 def expected_T(v: float, n: int) -> float:
-    """Eq. (eq-ep-expectation) for N(0, v) and batch size n."""
+    """The expectation above, for N(0, v) and batch size n."""
     phi = torch.exp(-v * t**2 / 2)
     return float(n * (omega * (phi - torch.exp(-t**2 / 2)) ** 2).sum()
                  + (omega * (1 - phi**2)).sum())

@@ -175,8 +175,9 @@ if rows:
                "points (the largest gap the paper itself calls comparable) is read as "
                "no difference.",
                "Linear probe: the quick protocol of the training chapter (features of "
-               "un-augmented images; lr and weight decay chosen on the validation "
-               "split, whose best score is the validation column).", UNREAD,
+               "un-augmented images; the lr, and the weight decay where its grid has "
+               "two values, chosen on the validation split, whose best score is the "
+               "validation column).", UNREAD,
                *grids(rows)],
     ))
 

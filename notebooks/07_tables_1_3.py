@@ -269,7 +269,7 @@ for fam in NAMES:
         except ValueError:  # a run made before the monitor existed has no curve
             pass
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per family and seed, against the epoch (left) and against the modelled pretraining time, steps × the family's benchmarked step time (right).", "name": "fig-knn-curves"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per run (family and seed in the legend; runs recorded before the monitor existed have none), against the epoch (left) and against the modelled pretraining time, steps × the family's benchmarked step time (right).", "name": "fig-knn-curves"}}
 if curves:
     fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.6), sharey=True)
     colours = {"aot_admm": "C0", "crate": "C1", "aot": "C2"}
@@ -415,7 +415,7 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 #    k-NN column instead of the linear probe (`evidence.sweep_rows`). Does any
 #    pick change?
 # 3. **Time to accuracy.** With `evidence.first_reaching`, find the modelled minutes at
-#    which each learning curve above first reaches 30 %, 35 % and 40 %.
+#    which each recorded learning curve first reaches 30 %, 35 % and 40 %.
 
 # %% [markdown]
 # ## What we learned

@@ -36,6 +36,7 @@ EQUATION_NUMBERS = {
     "srr": "1", "global_rate": "2", "sigreg": "3", "theorem": "4", "compression_sparsity": "5",
     "subspace_rate": "6", "compression_rate": "7", "split": "8", "auglag": "9", "zsub": "10",
     "compression_gradient": "11", "mssa": "12", "zsub_gradient": "13", "zupdate": "14", "layer_updates": "18",
+    "sup_jensen": "A.17", "sup_rate": "A.1",
     "total": "19", "sup_ep": "A.2", "sup_sigreg2": "A.6", "sup_spherical_moment": "A.8",
     "sup_spherical_identity": "A.11", "sup_sigreg_frobenius": "A.12", "sup_rate_factorization": "A.19",
     "sup_rate_gap": "A.22", "sup_proportionality": "A.23", "sup_global_equivalence": "A.24", "sup_gradients": "A.26",

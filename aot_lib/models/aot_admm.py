@@ -1,7 +1,7 @@
 r"""AoT-ADMM: the attention-only white-box Transformer of the paper (Algorithm 1).
 
-Each layer is one unrolled scaled-form ADMM iteration (Eq. ``layer_updates``) on the
-compression + sparsity objective (Eq. ``split``):
+Each layer is one unrolled scaled-form ADMM iteration (Eq. (18)) on the
+compression + sparsity objective (Eq. (8)):
 
 .. math::
     Z^{\ell+1} &= a_\ell Z^\ell + b_\ell\,\mathrm{MSSA}(\mathrm{LN}(Z^\ell)\mid U^\ell_{[K]}) + c_\ell (V^\ell - W^\ell) \\
@@ -9,7 +9,7 @@ compression + sparsity objective (Eq. ``split``):
     W^{\ell+1} &= W^\ell + Z^{\ell+1} - V^{\ell+1}
 
 with ``(a, b, c) = softmax(logits)`` initialised to ``(1 - eta*gamma - eta*rho, eta*gamma,
-eta*rho)`` (Eq. ``zupdate``) and ``tau = lambda / rho`` at initialisation.  Following Appendix B,
+eta*rho)`` (Eq. (14)) and ``tau = lambda / rho`` at initialisation.  Following Appendix B,
 ``Z^{l+1}`` and the updated dual ``W^{l+1}`` are rescaled feature-wise by RMS.
 
 Parameters per layer: ``2 d^2 + 4 d + 3``: MSSA (``U``, ``d^2``, and its output map with a
@@ -21,7 +21,7 @@ The threshold is learned as ``tau = softplus(tau_raw)``: the paper fixes ``tau =
 positive by construction (same parameter count: one ``tau_raw`` per feature).
 The RMS rescalings have no parameters, so every parameter is used (the last layer's ``W`` is not).
 
-The paper is silent on whether MSSA's output map has a bias (Eq. ``mssa`` has none, and no
+The paper is silent on whether MSSA's output map has a bias (Eq. (12) has none, and no
 layer-level parameter list is given), and neither AoT-ADMM nor AoT has public code; we take the bias of
 official CRATE, whose ``to_out`` is ``nn.Linear(inner_dim, dim)``. With the CRATE-style stem and counting the encoder
 without its classification head, as the paper does, this reproduces every AoT-ADMM cell of
@@ -54,11 +54,11 @@ __all__ = ["ADMMLayer", "AoTADMM", "ADMMState", "admm_coefficients", "inverse_so
 
 
 def admm_coefficients(eta: float, gamma: float, rho: float) -> tuple[float, float, float]:
-    """``(1 - eta*gamma - eta*rho, eta*gamma, eta*rho)``: the branch weights of Eq. ``zupdate``.
+    """``(1 - eta*gamma - eta*rho, eta*gamma, eta*rho)``: the branch weights of Eq. (14).
 
     Raises unless ``eta, gamma, rho > 0`` (NaN included: all three negative would also give positive
     weights, but a negative threshold ``lambd / rho``) and the three weights are positive: a softmax cannot
-    represent them otherwise, and the gradient step of Eq. ``zsub_gradient`` would then not be a
+    represent them otherwise, and the gradient step of Eq. (13) would then not be a
     contraction toward its target.
     """
     if not (eta > 0 and gamma > 0 and rho > 0):  # written so that NaN fails too
@@ -116,13 +116,13 @@ class ADMMLayer(nn.Module):
         dim: token width ``d``.
         num_heads: number of subspaces ``K`` (each of dimension ``d/K``).
         eta, gamma, rho: step size, compression-gradient coefficient and ADMM penalty;
-            they set the initial branch coefficients of Eq. ``zupdate``.
+            they set the initial branch coefficients of Eq. (14).
         lambd: sparsity weight (> 0); the initial threshold is ``tau = lambd / rho``, learned as
             ``tau = softplus(tau_raw)`` so that it stays positive (the V-step stays a shrinkage).
         rms_eps: epsilon of the RMS rescaling.
         pre_norm, rms_rescale: the two stabilisers of the trained network (pre-MSSA LayerNorm,
             RMS rescaling of ``Z`` and ``W``). With both off the layer is the plain ADMM iteration
-            of Eq. ``layer_updates``, which the book checks iterate by iterate.
+            of Eq. (18), which the book checks iterate by iterate.
         fused: how :meth:`forward` computes the element-wise state update (mix, RMS, threshold,
             dual update, RMS) in eager mode: ``True`` (default) with the single autograd node of
             :func:`aot_lib.models.fused.admm_state_update` (fewer passes over memory than the

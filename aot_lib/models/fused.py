@@ -1,6 +1,6 @@
 r"""The element-wise part of one AoT-ADMM layer as one autograd node (the eager fast path).
 
-An AoT-ADMM layer (:class:`~aot_lib.models.ADMMLayer`, Eq. ``layer_updates`` with the RMS
+An AoT-ADMM layer (:class:`~aot_lib.models.ADMMLayer`, Eq. (18) with the RMS
 rescalings of Appendix B) is AoT's MSSA plus a chain of element-wise operations on the state:
 
 .. math::

@@ -7,7 +7,7 @@ parameter arithmetic of the paper's tables can be read off one file:
   LayerNorm(patch) -> Linear(patch, d) -> LayerNorm(d), a cls token and a learned
   position embedding: ``2P + P*d + d + 2d + d + T*d`` parameters for patch size
   ``P = C*p*p`` and ``T`` tokens.
-* ``MSSA`` (Eq. ``mssa``): one shared bias-free projection per layer used as query, key and
+* ``MSSA`` (Eq. (12)): one shared bias-free projection per layer used as query, key and
   value, and an output projection with a bias (official CRATE's ``to_out``): ``2 d^2 + d``
   parameters.
 * ``ISTA`` (CRATE's sparse-coding block): one learnable dictionary, ``d^2`` parameters.
@@ -178,7 +178,7 @@ class ConvPatchStem(_StemBase):
 
 
 class MSSA(nn.Module):
-    r"""Multi-head subspace self-attention, Eq. ``mssa``.
+    r"""Multi-head subspace self-attention, Eq. (12).
 
     .. math:: \mathrm{MSSA}(Z\mid U_{[K]}) = \sum_k U_k U_k^\top Z\,
               \mathrm{softmax}(Z^\top U_k U_k^\top Z)
@@ -188,8 +188,8 @@ class MSSA(nn.Module):
     projection plays the role of the ``U_k`` that maps each head back. Both follow the official
     CRATE code (``qkv = nn.Linear(dim, inner_dim, bias=False)``, ``to_out = nn.Linear(inner_dim,
     dim)``): the output map may differ from ``U^T`` and carries a bias ``b`` (``d`` parameters),
-    so the layer computes Eq. ``mssa`` ``+ b``. The bias starts at zero, where the layer is
-    exactly Eq. ``mssa``. As in CRATE the logits are scaled by ``p^{-1/2}`` (``p = d/K``), a
+    so the layer computes Eq. (12) ``+ b``. The bias starts at zero, where the layer is
+    exactly Eq. (12). As in CRATE the logits are scaled by ``p^{-1/2}`` (``p = d/K``), a
     temperature the equation leaves implicit. Parameters: ``2 d^2 + d``.
     """
 

@@ -1,9 +1,9 @@
-r"""Coding rates of the sparse rate reduction objective (Eq. ``srr``).
+r"""Coding rates of the sparse rate reduction objective (Eq. (1)).
 
 Tokens are columns, as in the paper: ``Z`` has shape ``(..., d, N)``.
 
-* :func:`coding_rate` — Eq. ``global_rate``: ``R(Z) = 1/2 logdet(I_d + d/(N eps^2) Z Z^T)``.
-* :func:`subspace_coding_rate` — Eqs. ``subspace_rate`` and ``compression_rate``:
+* :func:`coding_rate` — Eq. (2): ``R(Z) = 1/2 logdet(I_d + d/(N eps^2) Z Z^T)``.
+* :func:`subspace_coding_rate` — Eqs. (6) and (7):
   ``R^c(Z | U) = sum_k 1/2 logdet(I_p + p/(N eps^2) U_k^T Z Z^T U_k)``.
 
 Both use a Cholesky factorisation of the (always positive definite) matrix, on the
@@ -28,7 +28,7 @@ def logdet_identity_plus(a: torch.Tensor, scale: float | torch.Tensor) -> torch.
 
 
 def coding_rate(Z: torch.Tensor, eps: float = 0.5) -> torch.Tensor:
-    """``R(Z)`` of Eq. ``global_rate`` for ``Z`` of shape ``(..., d, N)``."""
+    """``R(Z)`` of Eq. (2) for ``Z`` of shape ``(..., d, N)``."""
     if Z.ndim < 2:
         raise ValueError(f"Z must have shape (..., d, N), got {tuple(Z.shape)}")
     d, n = Z.shape[-2:]
@@ -36,7 +36,7 @@ def coding_rate(Z: torch.Tensor, eps: float = 0.5) -> torch.Tensor:
 
 
 def subspace_coding_rate(Z: torch.Tensor, U: torch.Tensor | Sequence[torch.Tensor], eps: float = 0.5) -> torch.Tensor:
-    """``R^c(Z | U_[K])`` of Eq. ``compression_rate``; ``U`` is ``(K, d, p)`` or a list of ``(d, p)``."""
+    """``R^c(Z | U_[K])`` of Eq. (7); ``U`` is ``(K, d, p)`` or a list of ``(d, p)``."""
     if not torch.is_tensor(U):
         U = torch.stack(list(U))
     if U.ndim != 3 or U.shape[1] != Z.shape[-2]:

@@ -1,7 +1,7 @@
-r"""The LeJEPA objective, Eq. ``total``: ``L = L_pred + alpha * L_SIGReg``.
+r"""The LeJEPA objective, Eq. (19): ``L = L_pred + alpha * L_SIGReg``.
 
 ``L_SIGReg`` is the finite-sample sliced Epps-Pulley statistic of :class:`~aot_lib.objectives.sigreg.SIGReg`
-(Eq. ``sup_ep``, times the sample size). Which embeddings form one SIGReg sample is a convention
+(Eq. (A.2), times the sample size). Which embeddings form one SIGReg sample is a convention
 on which the two reference implementations differ (``sigreg_sample`` of :class:`LeJEPALoss`):
 
 * ``"per_view"`` — LeJEPA's minimal example (``rbalestr-lab/lejepa``, ``MINIMAL.md``) passes the
@@ -18,9 +18,9 @@ When every view has the same law the pooled statistic is about ``V`` times the p
 ``V`` times for identical views), so ``alpha`` means different things under the two conventions.
 
 The weighting also differs. ``stable-pretraining`` returns ``inv_loss + lamb * sigreg_loss`` with
-``lamb = 0.02`` by default: Eq. ``total`` with ``alpha = lamb``. LeJEPA's minimal example uses
+``lamb = 0.02`` by default: Eq. (19) with ``alpha = lamb``. LeJEPA's minimal example uses
 ``sigreg_loss * lamb + inv_loss * (1 - lamb)`` (its suggested command line sets ``lamb=0.02``),
-which is ``(1 - lamb)`` times Eq. ``total`` with ``alpha = lamb / (1 - lamb)``: see
+which is ``(1 - lamb)`` times Eq. (19) with ``alpha = lamb / (1 - lamb)``: see
 :func:`alpha_from_lejepa_lambda`.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ SIGREG_SAMPLES = ("per_view", "pooled")
 
 def alpha_from_lejepa_lambda(lambd: float) -> float:
     """LeJEPA's minimal example writes ``(1-lambda) pred + lambda SIGReg``; dividing by ``1-lambda``
-    gives Eq. ``total`` with ``alpha = lambda / (1 - lambda)`` (same minimiser, gradient scaled by
+    gives Eq. (19) with ``alpha = lambda / (1 - lambda)`` (same minimiser, gradient scaled by
     ``1/(1-lambda)``). ``stable-pretraining``'s ``lamb`` is already ``alpha``: do not convert it."""
     if not 0 <= lambd < 1:
         raise ValueError(f"LeJEPA's lambda must lie in [0, 1), got {lambd}")
@@ -50,7 +50,7 @@ def alpha_from_lejepa_lambda(lambd: float) -> float:
 
 def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     r"""Centre each sample and rescale it to the normalised energy of Theorem 1 (Appendix A,
-    Eq. ``sup_normalization``): over the ``N`` embeddings of ``y`` (shape ``(..., N, D)``),
+    Appendix A's normalisation): over the ``N`` embeddings of ``y`` (shape ``(..., N, D)``),
     ``mean = 0`` and ``mean ||y_n||^2 = D``, i.e. ``tr(Sigma) = d`` for the sample covariance.
 
     Under DDP the mean and the energy are those of the global batch (differentiable all-reduce), so
@@ -68,7 +68,7 @@ def energy_normalize(y: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
 
 
 class LeJEPAOutput(NamedTuple):
-    """The terms of Eq. ``total``: ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32), and,
+    """The terms of Eq. (19): ``loss = pred_loss + alpha * sigreg_loss`` (each at least float32), and,
     from :class:`LeJEPAModel`, the detached projector ``embeddings`` ``(V, B, D)`` they were computed from
     (for the monitors, :mod:`aot_lib.training.monitors`)."""
 
@@ -79,7 +79,7 @@ class LeJEPAOutput(NamedTuple):
 
 
 class LeJEPALoss(nn.Module):
-    """Prediction + SIGReg over the views of a batch (Eq. ``total``; the two "Compute" lines of Algorithm 1).
+    """Prediction + SIGReg over the views of a batch (Eq. (19); the two "Compute" lines of Algorithm 1).
 
     Args:
         alpha: SIGReg weight. The default ``0.05/0.95`` equals the ``(1-lambda) pred + lambda SIGReg``
@@ -141,7 +141,7 @@ class LeJEPAModel(nn.Module):
 
     ``forward(views)`` takes the list of augmented views (global views first), sends the views of one
     resolution through the encoder together, projects the pooled features and returns the
-    :class:`LeJEPAOutput` of Eq. ``total``.
+    :class:`LeJEPAOutput` of Eq. (19).
     """
 
     def __init__(self, encoder: nn.Module, projector: nn.Module, loss: LeJEPALoss):

@@ -1,6 +1,6 @@
 r"""SIGReg: Sketched Isotropic Gaussian Regularization (LeJEPA).
 
-The paper's Epps-Pulley statistic is Eq. ``sup_ep`` (Appendix A): for a law of ``z`` and unit
+The paper's Epps-Pulley statistic is Eq. (A.2) (Appendix A): for a law of ``z`` and unit
 directions ``a ~ Unif(S^{d-1})``, with ``u_a = a^T z`` and ``phi_a`` its characteristic function,
 
 .. math:: \mathrm{SIGReg} = \mathbb E_a \int_{\mathbb R} \bigl|\varphi_a(t) - e^{-t^2/2}\bigr|^2\, w(t)\,dt.
@@ -15,9 +15,9 @@ with the factor ``N`` of LeJEPA's reference implementation (it makes the statist
 null), averaged over random unit directions. The integrand is even in ``t``, so the integral is
 twice the trapezoid rule on ``[0, t_max]``.
 
-Eq. ``sigreg`` of the main text is *not* this statistic but its decomposition around the isotropic
+Eq. (3) of the main text is *not* this statistic but its decomposition around the isotropic
 Gaussian into a covariance (second-order) term and higher-order deviations,
-``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; the covariance term and ``C_w`` (Eq. ``sup_sigreg2``)
+``C_w E_a[(a^T (Sigma - I) a)^2] + L_{>2}``; the covariance term and ``C_w`` (Eq. (A.6))
 are in :mod:`aot_lib.theory.theorem1`.
 
 Precision: the statistic and its gradient are computed in (at least) float32 even under
@@ -139,7 +139,7 @@ def empirical_cf(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> tup
 def epps_pulley(x: torch.Tensor, t_max: float = 3.0, n_points: int = 17) -> torch.Tensor:
     """Epps-Pulley normality statistic of every column of ``x`` (shape ``(..., N, K)``) -> ``(..., K)``.
 
-    ``N`` times the trapezoid-rule value of the integral in Eq. ``sup_ep`` for one direction.
+    ``N`` times the trapezoid-rule value of the integral in Eq. (A.2) for one direction.
     Under DDP the empirical characteristic function is averaged over ranks with an
     autograd-aware all-reduce, so the statistic is the one of the global batch (``N`` global).
     Computed in float32, or float64 for float64 input, also under autocast: the input is cast up
@@ -172,7 +172,7 @@ def sample_directions(dim: int, num_slices: int, seed: int, *, device=None, dtyp
 
 
 class SIGReg(nn.Module):
-    """Sliced Epps-Pulley test against N(0, I) (Eq. ``sup_ep``): mean over ``num_slices`` random directions.
+    """Sliced Epps-Pulley test against N(0, I) (Eq. (A.2)): mean over ``num_slices`` random directions.
 
     ``forward(z)`` with ``z`` of shape ``(..., N, D)`` (e.g. ``(views, batch, D)``) returns the
     mean of ``epps_pulley(z @ A)`` over slices and leading dims, so every leading index (view) is

@@ -1,15 +1,15 @@
-r"""The ADMM iterations of the paper (Eqs. ``zsub`` – ``layer_updates``) outside any network.
+r"""The ADMM iterations of the paper (Eqs. (10)–(18)) outside any network.
 
 Tokens are columns, as in the paper: ``Z`` has shape ``(d, N)``, the subspace bases ``U`` shape
 ``(K, d, p)``. :func:`admm_iterations` runs scaled-form ADMM on
-``R^c(Z | U) + lambda ||V||_1  s.t.  Z = V`` (Eq. ``split``) with the ``Z``-step linearised, using
+``R^c(Z | U) + lambda ||V||_1  s.t.  Z = V`` (Eq. (8)) with the ``Z``-step linearised, using
 either of two gradients of ``R^c``:
 
-* :func:`exact_compression_gradient` — the exact ``nabla_Z R^c(Z | U)`` of Eq. ``compression_rate``
-  (automatic differentiation); one gradient step on Eq. ``zsub``;
+* :func:`exact_compression_gradient` — the exact ``nabla_Z R^c(Z | U)`` of Eq. (7)
+  (automatic differentiation); one gradient step on Eq. (10);
 * :func:`mssa_compression_gradient` — the paper's approximation
-  ``nabla_Z R^c ≈ gamma [Z - MSSA(Z | U)]`` (Eq. ``compression_gradient``), which turns the
-  step into Eq. ``zupdate``.
+  ``nabla_Z R^c ≈ gamma [Z - MSSA(Z | U)]`` (Eq. (11)), which turns the
+  step into Eq. (14).
 
 :func:`admm_layer_from_subspaces` builds the :class:`~aot_lib.models.ADMMLayer` that computes the
 same iterates as the MSSA version.
@@ -37,7 +37,7 @@ def mixture_of_subspaces(d: int = 12, p: int = 3, K: int = 4, n_per: int = 32, n
     ``basis="random"`` draws the subspaces at random; ``basis="coordinate"`` makes ``U_k`` the
     ``k``-th block of ``p`` coordinate axes, and ``nonnegative=True`` takes ``|c|`` as the
     coefficients, so the clean tokens are sparse and non-negative in the standard basis: the
-    structure the ReLU proximal step (Eq. ``layer_updates``, ``V``-step) assumes.
+    structure the ReLU proximal step (Eq. (18), ``V``-step) assumes.
     Returns ``(Z, U, labels)``: ``Z`` ``(d, K*n_per)``, ``U`` ``(K, d, p)`` with orthonormal
     columns, ``labels`` ``(N,)``. Requires ``K*p <= d``.
     """
@@ -59,10 +59,10 @@ def mixture_of_subspaces(d: int = 12, p: int = 3, K: int = 4, n_per: int = 32, n
 
 
 def mssa_columns(Z: torch.Tensor, U: torch.Tensor, temperature: float | None = None) -> torch.Tensor:
-    r"""Eq. ``mssa`` for column tokens: ``sum_k U_k U_k^T Z softmax(t * Z^T U_k U_k^T Z)``.
+    r"""Eq. (12) for column tokens: ``sum_k U_k U_k^T Z softmax(t * Z^T U_k U_k^T Z)``.
 
     The softmax normalises each column (each output token is a convex combination of the projected
-    tokens). Eq. ``mssa`` itself has no scaling, ``t = 1``; ``temperature`` defaults to ``p^{-1/2}``,
+    tokens). Eq. (12) itself has no scaling, ``t = 1``; ``temperature`` defaults to ``p^{-1/2}``,
     the scaling :class:`~aot_lib.models.layers.MSSA` uses.
     """
     p = U.shape[-1]
@@ -73,9 +73,9 @@ def mssa_columns(Z: torch.Tensor, U: torch.Tensor, temperature: float | None = N
 
 
 def exact_compression_gradient(Z: torch.Tensor, U: torch.Tensor, eps: float) -> torch.Tensor:
-    """The exact ``nabla_Z R^c(Z | U)``, by automatic differentiation of Eq. ``compression_rate``.
+    """The exact ``nabla_Z R^c(Z | U)``, by automatic differentiation of Eq. (7).
 
-    Not the paper's Eq. ``compression_gradient``, which approximates this gradient by
+    Not the paper's Eq. (11), which approximates this gradient by
     :func:`mssa_compression_gradient`.
     """
     with torch.enable_grad():
@@ -86,12 +86,12 @@ def exact_compression_gradient(Z: torch.Tensor, U: torch.Tensor, eps: float) -> 
 
 def mssa_compression_gradient(Z: torch.Tensor, U: torch.Tensor, gamma: float = 1.0,
                               temperature: float | None = None) -> torch.Tensor:
-    """The paper's approximation of ``nabla_Z R^c(Z | U)``, Eq. ``compression_gradient``:
+    """The paper's approximation of ``nabla_Z R^c(Z | U)``, Eq. (11):
     ``gamma [Z - MSSA(Z | U)]``, with MSSA of :func:`mssa_columns` (``temperature`` as there).
 
     An approximation, not the gradient (that is :func:`exact_compression_gradient`); the paper says
     only that ``gamma > 0`` is determined by the coding precision. With the penalty term it gives the
-    ``Z``-subproblem gradient of Eq. ``zsub_gradient``, and a step of size ``eta`` gives Eq. ``zupdate``.
+    ``Z``-subproblem gradient of Eq. (13), and a step of size ``eta`` gives Eq. (14).
     """
     return gamma * (Z - mssa_columns(Z, U, temperature))
 
@@ -119,10 +119,10 @@ def admm_iterations(Z0: torch.Tensor, U: torch.Tensor, *, eta: float = 0.25, gam
                     labels: torch.Tensor | None = None, temperature: float | None = None) -> ADMMHistory:
     r"""Scaled-form ADMM with a linearised ``Z``-step, started as Algorithm 1: ``V^0 = Z^0``, ``W^0 = 0``.
 
-    ``gradient="mssa"`` (Eq. ``zupdate``, the step with :func:`mssa_compression_gradient`):
+    ``gradient="mssa"`` (Eq. (14), the step with :func:`mssa_compression_gradient`):
         ``Z+ = (1 - eta*gamma - eta*rho) Z + eta*gamma MSSA(Z|U) + eta*rho (V - W)``,
         computed in this form, the one the network's layer computes;
-    ``gradient="exact"`` (one gradient step on Eq. ``zsub`` with :func:`exact_compression_gradient`):
+    ``gradient="exact"`` (one gradient step on Eq. (10) with :func:`exact_compression_gradient`):
         ``Z+ = Z - eta (grad R^c(Z|U) + rho (Z - V + W))``.
     Then ``V+ = ReLU(Z+ + W - lambda/rho)`` and ``W+ = W + Z+ - V+``. ``gamma`` and ``temperature``
     enter only the MSSA version, ``eps`` only the exact one (and the recorded objective).

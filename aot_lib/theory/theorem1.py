@@ -2,7 +2,7 @@ r"""Closed forms and population quantities behind Theorem 1 and the Proposition 
 
 Notation of the appendix: ``c = d / eps^2``, ``theta = c / (1 + c)``, ``A = Sigma - I``, and the
 trace-``d`` set ``S = {Sigma >= 0 : tr Sigma = d}``. SIGReg here is the *population*
-Epps-Pulley discrepancy of Eq. ``sup_ep`` (no factor ``N``); the finite-sample statistic of
+Epps-Pulley discrepancy of Eq. (A.2) (no factor ``N``); the finite-sample statistic of
 :func:`aot_lib.epps_pulley` is ``N`` times an estimate of it, biased by
 :func:`finite_sample_bias`.
 
@@ -12,7 +12,7 @@ with LeJEPA's weight ``w(t) = e^{-t^2/2}`` the integral has the closed form
 .. math:: L(v) = \int_{\mathbb R} (e^{-v t^2/2} - e^{-t^2/2})^2 e^{-t^2/2} dt
           = \sqrt{2\pi}\,\bigl[(2v+1)^{-1/2} - 2 (v+2)^{-1/2} + 3^{-1/2}\bigr],
 
-whose expansion around ``v = 1`` is ``C_w s^2 + O(s^3)`` with ``s = v - 1`` (Eq. ``sup_sigreg2``).
+whose expansion around ``v = 1`` is ``C_w s^2 + O(s^3)`` with ``s = v - 1`` (Eq. (A.6)).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ SQRT_2PI = math.sqrt(2 * math.pi)
 
 
 def cw_gaussian_weight(sigma: float = 1.0) -> float:
-    r"""``C_w = 1/4 \int t^4 e^{-t^2} w(t) dt`` for ``w(t) = e^{-t^2/(2 sigma^2)}`` (Eq. ``sup_sigreg2``).
+    r"""``C_w = 1/4 \int t^4 e^{-t^2} w(t) dt`` for ``w(t) = e^{-t^2/(2 sigma^2)}`` (Eq. (A.6)).
 
     With ``k = 2 + 1/sigma^2``: ``\int t^4 e^{-k t^2/2} dt = 3 sqrt(2 pi) k^{-5/2}``, so
     ``C_w = (3/4) sqrt(2 pi) k^{-5/2}``; LeJEPA's ``sigma = 1`` gives ``sqrt(2 pi) / (4 * 3^{3/2})``.
@@ -60,7 +60,7 @@ def population_sigreg(sigma: torch.Tensor, directions: torch.Tensor) -> torch.Te
 
 
 def sigreg2(sigma: torch.Tensor, cw: float | None = None) -> torch.Tensor:
-    """Covariance component ``2 C_w / (d (d+2)) ||Sigma - I||_F^2`` (Eq. ``sup_sigreg_frobenius``)."""
+    """Covariance component ``2 C_w / (d (d+2)) ||Sigma - I||_F^2`` (Eq. (A.12))."""
     d = sigma.shape[-1]
     cw = cw_gaussian_weight() if cw is None else cw
     a = sigma - torch.eye(d, dtype=sigma.dtype, device=sigma.device)
@@ -68,14 +68,14 @@ def sigreg2(sigma: torch.Tensor, cw: float | None = None) -> torch.Tensor:
 
 
 def population_rate(sigma: torch.Tensor, eps: float) -> torch.Tensor:
-    """``R(Sigma) = 1/2 logdet(I + (d / eps^2) Sigma)`` (Eq. ``sup_rate``)."""
+    """``R(Sigma) = 1/2 logdet(I + (d / eps^2) Sigma)`` (Eq. (A.1))."""
     d = sigma.shape[-1]
     eye = torch.eye(d, dtype=sigma.dtype, device=sigma.device)
     return 0.5 * torch.linalg.slogdet(eye + d / eps**2 * sigma)[1]
 
 
 def rate_gap(sigma: torch.Tensor, eps: float) -> torch.Tensor:
-    """``R(I) - R(Sigma)``; positive on the trace-d set except at ``I`` (Eq. ``sup_jensen``)."""
+    """``R(I) - R(Sigma)``; positive on the trace-d set except at ``I`` (Eq. (A.17))."""
     d = sigma.shape[-1]
     return 0.5 * d * math.log1p(d / eps**2) - population_rate(sigma, eps)
 
@@ -86,7 +86,7 @@ def theta(d: int, eps: float) -> float:
 
 
 def limit_ratio(d: int, eps: float, cw: float | None = None) -> float:
-    """``lim_{Sigma -> I} SIGReg^(2) / (R(I) - R(Sigma)) = 8 C_w / (theta^2 d (d+2))`` (Eq. ``sup_proportionality``)."""
+    """``lim_{Sigma -> I} SIGReg^(2) / (R(I) - R(Sigma)) = 8 C_w / (theta^2 d (d+2))`` (Eq. (A.23))."""
     cw = cw_gaussian_weight() if cw is None else cw
     return 8 * cw / (theta(d, eps) ** 2 * d * (d + 2))
 

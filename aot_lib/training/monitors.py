@@ -7,14 +7,14 @@ a :class:`StepContext` and logs the scalars it returns (CSV / TensorBoard, like 
 * :class:`RankMe` — effective rank of the step's embeddings (Garrido et al., 2023), read from the
   step dict's ``"embeddings"``.
 * :class:`Theorem1Monitor` — Theorem 1 measured in practice on a fixed batch: the SIGReg value of the
-  normalised embeddings (Appendix A, Eq. ``sup_normalization``) beside the rate gap
-  ``R(I) - R(\hat\Sigma)`` (Eq. ``sup_jensen``) and the covariance component ``SIGReg^{(2)}``
-  (Eq. ``sup_sigreg_frobenius``) that links them.
+  normalised embeddings (Appendix A's normalisation) beside the rate gap
+  ``R(I) - R(\hat\Sigma)`` (Eq. (A.17)) and the covariance component ``SIGReg^{(2)}``
+  (Eq. (A.12)) that links them.
 * :class:`WhiteBoxAudit` — does the trained encoder still do what it was derived to do? Per layer on
   a fixed batch (:func:`audit_layers`): the compression term ``R^c(Z | U^\ell)`` before and after the
-  layer (Eq. ``compression_rate``; MSSA is a descent step on it), the sparsity of the state, and for
+  layer (Eq. (7); MSSA is a descent step on it), the sparsity of the state, and for
   AoT-ADMM the primal residual ``||Z - V||``, the branch coefficients ``(a, b, c)`` and the threshold
-  ``tau`` against their initial ADMM values (Eq. ``zupdate``).
+  ``tau`` against their initial ADMM values (Eq. (14)).
 * :class:`OnlineKNN` — a learning curve without labels in the loss (stable-pretraining's OnlineKNN idea):
   the weighted k-NN accuracy (:func:`aot_lib.training.evaluation.knn_probe`) of a fixed validation subset of the
   training set, voted on by a fixed labelled subset of the rest (the probe's stratified split).
@@ -58,7 +58,7 @@ def theorem1_terms(embeddings: torch.Tensor, eps: float = 0.5, num_slices: int =
     (:func:`~aot_lib.objectives.lejepa.energy_normalize`: centred, ``tr \hat\Sigma = D``).
 
     Returns ``sigreg``: the sliced Epps-Pulley discrepancy per sample (the statistic over ``N``: the
-    population scale of Eq. ``sup_ep``, biased up by about ``0.4 / N``), over ``num_slices`` directions fixed by
+    population scale of Eq. (A.2), biased up by about ``0.4 / N``), over ``num_slices`` directions fixed by
     ``seed``; ``sigreg2``: its covariance component ``2 C_w ||\hat\Sigma - I||_F^2 / (D (D+2))``;
     ``rate_gap``: ``R(I) - R(\hat\Sigma)`` at ``eps``. Near ``\Sigma = I`` the theorem makes
     ``sigreg2 / rate_gap`` tend to :func:`aot_lib.theory.theorem1.limit_ratio`.
@@ -87,7 +87,7 @@ def _rate(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> float:
 
 def orthonormal_bases(U: torch.Tensor) -> torch.Tensor:
     """``(K, d, p)`` orthonormal bases of the column spaces of each ``U_k`` (the Q of its reduced QR). Eq.
-    ``subspace_rate`` assumes ``U_k^T U_k = I``; a layer's learned ``U_k`` is not, so its raw ``R^c`` also
+    (6) assumes ``U_k^T U_k = I``; a layer's learned ``U_k`` is not, so its raw ``R^c`` also
     measures the bases' scale. ``R^c`` with these bases depends on the subspaces alone."""
     return torch.linalg.qr(U.double(), mode="reduced").Q
 
@@ -101,7 +101,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
     * ``rc_in``, ``rc_out``: ``R^c(Z | U^l)`` of the layer's input and output token state, with the layer's
       own subspaces ``U^l`` (:meth:`~aot_lib.models.layers.MSSA.subspaces`); the layer descends its compression
       term when ``rc_out < rc_in``. With ``orthonormal=True`` the rates use :func:`orthonormal_bases` of
-      ``U^l``: the subspaces alone, as Eq. ``subspace_rate`` assumes. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
+      ``U^l``: the subspaces alone, as Eq. (6) assumes. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
     * ``zeros``: fraction of exact zeros of the pooled state (AoT-ADMM's ``V^l``; CRATE's ISTA output);
       ``l1``: its mean absolute entry (``||V^l||_1`` per entry).
     * AoT-ADMM only: ``primal`` = ``||Z^l - V^l||_F / ||Z^l||_F``, the coefficients ``a, b, c`` and their
