@@ -266,7 +266,7 @@ for fam in NAMES:
     for r in cells[fam, "cifar10"]:
         try:
             curves[fam, r.seed] = evidence.knn_curve(r.folder)
-        except ValueError:  # a run made before the monitor existed has no curve
+        except evidence.NoKnnMonitor:  # a run made before the monitor existed
             pass
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per run (family and seed in the legend; runs recorded before the monitor existed have none), against the epoch (left) and against the modelled pretraining time, steps × the family's benchmarked step time (right).", "name": "fig-knn-curves"}}

@@ -100,7 +100,7 @@ def test_knn_curve_reads_the_monitor_rows_and_refuses_a_run_without_it(tmp_path)
                                     "with aot record"):
         evidence.knn_curve(tmp_path)
     (tmp_path / "metrics.csv").write_text("epoch,loss,step\n1.0,0.9,195\n")
-    with raises_exactly(ValueError, f"{tmp_path / 'metrics.csv'} has no knn/val_top1 column: the run was made "
+    with raises_exactly(evidence.NoKnnMonitor, f"{tmp_path / 'metrics.csv'} has no knn/val_top1 column: the run was made "
                                     "with monitor.knn=false"):
         evidence.knn_curve(tmp_path)
 

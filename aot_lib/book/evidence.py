@@ -21,7 +21,7 @@ from ..training.config import flatten
 from . import paper, stats
 from .recorded import RESULT_FILES
 
-__all__ = ["SeedRun", "SEED_FREE_KEYS", "TOP1_KEY", "cell_runs", "cell", "compare", "knn_curve",
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "TOP1_KEY", "cell_runs", "cell", "compare", "knn_curve", "NoKnnMonitor",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -115,6 +115,10 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
             "sentence": stats.claim_sentence(what, diff, claim, paper_value, claimant=claimant)}
 
 
+class NoKnnMonitor(ValueError):
+    """A recorded run made without the online k-NN monitor (``monitor.knn: false``): it has no learning curve."""
+
+
 def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
     """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epochs done, accuracy)`` rows in
     order. The monitor logs on a row of its own at the end of an epoch, without the ``epoch`` column the
@@ -125,7 +129,7 @@ def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[in
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         if column not in (reader.fieldnames or ()):
-            raise ValueError(f"{path} has no {column} column: the run was made with monitor.knn=false")
+            raise NoKnnMonitor(f"{path} has no {column} column: the run was made with monitor.knn=false")
         rows = [(int(float(r["step"])), float(r[column])) for r in reader if r.get(column)]
     per_epoch = json.loads((folder / "run.json").read_text()).get("metrics", {}).get("steps_per_epoch")
     if not per_epoch:
