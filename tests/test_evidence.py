@@ -17,18 +17,19 @@ BASE = {"model": {"name": "aot_admm_tiny", "overrides": {"depth": 6}}, "optim": 
         "run": {"name": None, "seed": None}, "monitor": {"knn": False}, "probe": {"lr": [0.003]}}
 
 
-def _record(root, name, seed, top1, kind="pretrain", status="finished", **changes):
+def _record(root, name, seed, top1, kind="pretrain", status="finished", probed=None, **changes):
     folder = root / name
     folder.mkdir(parents=True)
     cfg = json.loads(json.dumps(BASE))
     cfg["run"].update(name=name, seed=seed)
     for dotted, value in changes.items():
         section, key = dotted.split("__")
-        cfg[section][key] = value
+        cfg.setdefault(section, {})[key] = value
     (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
     (folder / "run.json").write_text(json.dumps({"kind": kind, "seed": seed, "status": status, "commit": "c" * 40,
                                                  "wall_time_s": 100.0 + seed}))
-    (folder / RESULT_FILES[kind]).write_text(json.dumps({evidence.TOP1_KEY[kind]: top1}))
+    result = {evidence.TOP1_KEY[kind]: top1} | ({"probe": probed} if probed is not None else {})
+    (folder / RESULT_FILES[kind]).write_text(json.dumps(result))
     return folder
 
 
@@ -62,6 +63,44 @@ def test_a_cell_of_runs_trained_differently_is_refused_naming_the_key(tmp_path):
     _record(tmp_path, "a_seed1", 1, 51.0, optim__lr=0.004)
     with raises_exactly(ValueError, "a_seed1 is not a seed of a: optim.lr is 0.004 there and 0.002 here"):
         evidence.cell(tmp_path, "a")
+
+
+def test_seeds_probed_with_different_settings_are_refused_naming_the_setting(tmp_path):
+    # the probe section of config.yaml is seed-free (a run may be probed again), so what is compared is the settings
+    # the probe that produced each number recorded in probe.json
+    _record(tmp_path, "a", 0, 50.0, probed={"lr": [0.001, 0.003, 0.01], "epochs": 100})
+    _record(tmp_path, "a_seed1", 1, 51.0, probed={"lr": [0.001, 0.003, 0.01], "epochs": 100})
+    assert evidence.cell(tmp_path, "a") == {0: 50.0, 1: 51.0}
+    seed2 = _record(tmp_path, "a_seed2", 2, 52.0, probed={"lr": [0.0003, 0.001, 0.003], "epochs": 100})
+    with raises_exactly(ValueError, "a_seed2 was probed with probe.lr=[0.0003, 0.001, 0.003] and a with "
+                                    f"[0.001, 0.003, 0.01]: probe them alike (scripts/reprobe.py {seed2} "
+                                    f"{tmp_path / 'a'})"):
+        evidence.cell(tmp_path, "a")
+
+
+def test_probe_lr_picks_flag_a_pick_at_the_top_of_its_grid(tmp_path):
+    for seed, picked in ((0, 0.01), (1, 0.003)):
+        folder = _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, 50.0,
+                         probed={"lr": [0.001, 0.003, 0.01]})
+        result = json.loads((folder / "probe.json").read_text())
+        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked}))
+    assert evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "a")) == [
+        {"run": "a", "lr": 0.01, "grid": [0.001, 0.003, 0.01], "at_top": True},
+        {"run": "a_seed1", "lr": 0.003, "grid": [0.001, 0.003, 0.01], "at_top": False}]
+
+
+def test_seed_k_of_a_chain_must_start_from_seed_k_of_the_stage_before(tmp_path):
+    assert evidence.seed_variant_path("runs/t/last.ckpt", 2) == "runs/t_seed2/last.ckpt"
+    assert evidence.seed_variant_path("runs/t_seed1/last.ckpt", 0) == "runs/t/last.ckpt"
+    base = dict(kind="distill", model__name="relu_student")
+    _record(tmp_path, "s", 0, 50.0, distill__teacher="runs/t/last.ckpt", **base)
+    _record(tmp_path, "s_seed1", 1, 51.0, distill__teacher="runs/t_seed1/last.ckpt", **base)
+    assert evidence.cell(tmp_path, "s") == {0: 50.0, 1: 51.0}
+    _record(tmp_path, "s_seed2", 2, 52.0, distill__teacher="runs/t/last.ckpt", **base)  # seed 0's teacher
+    with raises_exactly(ValueError, "s_seed2 (seed 2) starts from 'runs/t/last.ckpt' (distill.teacher); seed 2 of "
+                                    "this chain starts from 'runs/t_seed2/last.ckpt': fix its config and run it "
+                                    "again"):
+        evidence.cell(tmp_path, "s")
 
 
 def test_unfinished_superseded_duplicate_and_missing_runs_are_refused(tmp_path):

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from aot_lib.book import paper
-from aot_lib.book.stats import (PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
+from aot_lib.book.stats import (KD_PARITY_MARGIN, PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
                            verdict)
 from helpers import raises_exactly
 
@@ -61,6 +61,8 @@ def _diff(low, high, n=3):
     (1.5, 3.0, "parity", "contradicted"),  # wholly above the margin
     (-4.0, -1.4, "parity", "contradicted"),  # wholly below it
     (-1.0, 2.0, "parity", "not distinguishable at this scale"),  # crosses the margin
+    (-1.39, 1.0, "parity", "reproduced"),  # the paper's own largest gap is one it calls comparable: inside
+    (1.39, 3.0, "parity", "not distinguishable at this scale"),  # touches the margin: not wholly outside
 ])
 def test_verdict_reads_the_interval_against_the_claim(low, high, claim, want):
     assert verdict(_diff(low, high), claim, margin=1.39) == want
@@ -76,6 +78,12 @@ def test_parity_margin_is_the_largest_gap_the_paper_calls_comparable():
     c10 = paper.LINEAR_PROBE_ACC["cifar10"]
     assert PARITY_MARGIN == pytest.approx(c10["crate_tiny"] - c10["aot_admm_tiny"], abs=1e-12)  # 85.61 - 84.22
     assert PARITY_MARGIN == pytest.approx(1.39, abs=1e-9)
+
+
+def test_table4_parity_margin_is_the_largest_teacher_student_gap_of_table4():
+    kd = paper.KD_ACC_CIFAR10
+    assert KD_PARITY_MARGIN == pytest.approx(0.82, abs=1e-9)  # ViT-T 92.19 - 91.37; ViT-S 93.58 - 93.67 = -0.09
+    assert KD_PARITY_MARGIN == round(kd["vit_tiny"] - kd["vit_tiny_relu"], 2)
 
 
 def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():

@@ -21,7 +21,7 @@ from ..training.config import flatten
 from . import paper, stats
 from .recorded import RESULT_FILES
 
-__all__ = ["SeedRun", "SEED_FREE_KEYS", "TOP1_KEY", "cell_runs", "cell", "compare", "knn_curve", "NoKnnMonitor",
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell", "probe_lr_picks", "compare", "knn_curve", "NoKnnMonitor",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -35,6 +35,23 @@ TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1"}
 #: configs has (added to the package between their commits) is not compared: it took its default, the old behaviour.
 SEED_FREE_KEYS = ("run.name", "run.seed", "description", "monitor.knn", "monitor.knn_bank", "monitor.knn_val",
                   "probe.", "distill.teacher", "distill.student_init", "finetune.checkpoint")
+
+#: The keys naming the run a chained stage starts from. They may differ between seeds, but only as the chain does:
+#: seed k of a cell starts from seed k of the stage before (``runs/<name>_seed<k>/…``; seed 0 is the plain name).
+CHAIN_KEYS = ("finetune.checkpoint", "distill.teacher", "distill.student_init")
+
+
+def seed_variant_path(path: str, seed: int) -> str:
+    """``runs/<name>[_seed<j>]/<file>`` as seed ``seed`` of the same chain names it: ``runs/<name>_seed<seed>/<file>``,
+    or ``runs/<name>/<file>`` for seed 0."""
+    parent, _, file = path.rpartition("/")
+    head, _, run = parent.rpartition("/")
+    run = re.sub(r"_seed\d+$", "", run) + (f"_seed{seed}" if seed else "")
+    return "/".join(x for x in (head, run, file) if x)
+
+
+def _probe_settings(folder: Path) -> dict:
+    return _read_json(folder / "probe.json").get("probe", {})
 
 
 @dataclass(frozen=True)
@@ -60,8 +77,9 @@ def _read_json(path: Path) -> dict:
 
 def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
     """The recorded runs of cell ``name`` under ``root`` (``results/cpu``), by seed. Refuses a cell with no
-    recorded run, a run not finished or marked superseded, two runs with one seed, and seed variants whose
-    configs differ outside :data:`SEED_FREE_KEYS` (naming the key)."""
+    recorded run, a run not finished or marked superseded, two runs with one seed, seed variants whose
+    configs differ outside :data:`SEED_FREE_KEYS` (naming the key), a chained seed that starts from another seed's
+    run (:data:`CHAIN_KEYS`), and pretraining seeds whose numbers come from probes with different settings."""
     root = Path(root)
     folders = [root / name] + sorted(p for p in root.glob(f"{name}_seed*") if re.fullmatch(rf"{re.escape(name)}_seed\d+", p.name))
     folders = [f for f in folders if (f / "run.json").exists()]
@@ -89,6 +107,20 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                 if not _seed_free(key) and ref[key] != config[key]:
                     raise ValueError(f"{folder.name} is not a seed of {ref_folder.name}: {key} is "
                                      f"{config.get(key)!r} there and {ref.get(key)!r} here")
+            seed = int(record["seed"])
+            for key in CHAIN_KEYS:  # seed k starts from seed k of the stage before, never from another seed's run
+                if isinstance(ref.get(key), str) and config.get(key) != seed_variant_path(ref[key], seed):
+                    raise ValueError(f"{folder.name} (seed {seed}) starts from {config.get(key)!r} ({key}); seed "
+                                     f"{seed} of this chain starts from {seed_variant_path(ref[key], seed)!r}: fix "
+                                     "its config and run it again")
+            if kind == "pretrain" and _probe_settings(folder) != _probe_settings(ref_folder):
+                # the probe section may differ in config.yaml (a run probed again), but the probe that produced each
+                # seed's number must be one protocol, or the cell averages two
+                a, b = _probe_settings(ref_folder), _probe_settings(folder)
+                key = next(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+                raise ValueError(f"{folder.name} was probed with probe.{key}={b.get(key)!r} and {ref_folder.name} "
+                                 f"with {a.get(key)!r}: probe them alike (scripts/reprobe.py {folder} "
+                                 f"{ref_folder})")
         top1 = float(_read_json(folder / RESULT_FILES[kind])[TOP1_KEY[kind]])
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
                             float(record.get("wall_time_s", math.nan)), folder))
@@ -98,12 +130,26 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
     return sorted(runs, key=lambda r: r.seed)
 
 
+def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
+    """Each pretraining run's linear-probe learning rate as picked on validation, beside the grid it was picked from
+    (its ``probe.json``): ``{"run", "lr", "grid", "at_top"}``. A pick at the top of the grid says the grid may stop
+    short of that encoder's best rate."""
+    picks = []
+    for r in runs:
+        probe = _read_json(r.folder / "probe.json")
+        grid = [float(x) for x in probe["probe"]["lr"]]
+        lr = float(probe["linear_lr"])
+        picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid)})
+    return picks
+
+
 def cell(root: str | Path, name: str) -> dict[int, float]:
     """``{seed: test accuracy}`` of cell ``name`` (see :func:`cell_runs`)."""
     return {r.seed: r.top1 for r in cell_runs(root, name)}
 
 
-def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None) -> dict:
+def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None,
+            margin: float = stats.PARITY_MARGIN) -> dict:
     """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
     that states it: ``{"a", "b", "diff", "verdict", "sentence"}``. Without a ``paper_value`` the comparison is one
     of our controls, and the sentence says what the control expects instead of what the paper claims."""
@@ -111,8 +157,8 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
     diff = stats.paired_difference(ca, cb)
     claimant = "the paper claims" if paper_value is not None else "a control expects"
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
-            "verdict": stats.verdict(diff, claim),
-            "sentence": stats.claim_sentence(what, diff, claim, paper_value, claimant=claimant)}
+            "verdict": stats.verdict(diff, claim, margin),
+            "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant)}
 
 
 class NoKnnMonitor(ValueError):
@@ -183,6 +229,7 @@ class Claim:
     claim: str
     paper_gap: float | None
     where: str
+    margin: float = stats.PARITY_MARGIN  # of a parity claim: the largest gap the paper calls comparable there
 
 
 def _gap(table: Mapping, data: str, a: str, b: str) -> float:
@@ -217,7 +264,8 @@ CLAIMS = (
       for fam, label in (("aot_admm", "AoT-ADMM"), ("crate", "CRATE")) for data in ("cifar10", "cifar100")),
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
-          round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4"),
+          round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
+          stats.KD_PARITY_MARGIN),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
           "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
 )
@@ -233,7 +281,7 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
             rows.append({"claim": c, "diff": None, "verdict": "pending",
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
-        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap)
+        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin)
         rows.append({"claim": c, "diff": got["diff"], "verdict": got["verdict"], "sentence": got["sentence"]})
     return rows
 

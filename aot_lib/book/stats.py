@@ -9,8 +9,11 @@ freedom): pairing by seed removes what the seed does to both (data order, views,
 * ``better`` (A beats B, e.g. AoT-ADMM vs AoT, Table 3): reproduced when the interval lies above 0,
   contradicted when it lies below 0, otherwise not distinguishable at this scale;
 * ``parity`` (A is comparable to B, e.g. AoT-ADMM vs CRATE, Tables 1 and 2): reproduced when the interval
-  lies inside ``(-margin, margin)``, contradicted when it lies wholly outside it, otherwise not
-  distinguishable. :data:`PARITY_MARGIN` is the largest gap the paper itself calls comparable.
+  lies inside ``[-margin, margin]`` (the margin is a gap the paper itself calls comparable, so it is inside),
+  contradicted when it lies wholly outside it, otherwise not distinguishable. :data:`PARITY_MARGIN` is the largest
+  AoT-ADMM - CRATE gap the paper calls comparable; :data:`KD_PARITY_MARGIN` the largest teacher - student gap of
+  its Table 4. A 95 % interval inside the margin is a stricter test than the usual equivalence test (two one-sided
+  tests at 5 %, a 90 % interval): with two seeds (t quantile 12.7) parity is in practice never reproduced.
 
 :func:`claim_sentence` writes the one sentence a chapter ends a section with, from these numbers alone.
 """
@@ -23,7 +26,7 @@ from typing import Mapping, Sequence
 from . import paper
 
 __all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "claim_sentence",
-           "PARITY_MARGIN", "VERDICTS"]
+           "PARITY_MARGIN", "KD_PARITY_MARGIN", "VERDICTS"]
 
 
 def _paper_gaps() -> list[float]:
@@ -38,6 +41,12 @@ def _paper_gaps() -> list[float]:
 #: The largest |AoT-ADMM - CRATE| gap the paper calls "comparable" (Tables 1 and 2; 1.39 points, Tiny on
 #: CIFAR-10): the margin of a parity claim.
 PARITY_MARGIN = max(abs(g) for g in _paper_gaps())
+
+#: The largest |teacher - MLP-free student| gap of the paper's Table 4 (0.82 points, ViT-T; at ViT-S the student
+#: is ahead by 0.09): the margin of Table 4's parity claim, which the paper makes for those models, not for
+#: AoT-ADMM against CRATE.
+KD_PARITY_MARGIN = round(max(abs(paper.KD_ACC_CIFAR10[m] - paper.KD_ACC_CIFAR10[f"{m}_relu"])
+                             for m in ("vit_tiny", "vit_small")), 2)
 
 VERDICTS = ("reproduced", "contradicted", "not distinguishable at this scale")
 
@@ -112,9 +121,9 @@ def verdict(diff: Summary, claim: str, margin: float = PARITY_MARGIN) -> str:
         return VERDICTS[2]
     if claim == "better":
         return VERDICTS[0] if diff.low > 0 else VERDICTS[1] if diff.high < 0 else VERDICTS[2]
-    if -margin < diff.low and diff.high < margin:
+    if -margin <= diff.low and diff.high <= margin:  # the margin is a gap the paper calls comparable: inside
         return VERDICTS[0]
-    return VERDICTS[1] if diff.low >= margin or diff.high <= -margin else VERDICTS[2]
+    return VERDICTS[1] if diff.low > margin or diff.high < -margin else VERDICTS[2]
 
 
 def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float | None,

@@ -36,7 +36,8 @@ __all__ = ["extract_features", "linear_probe", "select_linear_probe", "standard_
 
 PROTOCOLS = {
     "quick": "quick: linear classifier (AdamW, cosine) on cached, standardised features of un-augmented images; "
-             "lr and weight decay chosen on a validation split of the training set",
+             "lr (and weight decay, where probe.weight_decay lists more than one) chosen on a validation split of the "
+             "training set",
     "standard": "standard (SimCLR/BYOL): linear classifier on features of augmented images (random-resized crop + "
                 "flip), SGD momentum 0.9, cosine schedule",
 }

@@ -1,0 +1,80 @@
+"""The settings the evidence chapters state in prose (epochs, widths, split sizes), asserted against the configs and
+records they describe: a sentence typed by hand that no longer matches its config fails here, not in a reader's
+mind. Results are never typed (the chapters compute them); these are the numbers of the set-up."""
+import json
+from pathlib import Path
+
+import pytest
+
+import aot_lib
+from aot_lib.book import paper
+from aot_lib.training.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+CPU = ROOT / "configs" / "cpu"
+
+
+def _cfg(rel: str) -> dict:
+    return load_config(CPU / rel)
+
+
+def _recorded_probe(name: str) -> dict:
+    return json.loads((ROOT / "results" / "cpu" / name / "probe.json").read_text())
+
+
+def _words(n: int) -> str:
+    return {2: "two", 3: "three", 5: "five", 10: "ten"}.get(n, str(n))
+
+
+def _flops_ratio_vit_to_aot_admm() -> float:
+    vit = _cfg("table4/vit_tiny_lejepa.yaml")["model"]
+    ours = _cfg("aot_admm_cifar10.yaml")["model"]
+    return (aot_lib.count_flops(aot_lib.create_model(vit["name"], num_classes=0, **vit["overrides"]))
+            / aot_lib.count_flops(aot_lib.create_model(ours["name"], num_classes=0, **ours["overrides"])))
+
+
+def _cases():
+    recipe = _cfg("aot_admm_cifar10.yaml")
+    width, depth, epochs = (recipe["model"]["overrides"]["embed_dim"], recipe["model"]["overrides"]["depth"],
+                            recipe["optim"]["epochs"])
+    paper_tiny = load_config(ROOT / "configs" / "paper" / "table1" / "aot_admm_tiny_cifar10.yaml")
+    knn = _cfg("aot_admm_cifar10_seed2.yaml")["monitor"]
+    t2_pre, t2_ft = _cfg("table2/aot_admm_imagenette.yaml"), _cfg("table2/aot_admm_imagenette_ft_cifar10.yaml")
+    imagenette = _recorded_probe("cpu_crate_imagenette")
+    val = round(imagenette["train_images"] * imagenette["linear_val_fraction"])
+    t2_seeds = len(list((CPU / "table2").glob("aot_admm_imagenette.yaml"))
+                   + list((CPU / "table2").glob("aot_admm_imagenette_seed*.yaml")))
+    vit, teacher = _cfg("table4/vit_tiny_lejepa.yaml"), _cfg("table4/vit_tiny_teacher.yaml")
+    sweep_epochs = {_cfg(f"sweep/{p.name}")["optim"]["epochs"] for p in (CPU / "sweep").glob("*.yaml")}
+    assert len(sweep_epochs) == 1, sweep_epochs  # "in 3 epochs" speaks of every sweep run
+    paper_width = paper_tiny["model"]["overrides"].get("embed_dim", aot_lib.create_model(
+        paper_tiny["model"]["name"], num_classes=0).embed_dim)
+    paper_depth = paper_tiny["model"]["overrides"].get("depth", len(aot_lib.create_model(
+        paper_tiny["model"]["name"], num_classes=0).blocks))
+    return [
+        ("07_tables_1_3", f"about {round(paper.SAVING_PCT_PROSE['tiny'])} % of the parameters"),
+        ("07_tables_1_3", f"(width {width}, depth {depth}, \"\n        \"{epochs} epochs)"),
+        ("07_tables_1_3", f"k-NN accuracy of {knn['knn_val']:,}\n# images of the validation split against a bank "
+                          f"of {knn['knn_bank']:,} training images"),
+        ("07_tables_1_3", f"{_words(epochs)} epochs at half "
+                          + ("\"\n        \"width and depth" if 2 * width == paper_width and 2 * depth == paper_depth
+                             else "<width and depth are not half the paper's Tiny>")),
+        ("08_transfer", f"at the recorded budget ({t2_pre['optim']['epochs']} epochs)"),
+        ("08_transfer", f"Imagenette training images ({val} of {imagenette['train_images']:,};"),
+        ("08_transfer", f"pick, with {_words(t2_seeds)} seeds."),
+        ("08_transfer", f"The validation split has {val} images"),
+        ("08_transfer", f"probed on its {imagenette['test_images']:,} validation images"),
+        ("08_transfer", f"A {imagenette['train_images']:,}-image subset"),
+        ("08_transfer", f"{t2_ft['finetune']['epochs']} fine-tuning epochs"),
+        ("09_table4_vit", f"for {vit['optim']['epochs']} epochs, not {epochs}, because a ViT-T layer costs\n#   "
+                          f"{_words(round(_flops_ratio_vit_to_aot_admm()))} AoT-ADMM layers"),
+        ("09_table4_vit", f"(depth {vit['model']['overrides']['depth']}, {teacher['finetune']['epochs']} epochs from "
+                          "a LeJEPA-pretrained ViT-T)"),
+        ("06_recipe_and_audit", f"moved the linear probe in {sweep_epochs.pop()} epochs"),
+    ]
+
+
+@pytest.mark.parametrize("chapter, phrase", _cases(), ids=lambda x: x if isinstance(x, str) and len(x) < 20 else None)
+def test_a_setting_stated_in_prose_matches_its_config(chapter, phrase):
+    text = (ROOT / "notebooks" / f"{chapter}.py").read_text()
+    assert phrase in text, f"notebooks/{chapter}.py no longer says {phrase!r}: update the sentence or the config"
