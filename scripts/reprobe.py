@@ -12,6 +12,12 @@ commit that probed; ``run.json`` keeps the commit that trained). Run it from a c
 With ``--dest DIR`` the new ``probe.json`` goes to ``DIR/<folder>/probe.json`` instead, leaving the checkout's
 tracked files untouched: a checkout that goes on training after re-probing stays clean (a run started in a
 checkout with changed tracked files is recorded ``+dirty`` and cannot be recorded).
+
+``--set probe.KEY=VALUE`` (repeatable) changes today's probe settings for this re-probe, e.g. a wider learning-rate
+grid to check that the recorded picks are not cut off by the grid's edge (give ``--dest`` with it: such a probe is a
+check beside the recorded one, not a replacement):
+
+    python scripts/reprobe.py --dest runs/probe_wide --set 'probe.lr=[0.001,0.003,0.01,0.03]' results/cpu/cpu_crate_cifar10
 """
 from __future__ import annotations
 
@@ -23,14 +29,24 @@ from pathlib import Path
 import yaml
 
 from aot_lib import train
-from aot_lib.training.config import DEFAULTS, validate_config
+from aot_lib.training.config import DEFAULTS, apply_overrides, validate_config
 from aot_lib.files import atomic_write
 
 
-def reprobe(folder: Path, scratch: Path, dest: Path | None = None) -> dict:
+def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: list[str] = ()) -> dict:
+    if folder.is_absolute() and dest is not None:
+        raise SystemExit(f"{folder}: give the recorded folder as a path relative to the checkout; --dest writes "
+                         "DEST/<folder>/probe.json, which an absolute folder would turn into the recorded one")
+    outside = [s for s in settings if not s.startswith("probe.")]
+    if outside:
+        raise SystemExit(f"--set {outside[0]!r}: a re-probe changes only probe.* settings (the encoder is trained)")
+    if settings and dest is None:
+        raise SystemExit("--set needs --dest: a probe with other settings is a check beside the recorded probe.json, "
+                         "never written over it")
     cfg = yaml.safe_load((folder / "config.yaml").read_text())
     cfg["probe"] = copy.deepcopy(DEFAULTS["probe"])
     cfg["probe"]["test"] = "sweep" not in folder.parts
+    apply_overrides(cfg, list(settings))
     for section, keys in DEFAULTS.items():  # keys added since the run was recorded take their defaults
         if isinstance(keys, dict):
             cfg[section] = {**copy.deepcopy(keys), **cfg.get(section, {})}
@@ -54,9 +70,11 @@ def main() -> None:
     ap.add_argument("--scratch", type=Path, default=Path("runs/reprobe"))
     ap.add_argument("--dest", type=Path, default=None,
                     help="write DEST/<folder>/probe.json instead of replacing the recorded one")
+    ap.add_argument("--set", dest="settings", action="append", default=[], metavar="probe.KEY=VALUE",
+                    help="a probe setting other than today's default (needs --dest)")
     args = ap.parse_args()
     for folder in args.folders:
-        r = reprobe(folder, args.scratch, args.dest)
+        r = reprobe(folder, args.scratch, args.dest, args.settings)
         test = f"test {r['linear_top1']:.2f} / k-NN {r['knn_top1']:.2f}" if "linear_top1" in r else "no test"
         print(f"{folder}: val {r['linear_val_best']:.2f} (lr {r['linear_lr']:g}), k-NN val {r['knn_val_top1']:.2f}, {test}")
 

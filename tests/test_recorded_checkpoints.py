@@ -19,7 +19,7 @@ from aot_lib.training.builders import build_encoder
 from aot_lib.training.config import dump_config, load_config
 from aot_lib.training.probe import load_encoder
 from aot_lib.training.runs import checkpoint_model, load_checkpoint
-from helpers import make_imagefolder, tiny_config
+from helpers import make_imagefolder, raises_exactly, tiny_config
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "cpu"
 
@@ -191,3 +191,21 @@ def test_reprobe_probes_a_copy_of_the_recorded_folder(tmp_path, monkeypatch):
     (trained,), (copied,) = run.glob("features-*.pt"), (scratch / "tiny").glob("features-*.pt")
     for split in ("train", "test"):
         assert torch.equal(torch.load(trained)[split][0], torch.load(copied)[split][0])
+
+    # --set: other probe settings, written beside the recorded probe.json (under --dest), never over it
+    monkeypatch.chdir(tmp_path)
+    recorded = (rec / "probe.json").read_bytes()
+    wide = reprobe.reprobe(Path("results/tiny"), scratch, Path("wide"), ["probe.lr=[0.01, 0.03]"])
+    assert json.loads((tmp_path / "wide/results/tiny/probe.json").read_text())["probe"]["lr"] == [0.01, 0.03]
+    assert wide["linear_lr"] in (0.01, 0.03) and (rec / "probe.json").read_bytes() == recorded
+    with raises_exactly(SystemExit, "--set needs --dest: a probe with other settings is a check beside the "
+                                    "recorded probe.json, never written over it"):
+        reprobe.reprobe(Path("results/tiny"), scratch, None, ["probe.lr=[0.01]"])
+    with raises_exactly(SystemExit, "--set 'optim.lr=0.1': a re-probe changes only probe.* settings (the encoder "
+                                    "is trained)"):
+        reprobe.reprobe(Path("results/tiny"), scratch, Path("wide"), ["optim.lr=0.1"])
+    with raises_exactly(SystemExit, f"{rec}: give the recorded folder as a path relative to the checkout; --dest "
+                                    "writes DEST/<folder>/probe.json, which an absolute folder would turn into the "
+                                    "recorded one"):
+        reprobe.reprobe(rec, scratch, Path("wide"))
+    assert (rec / "probe.json").read_bytes() == recorded
