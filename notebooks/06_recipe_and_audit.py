@@ -258,7 +258,10 @@ if (main_dir / "probe.json").exists():
         caption=f"AoT-ADMM, {scale(load_config(main_dir / 'config.yaml'))}, the tuned "
                 "recipe",
         notes=[f"Wall times on {main['run']['hardware']['cpu_count']} CPU cores: "
-               "pretraining, then the linear and k-NN probes (probe.json)."]))
+               "pretraining, then the linear and k-NN probes (probe.json). They are "
+               "as recorded, and other work may have shared the machine, which only "
+               "lengthens them: the bar is about this one run, and no family is "
+               "compared on it."]))
 else:
     print("the 10-epoch run (configs/cpu/aot_admm_cifar10.yaml) is not recorded yet")
 

@@ -89,6 +89,30 @@ def test_probe_lr_picks_flag_a_pick_at_the_top_of_its_grid(tmp_path):
         {"run": "a_seed1", "lr": 0.003, "grid": [0.001, 0.003, 0.01], "at_top": False}]
 
 
+def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encoder_or_grid(tmp_path):
+    def probe_json(folder, grid, lr, val, top1, step=100):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "probe.json").write_text(json.dumps({
+            "pretrain_step": step, "probe": {"lr": grid}, "linear_lr": lr, "linear_val_best": val,
+            "linear_top1": top1}))
+
+    _record(tmp_path / "rec", "a", 0, 50.0)
+    probe_json(tmp_path / "rec" / "a", [0.001, 0.01], 0.01, 49.0, 50.0)
+    probe_json(tmp_path / "wide" / "a", [0.001, 0.01, 0.03], 0.03, 49.5, 50.4)
+    runs = evidence.cell_runs(tmp_path / "rec", "a")
+    assert evidence.wide_probe(runs, tmp_path / "wide") == {0: {
+        "grid": [0.001, 0.01, 0.03], "lr": 0.03, "val": 49.5, "top1": 50.4,
+        "grid0": [0.001, 0.01], "lr0": 0.01, "val0": 49.0, "top1_0": 50.0}}
+    probe_json(tmp_path / "wide" / "a", [0.001, 0.01, 0.03], 0.03, 49.5, 50.4, step=50)
+    with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: probed the encoder of step 50, the record is of step "
+                                    "100: probe the recorded encoder again"):
+        evidence.wide_probe(runs, tmp_path / "wide")
+    probe_json(tmp_path / "wide" / "a", [0.01, 0.03], 0.03, 49.5, 50.4)
+    with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: grid [0.01, 0.03] does not extend the recorded "
+                                    "[0.001, 0.01]"):
+        evidence.wide_probe(runs, tmp_path / "wide")
+
+
 def test_seed_k_of_a_chain_must_start_from_seed_k_of_the_stage_before(tmp_path):
     assert evidence.seed_variant_path("runs/t/last.ckpt", 2) == "runs/t_seed2/last.ckpt"
     assert evidence.seed_variant_path("runs/t_seed1/last.ckpt", 0) == "runs/t/last.ckpt"

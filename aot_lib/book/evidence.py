@@ -21,7 +21,7 @@ from ..training.config import flatten
 from . import paper, stats
 from .recorded import RESULT_FILES
 
-__all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell", "probe_lr_picks", "compare", "knn_curve", "NoKnnMonitor",
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -141,6 +141,27 @@ def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
         lr = float(probe["linear_lr"])
         picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid)})
     return picks
+
+
+def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
+    """Each run of a cell probed again with a wider learning-rate grid (``scripts/reprobe.py --set``, its
+    ``probe.json`` under ``wide_root/<run>/``), by seed: ``{"grid", "lr", "val", "top1"}`` of the wide probe beside
+    ``{"grid0", "lr0", "val0", "top1_0"}`` of the recorded one. Refuses a wide probe of another encoder (its
+    ``pretrain_step`` differs) or one that did not widen the grid."""
+    out = {}
+    for r in runs:
+        rec, wide = _read_json(r.folder / "probe.json"), _read_json(Path(wide_root) / r.name / "probe.json")
+        if wide["pretrain_step"] != rec["pretrain_step"]:
+            raise ValueError(f"{wide_root}/{r.name}: probed the encoder of step {wide['pretrain_step']}, the record "
+                             f"is of step {rec['pretrain_step']}: probe the recorded encoder again")
+        if not set(rec["probe"]["lr"]) < set(wide["probe"]["lr"]):
+            raise ValueError(f"{wide_root}/{r.name}: grid {wide['probe']['lr']} does not extend the recorded "
+                             f"{rec['probe']['lr']}")
+        out[r.seed] = {"grid": wide["probe"]["lr"], "lr": float(wide["linear_lr"]),
+                       "val": float(wide["linear_val_best"]), "top1": float(wide["linear_top1"]),
+                       "grid0": rec["probe"]["lr"], "lr0": float(rec["linear_lr"]),
+                       "val0": float(rec["linear_val_best"]), "top1_0": float(rec["linear_top1"])}
+    return out
 
 
 def cell(root: str | Path, name: str) -> dict[int, float]:
