@@ -402,7 +402,7 @@ if common:
         assert all([s for s, _, _ in curves[fam, k]] == steps for k in common), fam
         accs = [mean(curves[fam, k][i][2] for k in common) for i in range(len(steps))]
         mean_curve[fam] = ([s * step_s[fam] / 60 for s in steps], accs)
-    target = min(accs[-1] for _, accs in mean_curve.values())
+    target = min(curve_accs[-1] for _, curve_accs in mean_curve.values())
     reach = {
         fam: evidence.first_reaching(*mean_curve[fam], target) for fam in mean_curve
     }

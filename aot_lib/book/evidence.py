@@ -21,7 +21,8 @@ from ..training.config import flatten
 from . import paper, stats
 from .recorded import RESULT_FILES
 
-__all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
+__all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
+           "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -113,10 +114,10 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                     raise ValueError(f"{folder.name} (seed {seed}) starts from {config.get(key)!r} ({key}); seed "
                                      f"{seed} of this chain starts from {seed_variant_path(ref[key], seed)!r}: fix "
                                      "its config and run it again")
-            if kind == "pretrain" and _probe_settings(folder) != _probe_settings(ref_folder):
-                # the probe section may differ in config.yaml (a run probed again), but the probe that produced each
-                # seed's number must be one protocol, or the cell averages two
-                a, b = _probe_settings(ref_folder), _probe_settings(folder)
+            # the probe section may differ in config.yaml (a run probed again), but the probe that produced each
+            # seed's number must be one protocol, or the cell averages two
+            a, b = (_probe_settings(ref_folder), _probe_settings(folder)) if kind == "pretrain" else ({}, {})
+            if a != b:
                 key = next(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
                 raise ValueError(f"{folder.name} was probed with probe.{key}={b.get(key)!r} and {ref_folder.name} "
                                  f"with {a.get(key)!r}: probe them alike (scripts/reprobe.py {folder} "
