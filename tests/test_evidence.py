@@ -71,6 +71,15 @@ def test_seeds_probed_with_different_settings_are_refused_naming_the_setting(tmp
     _record(tmp_path, "a", 0, 50.0, probed={"lr": [0.001, 0.003, 0.01], "epochs": 100})
     _record(tmp_path, "a_seed1", 1, 51.0, probed={"lr": [0.001, 0.003, 0.01], "epochs": 100})
     assert evidence.cell(tmp_path, "a") == {0: 50.0, 1: 51.0}
+    # a setting only a newer probe.json records ("test", added since) took its default in the older probe
+    _record(tmp_path, "a_seed3", 3, 53.0, probed={"lr": [0.001, 0.003, 0.01], "epochs": 100, "test": True})
+    assert evidence.cell(tmp_path, "a") == {0: 50.0, 1: 51.0, 3: 53.0}
+    # ... so a newer probe that set it away from that default did differ (the default is True: DEFAULTS["probe"])
+    _record(tmp_path, "b", 0, 50.0, probed={"lr": [0.001, 0.003, 0.01]})
+    b1 = _record(tmp_path, "b_seed1", 1, 51.0, probed={"lr": [0.001, 0.003, 0.01], "test": False})
+    with raises_exactly(ValueError, f"b_seed1 was probed with probe.test=False and b with True: probe them alike "
+                                    f"(scripts/reprobe.py {b1} {tmp_path / 'b'})"):
+        evidence.cell(tmp_path, "b")
     seed2 = _record(tmp_path, "a_seed2", 2, 52.0, probed={"lr": [0.0003, 0.001, 0.003], "epochs": 100})
     with raises_exactly(ValueError, "a_seed2 was probed with probe.lr=[0.0003, 0.001, 0.003] and a with "
                                     f"[0.001, 0.003, 0.01]: probe them alike (scripts/reprobe.py {seed2} "

@@ -17,7 +17,7 @@ from typing import Mapping
 
 import yaml
 
-from ..training.config import flatten
+from ..training.config import DEFAULTS, flatten
 from . import paper, stats
 from .recorded import RESULT_FILES
 
@@ -49,6 +49,9 @@ def seed_variant_path(path: str, seed: int) -> str:
     head, _, run = parent.rpartition("/")
     run = re.sub(r"_seed\d+$", "", run) + (f"_seed{seed}" if seed else "")
     return "/".join(x for x in (head, run, file) if x)
+
+
+PROBE_DEFAULTS = DEFAULTS["probe"]
 
 
 def _probe_settings(folder: Path) -> dict:
@@ -115,10 +118,14 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                                      f"{seed} of this chain starts from {seed_variant_path(ref[key], seed)!r}: fix "
                                      "its config and run it again")
             # the probe section may differ in config.yaml (a run probed again), but the probe that produced each
-            # seed's number must be one protocol, or the cell averages two
+            # seed's number must be one protocol, or the cell averages two. A setting only one probe.json records
+            # (added to the package between their commits, e.g. "test") ran at its default there
             a, b = (_probe_settings(ref_folder), _probe_settings(folder)) if kind == "pretrain" else ({}, {})
-            if a != b:
-                key = next(k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k))
+            a, b = ({**{k: PROBE_DEFAULTS[k] for k in set(other) - set(mine) if k in PROBE_DEFAULTS}, **mine}
+                    for mine, other in ((a, b), (b, a)))
+            differing = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            if differing:
+                key = differing[0]
                 raise ValueError(f"{folder.name} was probed with probe.{key}={b.get(key)!r} and {ref_folder.name} "
                                  f"with {a.get(key)!r}: probe them alike (scripts/reprobe.py {folder} "
                                  f"{ref_folder})")
