@@ -310,7 +310,13 @@ else:
 # The paper's claim is parity: AoT-ADMM − CRATE within the largest gap the paper itself
 # calls comparable (`aot_lib.book.stats.PARITY_MARGIN`, the Tiny CIFAR-10 gap). The
 # difference is taken seed by seed (the same seed gives both families the same data
-# order and views) and its 95 % interval is Student's $t$ over the seeds:
+# order and views) and its 95 % interval is Student's $t$ over the seeds. Parity is
+# reproduced when the whole interval lies inside the margin. The paper makes the claim
+# for the smaller model ("maintains competitive performance while reducing the
+# parameter count"), so each sentence also reads it one-sided, as non-inferiority:
+# AoT-ADMM trails CRATE by no more than the margin anywhere in the interval
+# (`aot_lib.book.stats.noninferiority`). A smaller model that is clearly ahead fails the
+# first reading and meets the second.
 
 # %% tags=["hide-input"]
 display(
@@ -518,7 +524,10 @@ display(
         f"{counts['contradicted']} contradicted, "
         f"{counts['not distinguishable at this scale']} not distinguishable "
         "at this scale (each sentence above says why: the interval against the "
-        "claim).\n"
+        "claim). Read one-sided, as the smaller model trailing by no more than the "
+        f"margin, {sum(r['noninferiority'] == 'reproduced' for r in verdicts)} of the "
+        f"{sum(r['noninferiority'] is not None for r in verdicts)} parity claims "
+        "hold.\n"
         "* The families were tuned alike, on validation data: the learning rate is "
         "each family's own best of "
         "the same three points.\n"

@@ -56,6 +56,15 @@ def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
     assert got["verdict"] == "not distinguishable at this scale"  # [-0.48, 4.48] straddles the ±1.39 margin
     assert got["sentence"] == ("A − B: +2.00 points, 95 % CI [-0.48, +4.48] over 3 seeds; the paper claims parity "
                                "(within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
+    assert got["noninferiority"] is None  # no smaller side named: no one-sided reading
+    # A as the smaller model: it trails by at most 0.48 anywhere in the interval; B as the smaller: it may trail by
+    # up to 4.48, more than the margin, but not throughout (it trails by 0.48 at least)
+    one_sided = {side: evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, smaller=side)
+                 for side in ("a", "b")}
+    assert {side: got["noninferiority"] for side, got in one_sided.items()} == {
+        "a": "reproduced", "b": "not distinguishable at this scale"}
+    assert one_sided["a"]["sentence"].endswith("as non-inferiority (the smaller model at most 1.39 points behind): "
+                                               "reproduced.")
 
 
 def test_a_cell_of_runs_trained_differently_is_refused_naming_the_key(tmp_path):
@@ -250,6 +259,28 @@ def test_every_claimed_cell_is_the_run_name_of_a_config():
              if p.name not in ("recipe.yaml", "finetune.yaml")}
     cells = {name for c in evidence.CLAIMS for name in (c.a, c.b)}
     assert cells <= names, sorted(cells - names)
+
+
+def test_each_parity_claim_names_the_side_with_fewer_parameters_as_the_smaller():
+    """The one-sided reading of a parity claim is for the smaller model: the side with fewer parameters (encoder
+    without head, at the registered size of the model its config names: AoT-ADMM 3.64 vs CRATE 5.41 M at Tiny,
+    14.36 vs 21.44 M at Base; the ReLU student 1.83 vs the ViT-T teacher 5.38 M)."""
+    import aot_lib
+    from aot_lib.training.config import load_config
+
+    root = Path(__file__).resolve().parent.parent
+    model = {}
+    for p in (root / "configs" / "cpu").rglob("*.yaml"):
+        if p.name not in ("recipe.yaml", "finetune.yaml"):
+            c = load_config(p)
+            model[c["run"]["name"]] = c["model"]["name"]
+    parity = [c for c in evidence.CLAIMS if c.claim == "parity"]
+    assert len(parity) == 5 and all(c.smaller in ("a", "b") for c in parity)
+    assert all(c.smaller is None for c in evidence.CLAIMS if c.claim != "parity")
+    for c in parity:
+        small, large = (c.a, c.b) if c.smaller == "a" else (c.b, c.a)
+        counts = [aot_lib.count_params(aot_lib.create_model(model[name])) for name in (small, large)]
+        assert counts[0] < counts[1], (c.key, model[small], model[large], counts)
 
 
 def test_every_family_trains_at_the_lr_its_recorded_sweep_picked():

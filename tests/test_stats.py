@@ -4,8 +4,8 @@ import math
 import pytest
 
 from aot_lib.book import paper
-from aot_lib.book.stats import (KD_PARITY_MARGIN, PARITY_MARGIN, Difference, claim_sentence, paired_difference, summarize, t_quantile,
-                           verdict)
+from aot_lib.book.stats import (KD_PARITY_MARGIN, PARITY_MARGIN, Difference, claim_sentence, noninferiority,
+                                paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 
 # Student-t two-sided 95 % critical values as printed in statistics tables (3 decimals): df 1, 2, 3, 4, 10, 1000
@@ -68,6 +68,27 @@ def test_verdict_reads_the_interval_against_the_claim(low, high, claim, want):
     assert verdict(_diff(low, high), claim, margin=1.39) == want
 
 
+@pytest.mark.parametrize("low, high, smaller, want", [
+    (0.8, 2.5, "a", "reproduced"),  # A, the smaller model, is ahead: no loss at all
+    (-1.36, 3.3, "a", "reproduced"),  # trails by at most 1.36 < 1.39 anywhere in the interval
+    (-1.39, 0.0, "a", "reproduced"),  # the margin is a gap the paper calls comparable: inside
+    (-2.0, 1.0, "a", "not distinguishable at this scale"),  # may trail by more than the margin
+    (-4.0, -1.5, "a", "contradicted"),  # trails by more than the margin throughout
+    (-2.5, -0.8, "b", "reproduced"),  # B, the smaller model, is ahead throughout
+    (0.5, 1.39, "b", "reproduced"),  # B trails A by at most 1.39
+    (0.5, 2.0, "b", "not distinguishable at this scale"),
+    (1.5, 4.0, "b", "contradicted"),
+])
+def test_noninferiority_reads_the_bound_on_the_smaller_models_side(low, high, smaller, want):
+    assert noninferiority(_diff(low, high), smaller, margin=1.39) == want
+
+
+def test_noninferiority_of_one_seed_is_no_verdict_and_the_side_is_named():
+    assert noninferiority(_diff(5.0, 5.0, n=1), "a") == "not distinguishable at this scale"
+    with raises_exactly(ValueError, "smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got 'c'"):
+        noninferiority(_diff(0, 1), "c")
+
+
 def test_one_seed_is_never_a_verdict_and_claims_are_named():
     assert verdict(_diff(5.0, 5.0, n=1), "better") == "not distinguishable at this scale"
     with raises_exactly(ValueError, "claim must be 'better' or 'parity', got 'worse'"):
@@ -92,6 +113,10 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     assert s == (f"AoT-ADMM − CRATE on CIFAR-10: +0.83 points, 95 % CI [{d.low:+.2f}, {d.high:+.2f}] over 3 seeds; "
                  "the paper claims parity (within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
     assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
+    # the parity claim read one-sided as well: A, the smaller model, trails by at most 1.06 < 1.39 anywhere
+    assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, smaller="a") == (
+        s[:-1] + "; as non-inferiority (the smaller model at most 1.39 points behind): reproduced.")
+    assert claim_sentence("A − B", d, "better", None, smaller="a").endswith(": not distinguishable at this scale.")
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91: "

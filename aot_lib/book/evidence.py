@@ -178,16 +178,19 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 
 
 def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None,
-            margin: float = stats.PARITY_MARGIN) -> dict:
+            margin: float = stats.PARITY_MARGIN, smaller: str | None = None) -> dict:
     """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
-    that states it: ``{"a", "b", "diff", "verdict", "sentence"}``. Without a ``paper_value`` the comparison is one
-    of our controls, and the sentence says what the control expects instead of what the paper claims."""
+    that states it: ``{"a", "b", "diff", "verdict", "noninferiority", "sentence"}``. Without a ``paper_value`` the
+    comparison is one of our controls, and the sentence says what the control expects instead of what the paper
+    claims. A parity claim that names its ``smaller`` side is read one-sided too (``noninferiority``, else None)."""
     ca, cb = cell(root, a), cell(root, b)
     diff = stats.paired_difference(ca, cb)
     claimant = "the paper claims" if paper_value is not None else "a control expects"
+    one_sided = stats.noninferiority(diff, smaller, margin) if claim == "parity" and smaller else None
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
-            "verdict": stats.verdict(diff, claim, margin),
-            "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant)}
+            "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided,
+            "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant,
+                                             smaller=smaller)}
 
 
 class NoKnnMonitor(ValueError):
@@ -259,6 +262,7 @@ class Claim:
     paper_gap: float | None
     where: str
     margin: float = stats.PARITY_MARGIN  # of a parity claim: the largest gap the paper calls comparable there
+    smaller: str | None = None  # of a parity claim: the side ("a" or "b") with fewer parameters, read one-sided too
 
 
 def _gap(table: Mapping, data: str, a: str, b: str) -> float:
@@ -274,19 +278,19 @@ PRETRAIN_SUFFIX = {"aot_admm": "_lr4e-3", "crate": ""}
 CLAIMS = (
     Claim("t1_cifar10", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1)", "cpu_aot_admm_cifar10",
           "cpu_crate_cifar10", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3"),
+          "ch-tables-1-3", smaller="a"),
     Claim("t1_cifar100", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1)", "cpu_aot_admm_cifar100",
           "cpu_crate_cifar100", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3"),
+          "ch-tables-1-3", smaller="a"),
     Claim("t3_cifar10", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3)", "cpu_aot_admm_cifar10",
           "cpu_aot_cifar10", "better", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "aot_tiny"),
           "ch-tables-1-3"),
     Claim("t2_cifar10", "AoT-ADMM − CRATE, fine-tuned on CIFAR-10 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar10", "cpu_crate_imagenette_ft_cifar10", "parity",
-          _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer"),
+          _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a"),
     Claim("t2_cifar100", "AoT-ADMM − CRATE, fine-tuned on CIFAR-100 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar100", "cpu_crate_imagenette_ft_cifar100", "parity",
-          _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer"),
+          _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a"),
     *(Claim(f"t2_control_{fam}_{data}", f"{label} pretrained on Imagenette − from scratch, fine-tuned on "
             f"{data.upper().replace('CIFAR', 'CIFAR-')} (our control)", f"cpu_{fam}_imagenette{PRETRAIN_SUFFIX[fam]}_ft_{data}",
             f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer")
@@ -294,7 +298,7 @@ CLAIMS = (
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
           round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
-          stats.KD_PARITY_MARGIN),
+          stats.KD_PARITY_MARGIN, smaller="b"),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
           "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
 )
@@ -307,11 +311,11 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
     for c in claims:
         missing = [name for name in (c.a, c.b) if not (Path(root) / name / "run.json").exists()]
         if missing:
-            rows.append({"claim": c, "diff": None, "verdict": "pending",
+            rows.append({"claim": c, "diff": None, "verdict": "pending", "noninferiority": None,
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
-        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin)
-        rows.append({"claim": c, "diff": got["diff"], "verdict": got["verdict"], "sentence": got["sentence"]})
+        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin, c.smaller)
+        rows.append({"claim": c, **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
     return rows
 
 
