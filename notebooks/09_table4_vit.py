@@ -80,7 +80,7 @@ import aot_lib
 from aot_lib.book import evidence, paper, stats
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve
-from aot_lib.training.config import load_config
+from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.training.runs import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table
@@ -182,6 +182,20 @@ display(
 # probe shows what the three epochs learned before any label was used.
 
 # %% tags=["hide-input"]
+# every seed of a cell is probed alike (evidence.cell_runs refuses otherwise), so the
+# first seed's probe settings are the cell's
+probe_note = []
+if cells["pretrain"]:
+    probed = evidence.probe_settings(cells["pretrain"][0].folder)
+    today = DEFAULTS["probe"]
+    probe_note.append(
+        f"Every seed probed alike: learning rate from {probed['lr']} and weight decay "
+        f"from {probed['weight_decay']}, picked on validation data."
+        + ("" if probed["lr"] == today["lr"] else
+           " That is the grid seed 0 was recorded with, before the probe's grid moved "
+           f"up to {today['lr']} with weight decay {today['weight_decay']} (chapter "
+           "7): seed 0 kept no encoder to probe again, so its later seeds use its "
+           "grid."))
 display(
     Table(
         [
@@ -193,6 +207,7 @@ display(
         ],
         [Col("model"), Col("seeds"), Col("linear", "linear top-1 (%), mean ± std")],
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
+        notes=probe_note,
     )
 )
 

@@ -22,7 +22,7 @@ from . import paper, stats
 from .recorded import RESULT_FILES
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
-           "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
+           "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
            "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -54,7 +54,8 @@ def seed_variant_path(path: str, seed: int) -> str:
 PROBE_DEFAULTS = DEFAULTS["probe"]
 
 
-def _probe_settings(folder: Path) -> dict:
+def probe_settings(folder: str | Path) -> dict:
+    """The settings of the probe that produced a recorded pretraining run's numbers (its ``probe.json``)."""
     return _read_json(folder / "probe.json").get("probe", {})
 
 
@@ -120,7 +121,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             # the probe section may differ in config.yaml (a run probed again), but the probe that produced each
             # seed's number must be one protocol, or the cell averages two. A setting only one probe.json records
             # (added to the package between their commits, e.g. "test") ran at its default there
-            a, b = (_probe_settings(ref_folder), _probe_settings(folder)) if kind == "pretrain" else ({}, {})
+            a, b = (probe_settings(ref_folder), probe_settings(folder)) if kind == "pretrain" else ({}, {})
             a, b = ({**{k: PROBE_DEFAULTS[k] for k in set(other) - set(mine) if k in PROBE_DEFAULTS}, **mine}
                     for mine, other in ((a, b), (b, a)))
             differing = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
