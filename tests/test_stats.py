@@ -117,6 +117,10 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, smaller="a") == (
         s[:-1] + "; as non-inferiority (the smaller model at most 1.39 points behind): reproduced.")
     assert claim_sentence("A − B", d, "better", None, smaller="a").endswith(": not distinguishable at this scale.")
+    # one seed: no interval to read either way, so no second reading
+    assert claim_sentence("A − B", paired_difference({0: 45.0}, {0: 46.0}), "parity", -1.0, smaller="a") == (
+        "A − B: -1.00 points, one seed, so no interval; the paper claims parity (within ±1.39 points); its gap: "
+        "-1.00: not distinguishable at this scale.")
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91: "

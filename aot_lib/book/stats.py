@@ -151,11 +151,11 @@ def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float |
     [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39: not
     distinguishable at this scale; as non-inferiority (the smaller model at most 1.39 points behind):
     reproduced."`` A parity claim names the ``smaller`` side (``"a"`` or ``"b"``) to get its one-sided
-    reading (:func:`noninferiority`)."""
+    reading (:func:`noninferiority`), given when there is an interval to read (two seeds or more)."""
     said = {"better": "a gain", "parity": f"parity (within ±{margin:.2f} points)"}[claim]
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
     spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
     one_sided = (f"; as non-inferiority (the smaller model at most {margin:.2f} points behind): "
-                 f"{noninferiority(diff, smaller, margin)}" if claim == "parity" and smaller else "")
+                 f"{noninferiority(diff, smaller, margin)}" if claim == "parity" and smaller and diff.n >= 2 else "")
     return (f"{what}: {diff.mean:+.2f} points, {spread}; {claimant} {said}{paper}: "
             f"{verdict(diff, claim, margin)}{one_sided}.")
