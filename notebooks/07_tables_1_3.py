@@ -313,10 +313,11 @@ else:
 # order and views) and its 95 % interval is Student's $t$ over the seeds. Parity is
 # reproduced when the whole interval lies inside the margin. The paper makes the claim
 # for the smaller model ("maintains competitive performance while reducing the
-# parameter count"), so each sentence also reads it one-sided, as non-inferiority:
-# AoT-ADMM trails CRATE by no more than the margin anywhere in the interval
-# (`aot_lib.book.stats.noninferiority`). A smaller model that is clearly ahead fails the
-# first reading and meets the second.
+# parameter count"), so each sentence adds a secondary, one-sided reading, chosen after
+# the first seeds were in: non-inferiority, AoT-ADMM trailing CRATE by no more than the
+# margin anywhere in the interval (`aot_lib.book.stats.noninferiority`; the interval's
+# lower bound, a one-sided test at 2.5 %). The two readings part only where AoT-ADMM may
+# be ahead by more than the margin.
 
 # %% tags=["hide-input"]
 display(
@@ -524,10 +525,9 @@ display(
         f"{counts['contradicted']} contradicted, "
         f"{counts['not distinguishable at this scale']} not distinguishable "
         "at this scale (each sentence above says why: the interval against the "
-        "claim). Read one-sided, as the smaller model trailing by no more than the "
-        f"margin, {sum(r['noninferiority'] == 'reproduced' for r in verdicts)} of the "
-        f"{sum(r['noninferiority'] is not None for r in verdicts)} parity claims "
-        "hold.\n"
+        "claim). "
+        + evidence.one_sided_sentence(verdicts)
+        + "\n"
         "* The families were tuned alike, on validation data: the learning rate is "
         "each family's own best of "
         "the same three points.\n"

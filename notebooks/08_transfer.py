@@ -438,9 +438,9 @@ display(
         f"{counts['not distinguishable at this scale']} not distinguishable at this "
         "scale, "
         f"{sum(r['verdict'] == 'pending' for r in claims)} pending (their runs are not "
-        "recorded yet). Read one-sided, as AoT-ADMM trailing CRATE by no more than the "
-        f"margin, {sum(r['noninferiority'] == 'reproduced' for r in claims)} of the "
-        f"{sum(r['claim'].claim == 'parity' for r in claims)} parity claims hold.\n"
+        "recorded yet). "
+        + evidence.one_sided_sentence(claims)
+        + "\n"
         "* A 3,000-image subset instead of ImageNet-1K, a narrower and shallower "
         "encoder "
         "and "

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book import evidence
+from aot_lib.book import evidence, stats
 from aot_lib.book.recorded import RESULT_FILES
 from helpers import raises_exactly
 
@@ -55,16 +55,16 @@ def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
     assert got["a"].mean == pytest.approx(52.0) and got["b"].std == 0.0
     assert got["verdict"] == "not distinguishable at this scale"  # [-0.48, 4.48] straddles the ±1.39 margin
     assert got["sentence"] == ("A − B: +2.00 points, 95 % CI [-0.48, +4.48] over 3 seeds; the paper claims parity "
-                               "(within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
+                               "(within ±1.39 points); its gap: -1.39; verdict: not distinguishable at this scale.")
     assert got["noninferiority"] is None  # no smaller side named: no one-sided reading
-    # A as the smaller model: it trails by at most 0.48 anywhere in the interval; B as the smaller: it may trail by
-    # up to 4.48, more than the margin, but not throughout (it trails by 0.48 at least)
+    # A as the smaller model: it trails by at most 0.48 anywhere in the interval; B as the smaller (B - A in
+    # [-4.48, +0.48]): it may trail by up to 4.48, more than the margin, or lead by up to 0.48
     one_sided = {side: evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, smaller=side)
                  for side in ("a", "b")}
     assert {side: got["noninferiority"] for side, got in one_sided.items()} == {
         "a": "reproduced", "b": "not distinguishable at this scale"}
-    assert one_sided["a"]["sentence"].endswith("as non-inferiority (the smaller model at most 1.39 points behind): "
-                                               "reproduced.")
+    assert one_sided["a"]["sentence"].endswith("; read one-sided (non-inferiority: the smaller model trails by at "
+                                               "most 1.39 points anywhere in the 95 % CI): reproduced.")
 
 
 def test_a_cell_of_runs_trained_differently_is_refused_naming_the_key(tmp_path):
@@ -243,8 +243,8 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     _record(tmp_path, "b", 0, 50.0, model__name="crate_tiny")
     rows = evidence.claim_rows(tmp_path, claims)
     assert [r["verdict"] for r in rows] == ["not distinguishable at this scale", "pending"]
-    assert rows[0]["sentence"] == ("A − B: +2.00 points, one seed, so no interval; a control expects a gain: "
-                                   "not distinguishable at this scale.")
+    assert rows[0]["sentence"] == ("A − B: +2.00 points, one seed, so no interval; a control expects a gain; "
+                                   "verdict: not distinguishable at this scale.")
     assert rows[1]["diff"] is None and rows[1]["sentence"] == "A − C: pending (c not recorded yet)."
 
 
@@ -263,8 +263,9 @@ def test_every_claimed_cell_is_the_run_name_of_a_config():
 
 def test_each_parity_claim_names_the_side_with_fewer_parameters_as_the_smaller():
     """The one-sided reading of a parity claim is for the smaller model: the side with fewer parameters (encoder
-    without head, at the registered size of the model its config names: AoT-ADMM 3.64 vs CRATE 5.41 M at Tiny,
-    14.36 vs 21.44 M at Base; the ReLU student 1.83 vs the ViT-T teacher 5.38 M)."""
+    without head), counted at the paper's size of the model each cell's config names (the registry's defaults:
+    AoT-ADMM 3.64 vs CRATE 5.41 M at Tiny, 14.36 vs 21.44 M at Base; the ReLU student 1.83 vs the ViT-T teacher
+    5.38 M), not at the CPU-scale width the runs use; the sentence names that model."""
     import aot_lib
     from aot_lib.training.config import load_config
 
@@ -281,6 +282,35 @@ def test_each_parity_claim_names_the_side_with_fewer_parameters_as_the_smaller()
         small, large = (c.a, c.b) if c.smaller == "a" else (c.b, c.a)
         counts = [aot_lib.count_params(aot_lib.create_model(model[name])) for name in (small, large)]
         assert counts[0] < counts[1], (c.key, model[small], model[large], counts)
+        names = {"aot_admm_tiny": "AoT-ADMM", "aot_admm_base": "AoT-ADMM", "vit_tiny_relu": "the student"}
+        assert c.smaller_name == names[model[small]], (c.key, c.smaller_name, model[small])
+
+
+def test_one_sided_tally_counts_parity_claims_with_an_interval_and_the_least_spare(tmp_path):
+    claims = (evidence.Claim("p", "A − B", "a", "b", "parity", -1.0, "ch", smaller="a"),
+              evidence.Claim("q", "A − C", "a", "c", "parity", -1.0, "ch", smaller="a"),
+              evidence.Claim("r", "A − D", "a", "d", "parity", -1.0, "ch", smaller="a"),
+              evidence.Claim("g", "A − B", "a", "b", "better", 1.0, "ch"))
+    for seed, (a, b, c) in enumerate([(50.0, 50.0, 52.0), (51.0, 50.0, 52.5)]):
+        _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, a)
+        _record(tmp_path, "b" if seed == 0 else f"b_seed{seed}", seed, b, model__name="crate_tiny")
+        _record(tmp_path, "c" if seed == 0 else f"c_seed{seed}", seed, c, model__name="crate_tiny")
+    _record(tmp_path, "d", 0, 10.0, model__name="crate_tiny")  # one seed: no interval, not judged
+    rows = evidence.claim_rows(tmp_path, claims)
+    # with 2 seeds the half-width is t_{0.975,1} = 12.706 standard errors: A − B (0, 1) is 0.5 ± 6.35 and A − C
+    # (-2, -1.5) is -1.75 ± 3.18; both reach below -1.39 and above it: not distinguishable
+    assert [r["noninferiority"] for r in rows] == ["not distinguishable at this scale"] * 2 + [
+        "not distinguishable at this scale", None]
+    assert evidence.one_sided_tally(rows) == {"judged": 2, "held": 0, "spare": None}
+    assert evidence.one_sided_sentence(rows) == ("Read one-sided (non-inferiority, a secondary reading), 0 of the 2 "
+                                                 "parity claims with an interval hold.")
+    assert evidence.one_sided_sentence(rows[2:]) == ("No parity claim here has two seeds yet, so none is read "
+                                                     "one-sided.")
+    held = dict(rows[0], noninferiority="reproduced", diff=stats.Difference(2, 0.5, 0.1, -1.0, 2.0, 0.95, (0, 1)))
+    assert evidence.one_sided_tally([held, rows[1]]) == {"judged": 2, "held": 1, "spare": pytest.approx(0.39)}
+    assert evidence.one_sided_sentence([held]) == ("Read one-sided (non-inferiority, a secondary reading), 1 of the 1 "
+                                                   "parity claims with an interval hold, the closest with 0.39 points "
+                                                   "to spare.")
 
 
 def test_every_family_trains_at_the_lr_its_recorded_sweep_picked():

@@ -5,7 +5,7 @@ import pytest
 
 from aot_lib.book import paper
 from aot_lib.book.stats import (KD_PARITY_MARGIN, PARITY_MARGIN, Difference, claim_sentence, noninferiority,
-                                paired_difference, summarize, t_quantile, verdict)
+                                noninferiority_spare, paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 
 # Student-t two-sided 95 % critical values as printed in statistics tables (3 decimals): df 1, 2, 3, 4, 10, 1000
@@ -83,10 +83,20 @@ def test_noninferiority_reads_the_bound_on_the_smaller_models_side(low, high, sm
     assert noninferiority(_diff(low, high), smaller, margin=1.39) == want
 
 
+def test_noninferiority_spare_is_the_worst_case_of_the_smaller_model_inside_the_margin():
+    # A smaller, A - B in [-1.36, 3.31]: A trails by at most 1.36, 0.03 inside the 1.39 margin
+    assert noninferiority_spare(_diff(-1.36, 3.31), "a", 1.39) == pytest.approx(0.03, abs=1e-12)
+    # B smaller, A - B in [0.5, 2.0]: B trails by up to 2.0, 0.61 beyond the margin
+    assert noninferiority_spare(_diff(0.5, 2.0), "b", 1.39) == pytest.approx(-0.61, abs=1e-12)
+
+
 def test_noninferiority_of_one_seed_is_no_verdict_and_the_side_is_named():
     assert noninferiority(_diff(5.0, 5.0, n=1), "a") == "not distinguishable at this scale"
-    with raises_exactly(ValueError, "smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got 'c'"):
+    message = "smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got 'c'"
+    with raises_exactly(ValueError, message):
         noninferiority(_diff(0, 1), "c")
+    with raises_exactly(ValueError, message):
+        noninferiority(_diff(5.0, 5.0, n=1), "c")  # refused even where one seed gives no verdict
 
 
 def test_one_seed_is_never_a_verdict_and_claims_are_named():
@@ -111,17 +121,23 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     d = paired_difference({0: 51.0, 1: 52.0, 2: 50.0}, {0: 50.0, 1: 50.5, 2: 50.0})
     s = claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39)
     assert s == (f"AoT-ADMM − CRATE on CIFAR-10: +0.83 points, 95 % CI [{d.low:+.2f}, {d.high:+.2f}] over 3 seeds; "
-                 "the paper claims parity (within ±1.39 points); its gap: -1.39: not distinguishable at this scale.")
+                 "the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not distinguishable at this scale.")
     assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
     # the parity claim read one-sided as well: A, the smaller model, trails by at most 1.06 < 1.39 anywhere
-    assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, smaller="a") == (
-        s[:-1] + "; as non-inferiority (the smaller model at most 1.39 points behind): reproduced.")
-    assert claim_sentence("A − B", d, "better", None, smaller="a").endswith(": not distinguishable at this scale.")
+    assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, smaller="a",
+                          smaller_name="AoT-ADMM") == (
+        s[:-1] + "; read one-sided (non-inferiority: AoT-ADMM, the smaller model, trails by at most 1.39 points "
+                 "anywhere in the 95 % CI): reproduced.")
+    assert claim_sentence("A − B", d, "parity", -1.39, smaller="b").endswith(
+        "; read one-sided (non-inferiority: the smaller model trails by at most 1.39 points anywhere in the 95 % CI): "
+        "not distinguishable at this scale.")  # B may trail by up to 2.73
+    assert claim_sentence("A − B", d, "better", None, smaller="a").endswith("; verdict: not distinguishable at this "
+                                                                             "scale.")
     # one seed: no interval to read either way, so no second reading
     assert claim_sentence("A − B", paired_difference({0: 45.0}, {0: 46.0}), "parity", -1.0, smaller="a") == (
         "A − B: -1.00 points, one seed, so no interval; the paper claims parity (within ±1.39 points); its gap: "
-        "-1.00: not distinguishable at this scale.")
+        "-1.00; verdict: not distinguishable at this scale.")
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
-        "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91: "
-        "not distinguishable at this scale.")
+        "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
+        "verdict: not distinguishable at this scale.")

@@ -23,7 +23,8 @@ from .recorded import RESULT_FILES
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
-           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "SWEEPS", "sweep_rows",
+           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "one_sided_tally",
+           "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
@@ -179,7 +180,7 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 
 
 def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None,
-            margin: float = stats.PARITY_MARGIN, smaller: str | None = None) -> dict:
+            margin: float = stats.PARITY_MARGIN, smaller: str | None = None, smaller_name: str | None = None) -> dict:
     """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
     that states it: ``{"a", "b", "diff", "verdict", "noninferiority", "sentence"}``. Without a ``paper_value`` the
     comparison is one of our controls, and the sentence says what the control expects instead of what the paper
@@ -191,7 +192,7 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
             "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided,
             "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant,
-                                             smaller=smaller)}
+                                             smaller=smaller, smaller_name=smaller_name)}
 
 
 class NoKnnMonitor(ValueError):
@@ -264,6 +265,7 @@ class Claim:
     where: str
     margin: float = stats.PARITY_MARGIN  # of a parity claim: the largest gap the paper calls comparable there
     smaller: str | None = None  # of a parity claim: the side ("a" or "b") with fewer parameters, read one-sided too
+    smaller_name: str | None = None  # and that model's name, for the sentence
 
 
 def _gap(table: Mapping, data: str, a: str, b: str) -> float:
@@ -279,19 +281,21 @@ PRETRAIN_SUFFIX = {"aot_admm": "_lr4e-3", "crate": ""}
 CLAIMS = (
     Claim("t1_cifar10", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1)", "cpu_aot_admm_cifar10",
           "cpu_crate_cifar10", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a"),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM"),
     Claim("t1_cifar100", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1)", "cpu_aot_admm_cifar100",
           "cpu_crate_cifar100", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a"),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM"),
     Claim("t3_cifar10", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3)", "cpu_aot_admm_cifar10",
           "cpu_aot_cifar10", "better", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "aot_tiny"),
           "ch-tables-1-3"),
     Claim("t2_cifar10", "AoT-ADMM − CRATE, fine-tuned on CIFAR-10 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar10", "cpu_crate_imagenette_ft_cifar10", "parity",
-          _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a"),
+          _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
+          smaller_name="AoT-ADMM"),
     Claim("t2_cifar100", "AoT-ADMM − CRATE, fine-tuned on CIFAR-100 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar100", "cpu_crate_imagenette_ft_cifar100", "parity",
-          _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a"),
+          _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
+          smaller_name="AoT-ADMM"),
     *(Claim(f"t2_control_{fam}_{data}", f"{label} pretrained on Imagenette − from scratch, fine-tuned on "
             f"{data.upper().replace('CIFAR', 'CIFAR-')} (our control)", f"cpu_{fam}_imagenette{PRETRAIN_SUFFIX[fam]}_ft_{data}",
             f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer")
@@ -299,7 +303,7 @@ CLAIMS = (
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
           round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
-          stats.KD_PARITY_MARGIN, smaller="b"),
+          stats.KD_PARITY_MARGIN, smaller="b", smaller_name="the student"),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
           "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
 )
@@ -315,9 +319,30 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
             rows.append({"claim": c, "diff": None, "verdict": "pending", "noninferiority": None,
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
-        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin, c.smaller)
+        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin, c.smaller, c.smaller_name)
         rows.append({"claim": c, **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
     return rows
+
+
+def one_sided_tally(rows: list[dict]) -> dict:
+    """The secondary, one-sided reading of the parity claims among ``rows`` (:func:`claim_rows`) that have an
+    interval (two seeds or more): ``{"judged", "held", "spare"}``, ``spare`` being the least
+    :func:`aot_lib.book.stats.noninferiority_spare` of those that hold (points; None when none does)."""
+    judged = [r for r in rows if r["claim"].claim == "parity" and r["claim"].smaller and r["diff"] is not None
+              and r["diff"].n >= 2]
+    held = [r for r in judged if r["noninferiority"] == stats.VERDICTS[0]]
+    spares = [stats.noninferiority_spare(r["diff"], r["claim"].smaller, r["claim"].margin) for r in held]
+    return {"judged": len(judged), "held": len(held), "spare": min(spares) if spares else None}
+
+
+def one_sided_sentence(rows: list[dict]) -> str:
+    """The sentence a chapter's summary gives the one-sided reading of its parity claims (:func:`one_sided_tally`)."""
+    t = one_sided_tally(rows)
+    if not t["judged"]:
+        return "No parity claim here has two seeds yet, so none is read one-sided."
+    closest = f", the closest with {t['spare']:.2f} points to spare" if t["held"] else ""
+    return (f"Read one-sided (non-inferiority, a secondary reading), {t['held']} of the {t['judged']} parity claims "
+            f"with an interval hold{closest}.")
 
 
 #: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of

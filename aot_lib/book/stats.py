@@ -16,9 +16,11 @@ freedom): pairing by seed removes what the seed does to both (data order, views,
   tests at 5 %, a 90 % interval): with two seeds (t quantile 12.7) parity is in practice never reproduced.
 
 A parity claim of the paper is made for the smaller model ("maintains competitive performance while reducing the
-parameter count"), so :func:`noninferiority` also reads it one-sided: the smaller model trails by at most the
-margin (the usual non-inferiority test on the two-sided 95 % interval's bound). A smaller model that does better
-meets this reading and fails the two-sided one; the sentence gives both.
+parameter count"), so :func:`noninferiority` also reads it one-sided, as a secondary reading: the smaller model
+trails by at most the margin anywhere in the interval. That is the usual non-inferiority test on the bound of the
+two-sided 95 % interval, a one-sided test at 2.5 %. The two readings differ only when the smaller model may be
+ahead by more than the margin: the two-sided reading then says not distinguishable (or contradicted, which there
+means better than claimed), the one-sided one reproduced. The sentence gives both.
 
 :func:`claim_sentence` writes the one sentence a chapter ends a section with, from these numbers alone.
 """
@@ -31,7 +33,7 @@ from typing import Mapping, Sequence
 from . import paper
 
 __all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "noninferiority",
-           "claim_sentence", "PARITY_MARGIN", "KD_PARITY_MARGIN", "VERDICTS"]
+           "noninferiority_spare", "claim_sentence", "PARITY_MARGIN", "KD_PARITY_MARGIN", "VERDICTS"]
 
 
 def _paper_gaps() -> list[float]:
@@ -131,31 +133,43 @@ def verdict(diff: Summary, claim: str, margin: float = PARITY_MARGIN) -> str:
     return VERDICTS[1] if diff.low > margin or diff.high < -margin else VERDICTS[2]
 
 
-def noninferiority(diff: Summary, smaller: str, margin: float = PARITY_MARGIN) -> str:
-    """One of :data:`VERDICTS` for a parity claim read one-sided: the smaller model (``smaller``, ``"a"`` or
-    ``"b"`` of A - B) trails the other by at most ``margin``. Reproduced when the whole interval says so (A - B >=
-    -margin when A is the smaller, A - B <= margin when B is), contradicted when the whole interval trails by more,
-    otherwise not distinguishable; one seed gives no interval and so no verdict."""
+def noninferiority_spare(diff: Summary, smaller: str, margin: float = PARITY_MARGIN) -> float:
+    """How far the smaller model's worst case stays inside the margin (points): the lower bound of the interval of
+    smaller - larger, plus ``margin``. At or above 0 the smaller model trails by at most the margin anywhere in the
+    interval. ``smaller`` is ``"a"`` or ``"b"``: the side of A - B with fewer parameters."""
     if smaller not in ("a", "b"):
         raise ValueError(f"smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got {smaller!r}")
+    return (diff.low if smaller == "a" else -diff.high) + margin
+
+
+def noninferiority(diff: Summary, smaller: str, margin: float = PARITY_MARGIN) -> str:
+    """One of :data:`VERDICTS` for a parity claim read one-sided: the smaller model (``smaller``, ``"a"`` or
+    ``"b"`` of A - B) trails the other by at most ``margin``. Reproduced when the whole interval says so
+    (:func:`noninferiority_spare` >= 0), contradicted when the whole interval trails by more, otherwise not
+    distinguishable; one seed gives no interval and so no verdict."""
+    spare = noninferiority_spare(diff, smaller, margin)
     if diff.n < 2:
         return VERDICTS[2]
-    low, high = (diff.low, diff.high) if smaller == "a" else (-diff.high, -diff.low)  # smaller - larger
-    return VERDICTS[0] if low >= -margin else VERDICTS[1] if high < -margin else VERDICTS[2]
+    best = (diff.high if smaller == "a" else -diff.low) + margin  # the smaller model's best case, against the margin
+    return VERDICTS[0] if spare >= 0 else VERDICTS[1] if best < 0 else VERDICTS[2]
 
 
 def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float | None,
                    margin: float = PARITY_MARGIN, claimant: str = "the paper claims",
-                   smaller: str | None = None) -> str:
+                   smaller: str | None = None, smaller_name: str | None = None) -> str:
     """The sentence that closes a section, e.g. ``"AoT-ADMM − CRATE on CIFAR-10: +1.20 points, 95 % CI
-    [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39: not
-    distinguishable at this scale; as non-inferiority (the smaller model at most 1.39 points behind):
-    reproduced."`` A parity claim names the ``smaller`` side (``"a"`` or ``"b"``) to get its one-sided
-    reading (:func:`noninferiority`), given when there is an interval to read (two seeds or more)."""
+    [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not
+    distinguishable at this scale; read one-sided (non-inferiority: AoT-ADMM, the smaller model, trails by at most
+    1.39 points anywhere in the 95 % CI): reproduced."`` A parity claim names its ``smaller`` side (``"a"`` or
+    ``"b"``) and that model's name to get the one-sided reading (:func:`noninferiority`), given when there is an
+    interval to read (two seeds or more)."""
     said = {"better": "a gain", "parity": f"parity (within ±{margin:.2f} points)"}[claim]
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
     spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
-    one_sided = (f"; as non-inferiority (the smaller model at most {margin:.2f} points behind): "
-                 f"{noninferiority(diff, smaller, margin)}" if claim == "parity" and smaller and diff.n >= 2 else "")
-    return (f"{what}: {diff.mean:+.2f} points, {spread}; {claimant} {said}{paper}: "
+    one_sided = ""
+    if claim == "parity" and smaller and diff.n >= 2:
+        who = f"{smaller_name}, the smaller model," if smaller_name else "the smaller model"
+        one_sided = (f"; read one-sided (non-inferiority: {who} trails by at most {margin:.2f} points anywhere in "
+                     f"the {diff.confidence * 100:g} % CI): {noninferiority(diff, smaller, margin)}")
+    return (f"{what}: {diff.mean:+.2f} points, {spread}; {claimant} {said}{paper}; verdict: "
             f"{verdict(diff, claim, margin)}{one_sided}.")
