@@ -334,7 +334,10 @@ else:
 # embedding is interpolated from the 8 × 8 grid of 128-px views to the 4 × 4 grid of
 # 64-px images. The control trains the same architecture with the same schedule from
 # random weights (`configs/cpu/table2/*_scratch_*.yaml`): the difference is what
-# pretraining on Imagenette adds.
+# pretraining on Imagenette adds under this schedule. The schedule was set for
+# fine-tuning and was not tuned for random weights, which may prefer a larger learning
+# rate or more epochs: the control measures the gain at one fixed, short budget, and
+# may overstate what pretraining adds once each start gets its own tuning.
 
 # %% tags=["hide-input"]
 rows = []
