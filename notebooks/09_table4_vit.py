@@ -336,6 +336,7 @@ display(
         "student "
         "learns from the labels alone. Verdicts: "
         + "; ".join(f"{r['claim'].what}: {r['verdict']}" for r in claims)
-        + "."
+        + ". "
+        + evidence.one_sided_sentence(claims)
     )
 )
