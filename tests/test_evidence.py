@@ -14,7 +14,8 @@ from helpers import raises_exactly
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "cpu"
 
 BASE = {"model": {"name": "aot_admm_tiny", "overrides": {"depth": 6}}, "optim": {"lr": 0.002},
-        "run": {"name": None, "seed": None}, "monitor": {"knn": False}, "probe": {"lr": [0.003]}}
+        "run": {"name": None, "seed": None}, "monitor": {"knn": False}, "probe": {"lr": [0.003]},
+        "views": {"global_size": 32}}
 
 
 def _record(root, name, seed, top1, kind="pretrain", status="finished", probed=None, **changes):
@@ -362,9 +363,27 @@ def test_an_old_fine_tuning_record_without_overrides_is_a_seed_of_a_new_one(tmp_
     assert evidence.cell(tmp_path, "ft") == {0: 49.0, 1: 50.0}
     _record(tmp_path, "pre", 0, 49.0, model__overrides={})
     _record(tmp_path, "pre_seed1", 1, 50.0)
-    with raises_exactly(ValueError, "pre_seed1 is not a seed of pre: model.overrides is {'depth': 6} there and {} "
-                                    "here"):
+    with raises_exactly(ValueError, "pre_seed1 is not a seed of pre: model.overrides is {'img_size': 32, 'depth': 6} "
+                                    "there and {'img_size': 32} here"):
         evidence.cell(tmp_path, "pre")
+
+
+def test_a_seed_that_writes_out_the_image_size_its_network_is_built_at_is_a_seed(tmp_path):
+    """Fine-tunings recorded since 77d5b35 state the checkpoint's img_size in model.overrides; one recorded before
+    left it to views.global_size. Both build the same network; a different size is another network."""
+    _record(tmp_path, "ft", 0, 54.0, kind="finetune")
+    _record(tmp_path, "ft_seed1", 1, 55.0, kind="finetune", model__overrides={"img_size": 32, "depth": 6})
+    assert evidence.cell(tmp_path, "ft") == {0: 54.0, 1: 55.0}
+    _record(tmp_path, "ft_seed2", 2, 56.0, kind="finetune", model__overrides={"img_size": 64, "depth": 6})
+    with raises_exactly(ValueError, "ft_seed2 is not a seed of ft: model.overrides is {'img_size': 64, 'depth': 6} "
+                                    "there and {'img_size': 32, 'depth': 6} here"):
+        evidence.cell(tmp_path, "ft")
+    # and the size views.global_size gives counts as well as a written one
+    _record(tmp_path, "pt", 0, 44.0, views__global_size=64)
+    _record(tmp_path, "pt_seed1", 1, 45.0, model__overrides={"img_size": 32, "depth": 6})
+    with raises_exactly(ValueError, "pt_seed1 is not a seed of pt: model.overrides is {'img_size': 32, 'depth': 6} "
+                                    "there and {'img_size': 64, 'depth': 6} here"):
+        evidence.cell(tmp_path, "pt")
 
 
 def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from typing import Mapping
 import yaml
 
 from ..training.config import DEFAULTS, flatten
+from ..training.runs import built_model
 from . import paper, stats
 from .recorded import RESULT_FILES
 
@@ -99,16 +100,21 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             raise ValueError(f"{folder}: status {record.get('status')!r}, not finished; resume it before tabulating")
         if (record.get("run") or {}).get("superseded") or record.get("superseded"):
             raise ValueError(f"{folder} is marked superseded; leave it out of the cell or record it again")
-        config = flatten(yaml.safe_load((folder / "config.yaml").read_text()))
+        nested = yaml.safe_load((folder / "config.yaml").read_text())
+        config = flatten(nested)
+        # compared: the network each config builds, its image size stated (fine-tunings recorded since 77d5b35 write
+        # the checkpoint's img_size out; earlier ones left it to views.global_size, the same size)
+        written = config["model.overrides"]
+        config["model.overrides"] = built_model(nested)["overrides"]
         kind = record.get("kind")
         if kind not in TOP1_KEY:
             raise ValueError(f"{folder}: run kind {kind!r} has no test accuracy file ({sorted(TOP1_KEY)})")
         if reference is None:
-            reference = (folder, config)
+            reference = (folder, config, written)
         else:
-            ref_folder, ref = reference
+            ref_folder, ref, ref_written = reference
             for key in sorted(set(ref) & set(config)):  # a key added to the package since is at its default
-                if key == "model.overrides" and kind != "pretrain" and {} in (ref[key], config[key]):
+                if key == "model.overrides" and kind != "pretrain" and {} in (ref_written, written):
                     continue  # fine-tunings recorded before 450bbd7 wrote {}: the model was the checkpoint's
                 if not _seed_free(key) and ref[key] != config[key]:
                     raise ValueError(f"{folder.name} is not a seed of {ref_folder.name}: {key} is "

@@ -34,7 +34,8 @@ from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swa
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
-           "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "checkpoint_model", "merge_csv_logs",
+           "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "built_model", "checkpoint_model",
+           "merge_csv_logs",
            "record_run", "export_checkpoint", "RESUMABLE_KEYS", "config_differences"]
 
 CHECKPOINT_FORMAT = 1
@@ -341,6 +342,13 @@ def load_weights(model: torch.nn.Module, ckpt: dict, *, with_head: bool = False,
     return sorted(unexpected)
 
 
+def built_model(cfg: dict) -> dict:
+    """The ``model`` section of config ``cfg`` with the image size its network is built at stated in
+    ``overrides.img_size``: the config's own, else ``views.global_size`` (:func:`aot_lib.training.builders.build_encoder`'s
+    rule). Two configs build the same network when these agree, whether or not they wrote the size out."""
+    return {**cfg["model"], "overrides": {"img_size": cfg["views"]["global_size"], **cfg["model"]["overrides"]}}
+
+
 def checkpoint_model(ckpt: dict, path: str | os.PathLike) -> dict:
     """The ``model`` section that builds the network of checkpoint ``ckpt`` (read from ``path``), with the
     image size it was built at stated in ``overrides.img_size`` (else the config's ``views.global_size`` would
@@ -352,7 +360,7 @@ def checkpoint_model(ckpt: dict, path: str | os.PathLike) -> dict:
     run's record beside this one (``<records>/<run name>/encoder/``, as ``aot record`` lays them out, or the
     ``encoder.pt`` records made before it kept that folder)."""
     cfg = ckpt["config"]
-    model = {**cfg["model"], "overrides": {"img_size": cfg["views"]["global_size"], **cfg["model"]["overrides"]}}
+    model = built_model(cfg)
     source = (cfg.get("finetune") or {}).get("checkpoint")
     if ckpt.get("trained_as", ckpt.get("kind")) != "finetune" or not source or _fits(model, ckpt):
         return model
