@@ -193,9 +193,9 @@ if cells["pretrain"]:
         f"from {probed['weight_decay']}, picked on validation data."
         + ("" if probed["lr"] == today["lr"] else
            " That is the grid seed 0 was recorded with, before the probe's grid moved "
-           f"up to {today['lr']} with weight decay {today['weight_decay']} (chapter "
-           "7): seed 0 kept no encoder to probe again, so its later seeds use its "
-           "grid."))
+           f"up to {today['lr']} with weight decay {today['weight_decay']} (the "
+           "Tables 1 and 3 chapter): seed 0 kept no encoder to probe again, so its "
+           "later seeds use its grid."))
 display(
     Table(
         [
