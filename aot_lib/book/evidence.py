@@ -56,6 +56,11 @@ def seed_variant_path(path: str, seed: int) -> str:
 PROBE_DEFAULTS = DEFAULTS["probe"]
 
 
+def _with_probe_defaults(settings: dict, other: dict) -> dict:
+    """``settings`` with each probe setting only ``other`` records filled in at the package's default."""
+    return {**{k: PROBE_DEFAULTS[k] for k in other.keys() - settings.keys() if k in PROBE_DEFAULTS}, **settings}
+
+
 def probe_settings(folder: str | Path) -> dict:
     """The settings of the probe that produced a recorded pretraining run's numbers (its ``probe.json``)."""
     return _read_json(folder / "probe.json").get("probe", {})
@@ -129,8 +134,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             # seed's number must be one protocol, or the cell averages two. A setting only one probe.json records
             # (added to the package between their commits, e.g. "test") ran at its default there
             a, b = (probe_settings(ref_folder), probe_settings(folder)) if kind == "pretrain" else ({}, {})
-            a, b = ({**{k: PROBE_DEFAULTS[k] for k in set(other) - set(mine) if k in PROBE_DEFAULTS}, **mine}
-                    for mine, other in ((a, b), (b, a)))
+            a, b = _with_probe_defaults(a, b), _with_probe_defaults(b, a)
             differing = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
             if differing:
                 key = differing[0]
