@@ -10,6 +10,26 @@ CI_ACCEPTED_SKIPS = re.compile(r"\b(CUDA|GPU)\b|AOT_TEST_ALL_CHAPTERS=1")
 _skips: list[tuple[str, str]] = []
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``-n``), each worker gets an equal share of the cores for torch's intra-op threads:
+    two workers with two threads each on two cores run slower than one worker with two (measured: 279 s against
+    166 s), because every matrix product then waits for a core the other worker holds."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Decoded data sets go to this run's own cache (``AOT_CACHE``), never the user's ``~/.cache/aot_lib``: a test
+    never reads a tensor another run (or another xdist worker's test of the same name) wrote. A test that needs a
+    cache of its own still sets ``AOT_CACHE`` itself."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AOT_CACHE", str(tmp_path_factory.mktemp("aot_cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)

@@ -67,7 +67,20 @@ def _after(tiny, name: str) -> Path:
     return _run(matches[0], data, out) / "last.ckpt"
 
 
-@pytest.mark.parametrize("path", PAPER, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def _chain_root(path: Path) -> str:
+    """The run a paper config's chain starts from: its own, or the pretraining or teacher run it loads."""
+    cfg = load_config(path)
+    start = (cfg.get("finetune") or {}).get("checkpoint") if _kind(path) == "finetune" else \
+        (cfg.get("distill") or {}).get("teacher") if _kind(path) == "distill" else None
+    return Path(start).parent.name if start else cfg["run"]["name"]
+
+
+# a chain on one xdist worker (--dist loadgroup, pyproject.toml): its pretraining or teacher is trained there once,
+# not once on every worker that runs one of its stages
+CHAINED = [pytest.param(p, marks=pytest.mark.xdist_group(_chain_root(p))) for p in PAPER]
+
+
+@pytest.mark.parametrize("path", CHAINED, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_paper_config_trains_one_step(path, tiny):
     data, out = tiny
     cfg = load_config(path)
