@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+from pathlib import Path
 
 import torch
 
@@ -55,9 +56,24 @@ def full_precision(device: torch.device) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: ``/proc/cpuinfo``; elsewhere what ``platform`` knows, or "unknown")."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def hardware_summary() -> dict:
-    info = {"machine": platform.machine(), "cpu_count": os.cpu_count(), "torch": torch.__version__,
-            "python": platform.python_version(), "torch_threads": torch.get_num_threads()}
+    """What a run's numbers depend on besides its config and commit. Float results differ between CPU kinds (an AMD
+    with AVX2 and an Intel with AVX-512 sum in other orders), so the CPU model and the instruction set torch's kernels
+    use (``torch.backends.cpu.get_cpu_capability()``) are recorded beside torch's version."""
+    info = {"machine": platform.machine(), "cpu_model": cpu_model(),
+            "cpu_isa": torch.backends.cpu.get_cpu_capability(), "cpu_count": os.cpu_count(),
+            "torch": torch.__version__, "python": platform.python_version(), "torch_threads": torch.get_num_threads()}
     if torch.cuda.is_available():
         info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return info
