@@ -16,6 +16,9 @@
 #             (scripts/reprobe.py, into runs/reprobed/ so the checkout stays clean: copy them over by hand), so every seed of a cell is probed alike
 #   table2    Table 2's pretrain -> fine-tune chain at each family's picked lr (AoT-ADMM 4e-3, CRATE as picked in
 #             configs/cpu/table2/crate_imagenette.yaml), seeds 0 and 1, fine-tuned on CIFAR-10 and CIFAR-100
+#   search    the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule): every candidate of
+#             configs/cpu/search/ on AoT-ADMM, CRATE and AoT, candidate by candidate, validation scores only;
+#             results/cpu/search/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -39,12 +42,16 @@ for group in "$@"; do
           configs/cpu/table2/${fam}_imagenette_ft_cifar100.yaml configs/cpu/table2/${fam}_imagenette_seed1.yaml \
           configs/cpu/table2/${fam}_imagenette_ft_cifar10_seed1.yaml configs/cpu/table2/${fam}_imagenette_ft_cifar100_seed1.yaml
       done ;;
+    search)
+      for c in $(ls configs/cpu/search/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
+        run results/cpu/search "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
+      done ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, controls)" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,156 @@
+"""The 30-minute CPU recipe search (issue 37): candidates, their measured cost, and the configs that screen them.
+
+    .venv/bin/python scripts/recipe_search.py time        # step times of every candidate x family, interleaved
+    .venv/bin/python scripts/recipe_search.py configs     # configs/cpu/search/*.yaml from the recorded step times
+    nice -n 10 scripts/evidence_runs.sh search            # the screening runs, one at a time (resumable)
+
+**The rule, fixed before any screening run.** Every candidate is tried on all three families of Tables 1 and 3
+(AoT-ADMM, CRATE, AoT): one screening run each, the same budget for every family. A candidate changes scale or
+views, never a family's architecture (Algorithm 1, the heads and the pooling the probe reads stay), and applies to
+every family alike. Each candidate's nominal full length is the number of epochs AoT-ADMM's training steps fill
+30 minutes with on this machine, from its measured step time (``time``: one whole LeJEPA step, augmentation
+included, the candidates and families interleaved repeat by repeat on an idle machine); its screening run is that
+schedule compressed to ``PROXY_FRACTION`` of those epochs (warm-up and cosine included), about 9 minutes of steps for
+AoT-ADMM. A run also spends time outside the steps (monitors, checkpoints, the probe), so the full-length configs of
+the two finalists take their epochs from the screening runs' recorded seconds per step instead, which include it. A screening run reads
+no test image (``probe.test=false``): it is scored by the linear probe's validation accuracy (10 % of the training
+set) and the online k-NN on validation images. The candidate picked is the one with the best mean validation linear
+probe over the three families (equal weights); the top two are then trained at full length for every family, which
+says how well the screening predicted the full run, and the better of those at full length becomes the recipe of
+the ``cpu30_*`` cells (results/cpu/plan.yaml).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+from aot_lib.files import write_json  # noqa: E402
+from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
+
+FAMILIES = {"aot_admm": "aot_admm_tiny", "crate": "crate_tiny", "aot": "aot_tiny"}
+BUDGET_S = 30 * 60  # AoT-ADMM's pretraining time at full length, on this project's 2-core machines
+PROXY_FRACTION = 0.3  # a screening run: the full schedule compressed to this share of the epochs
+TRAIN_IMAGES = 50_000  # CIFAR-10's training set, all of it pretrained on
+OUT = ROOT / "configs" / "cpu" / "search"
+TIMES = ROOT / "results" / "cpu" / "search" / "step_times.json"
+
+#: Candidates: overrides of configs/cpu/recipe.yaml (lr 2e-3, batch 256, projector 1024-1024-64, 256 slices). c0 is
+#: the first recipe itself (width 192, depth 6, patch 8, 2 global 32 px + 6 local 16 px views).
+CANDIDATES = {
+    "c0_base": {},
+    "c1_local2": {"views": {"n_local": 2}},
+    "c2_w128": {"model": {"overrides": {"embed_dim": 128, "num_heads": 4}}},
+    "c3_w128_d4": {"model": {"overrides": {"embed_dim": 128, "depth": 4, "num_heads": 4}}},
+    "c4_w128_local2": {"model": {"overrides": {"embed_dim": 128, "num_heads": 4}}, "views": {"n_local": 2}},
+    "c5_w128_patch4_local2": {"model": {"overrides": {"embed_dim": 128, "num_heads": 4, "patch_size": 4}},
+                              "views": {"n_local": 2}},
+}
+
+
+def _merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def candidate_config(cand: str, family: str) -> dict:
+    from aot_lib.training.config import load_config
+
+    base = load_config(ROOT / "configs" / "cpu" / "recipe.yaml")
+    return _merge(_merge(base, CANDIDATES[cand]), {"model": {"name": FAMILIES[family]}})
+
+
+def time_steps(repeats: int, warmup: int) -> dict:
+    """Median seconds of one pretraining step per candidate and family, interleaved repeat by repeat."""
+    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.training.builders import normalization_for
+    from aot_lib.training.pretrain import build_lejepa_model
+
+    built = {}
+    for cand in CANDIDATES:
+        for fam in FAMILIES:
+            cfg = candidate_config(cand, fam)
+            torch.manual_seed(0)
+            model = build_lejepa_model(cfg)
+            opt = torch.optim.AdamW(model.parameters(), lr=cfg["optim"]["lr"])
+            aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
+            built[cand, fam] = (model, opt, aug, cfg["optim"]["batch_size"])
+    images = torch.randint(0, 256, (256, 3, 32, 32), dtype=torch.uint8)
+    times: dict = {k: [] for k in built}
+    keys = list(built)
+    for r in range(warmup + repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:  # the order rotates: a drift hits every one alike
+            model, opt, aug, batch = built[k]
+            t = time.perf_counter()
+            views = aug(images[:batch], torch.Generator().manual_seed(r))
+            out = model(views)
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if r >= warmup:
+                times[k].append(time.perf_counter() - t)
+        print(f"repeat {r + 1}/{warmup + repeats}", flush=True)
+    return {cand: {fam: {"median_s": statistics.median(times[cand, fam]), "min_s": min(times[cand, fam]),
+                         "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in CANDIDATES}
+
+
+def full_epochs(step_s: float, batch: int) -> int:
+    """Whole epochs AoT-ADMM trains in BUDGET_S at ``step_s`` seconds a step (at least 1)."""
+    return max(1, int(BUDGET_S / (step_s * (TRAIN_IMAGES // batch))))
+
+
+def write_configs(times: dict) -> list[Path]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cand, over in CANDIDATES.items():
+        batch = _merge({"optim": {"batch_size": 256}}, over)["optim"]["batch_size"]
+        epochs = full_epochs(times["steps"][cand]["aot_admm"]["median_s"], batch)
+        proxy = max(1, round(PROXY_FRACTION * epochs))
+        steps_per_epoch = TRAIN_IMAGES // batch
+        for fam, model in FAMILIES.items():
+            body = _merge(over, {
+                "description": f"recipe search {cand}: {fam} screening run ({proxy} of {epochs} epochs)",
+                "inherit": "../recipe.yaml", "model": {"name": model}, "run": {"name": f"search_{cand}_{fam}"},
+                # the full schedule compressed: warm-up a tenth of the run, as in the first recipe
+                "optim": {"epochs": proxy, "warmup_epochs": round(proxy / 10, 2)},
+                "probe": {"test": False},  # validation only: the test split is read by the final runs alone
+                "monitor": {"every": steps_per_epoch, "knn": True}})
+            path = OUT / f"{cand}_{fam}.yaml"
+            head = (f"# Generated by scripts/recipe_search.py from {TIMES.relative_to(ROOT)} (AoT-ADMM "
+                    f"{times['steps'][cand]['aot_admm']['median_s']:.3f} s a step -> {epochs} epochs in "
+                    f"{BUDGET_S // 60} min; this screening run: {proxy}). The rule: the script's docstring.\n")
+            path.write_text(head + yaml.safe_dump(body, sort_keys=False, width=110))
+            written.append(path)
+    return written
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["time", "configs"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    a = p.parse_args()
+    if a.what == "time":
+        steps = time_steps(a.repeats, a.warmup)
+        TIMES.parent.mkdir(parents=True, exist_ok=True)
+        write_json(TIMES, {"commit": git_commit(), "hardware": hardware_summary(),
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": a.repeats, "steps": steps})
+        print(json.dumps(steps, indent=1))
+    else:
+        for path in write_configs(json.loads(TIMES.read_text())):
+            print(path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()
