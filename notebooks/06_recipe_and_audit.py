@@ -59,7 +59,7 @@ from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.models import admm_coefficients
 from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.plotting import plot_cls_attention, plot_monitors
-from aot_lib.book.stats import PARITY_MARGIN
+from aot_lib.book.stats import PAPER_LARGEST_GAP
 from aot_lib.training.probe import load_encoder
 from aot_lib.book.tables import Col, Table
 from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
@@ -173,9 +173,9 @@ def val_noise(rows: list[dict]) -> float:
 
 
 def side(diff: float) -> str:
-    """One seed gives no interval: a gap under PARITY_MARGIN (the largest the paper
+    """One seed gives no interval: a gap under PAPER_LARGEST_GAP (the largest the paper
     calls comparable) is read as a tie, a larger one as a difference."""
-    return "tie" if abs(diff) < PARITY_MARGIN else "better" if diff > 0 else "worse"
+    return "tie" if abs(diff) < PAPER_LARGEST_GAP else "better" if diff > 0 else "worse"
 
 
 rows = [row(stem, r) for stem, r in runs.items() if stem.startswith("r")]
@@ -187,9 +187,9 @@ if rows:
          Col("norm", "App. A norm."), Col("steps"),
          Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("commit")],
         caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
-        notes=[f"One seed per configuration: a difference under {PARITY_MARGIN:.2f} "
-               "points (the largest gap the paper itself calls comparable) is read as "
-               "no difference. The validation split alone blurs a difference by about "
+        notes=["One seed per configuration: a difference under "
+               f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself calls "
+               "comparable) is read as no difference. The validation split alone blurs a difference by about "
                f"{val_noise(rows):.1f} points (one binomial standard error of the "
                "difference of two accuracies on it), seed noise aside.",
                "Linear probe: the quick protocol of the training chapter (features of "
@@ -331,7 +331,8 @@ if base and moved:
              + " " + said[k][len(g) > 1] for k, g in groups.items() if g]
     display(Markdown(
         f"On validation, against the baseline r2's **{base['val']:.2f} %**, reading "
-        f"a gap under {PARITY_MARGIN:.2f} points as none: " + "; ".join(parts) + ". "
+        f"a gap under {PAPER_LARGEST_GAP:.2f} points as none: "
+        + "; ".join(parts) + ". "
         + ("So the guess is worth revisiting." if groups["better"] else
            "No setting tried is clearly better than the default, and "
            + ("one is" if len(groups["worse"]) == 1 else "some are")
@@ -361,7 +362,7 @@ if all(pair):
     plain, normed = pair
     diff = normed["val"] - plain["val"]
     verdict = {"better": "helps", "worse": "hurts",
-               "tie": f"makes no difference (under {PARITY_MARGIN:.2f} points)"}
+               "tie": f"makes no difference (under {PAPER_LARGEST_GAP:.2f} points)"}
     verdict = verdict[side(diff)]
     display(Markdown(
         f"Without the normalisation (r2) the linear probe reaches "
@@ -567,8 +568,9 @@ if encoder is not None:
 #    (`block.mssa.subspaces()`) and compare $R^c(Z\mid U)$ computed with it and with
 #    `aot_lib.training.monitors.orthonormal_bases(U)` on the same tokens. Explain the
 #    difference from $U_k^\top U_k \neq I$.
-# 3. **Ties.** With `aot_lib.book.stats.PARITY_MARGIN`, which runs of the recipe table
-#    are indistinguishable from the best, and would one more seed per run change that?
+# 3. **Ties.** With `aot_lib.book.stats.PAPER_LARGEST_GAP`, which runs of the recipe
+#    table are indistinguishable from the best, and would one more seed per run change
+#    that?
 
 # %% [markdown]
 # ## What we learned

@@ -281,7 +281,8 @@ if WIDE.exists():
         for key, a, b in (("t1", "aot_admm", "crate"), ("t3", "aot_admm", "aot"))
     }
     same = {
-        key: stats.verdict(again[key], claims[k]["claim"].claim) == claims[k]["verdict"]
+        key: stats.verdict(again[key], claims[k]["claim"].claim, claims[k]["margin"])
+        == claims[k]["verdict"]
         for key, k in (("t1", "t1_cifar10"), ("t3", "t3_cifar10"))
     }
     display(
@@ -307,8 +308,10 @@ else:
                      "recorded yet.*"))
 
 # %% [markdown]
-# The paper's claim is parity: AoT-ADMM − CRATE within the largest gap the paper itself
-# calls comparable (`aot_lib.book.stats.PARITY_MARGIN`, the Tiny CIFAR-10 gap). The
+# The paper's claim is parity: AoT-ADMM − CRATE within a margin the analysis plan
+# (`results/cpu/plan.yaml`) sets for Table 1: the largest gap the paper itself calls
+# comparable there (the Tiny CIFAR-10 gap), rounded up to the next half point. The plan
+# was written after these runs, so these verdicts are post hoc. The
 # difference is taken seed by seed (the same seed gives both families the same data
 # order and views) and its 95 % interval is Student's $t$ over the seeds. Parity is
 # reproduced when the whole interval lies inside the margin. The paper makes the claim
@@ -498,8 +501,9 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 # ## Exercises
 #
 # 1. **How many seeds?** With the standard deviation of the paired CIFAR-10 difference
-#    above, how many seeds would make the 95 % interval narrower than the parity margin
-#    ($\pm 1.39$)? Use `aot_lib.book.stats.t_quantile` and solve for $n$.
+#    above, how many seeds would make the 95 % interval narrower than the plan's Table 1
+#    margin (`results/cpu/plan.yaml`)? Use `aot_lib.book.stats.t_quantile` and solve
+#    for $n$.
 # 2. **Another selection rule.** Pick each family's learning rate by the validation
 #    k-NN column instead of the linear probe (`evidence.sweep_rows`). Does any
 #    pick change?

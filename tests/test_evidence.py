@@ -48,7 +48,7 @@ def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
     for seed, (a, b) in enumerate([(51.0, 50.0), (52.0, 50.0), (53.0, 50.0)]):
         _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, a)
         _record(tmp_path, "b" if seed == 0 else f"b_seed{seed}", seed, b, model__name="crate_tiny")
-    got = evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39)
+    got = evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, 1.39)
     # differences 1, 2, 3: mean 2, sample std 1, t_{0.975, 2} = 4.302652729911275 (printed t tables: 4.303)
     half = 4.302652729911275 / math.sqrt(3)
     assert got["diff"].mean == pytest.approx(2.0, abs=1e-12) and got["diff"].std == pytest.approx(1.0, abs=1e-12)
@@ -60,7 +60,7 @@ def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
     assert got["noninferiority"] is None  # no smaller side named: no one-sided reading
     # A as the smaller model: it trails by at most 0.48 anywhere in the interval; B as the smaller (B - A in
     # [-4.48, +0.48]): it may trail by up to 4.48, more than the margin, or lead by up to 0.48
-    one_sided = {side: evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, smaller=side)
+    one_sided = {side: evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, 1.39, smaller=side)
                  for side in ("a", "b")}
     assert {side: got["noninferiority"] for side, got in one_sided.items()} == {
         "a": "reproduced", "b": "not distinguishable at this scale"}
@@ -237,9 +237,19 @@ def test_claims_carry_the_papers_printed_gaps():
     assert len({c.key for c in evidence.CLAIMS}) == len(evidence.CLAIMS)
 
 
+def _plan(root: Path, margin: float = 1.39, **rules: str) -> Path:
+    """A plan judging each claim key by its rule (2 seeds; parity against ``margin`` under table "t")."""
+    claims = {k: {"table": "t", "rule": r, "seeds": 2, **({"secondary": ["noninferiority"]} if r == "parity" else {})}
+              for k, r in rules.items()}
+    path = root / "plan.yaml"
+    path.write_text(yaml.safe_dump({"margins": {"t": {"points": margin, "why": "a test's"}}, "claims": claims}))
+    return path
+
+
 def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     claims = (evidence.Claim("x", "A − B", "a", "b", "better", None, "ch"),
               evidence.Claim("y", "A − C", "a", "c", "better", 1.0, "ch"))
+    _plan(tmp_path, x="control", y="better")
     _record(tmp_path, "a", 0, 52.0)
     _record(tmp_path, "b", 0, 50.0, model__name="crate_tiny")
     rows = evidence.claim_rows(tmp_path, claims)
@@ -292,6 +302,7 @@ def test_one_sided_tally_counts_parity_claims_with_an_interval_and_the_least_spa
               evidence.Claim("q", "A − C", "a", "c", "parity", -1.0, "ch", smaller="a"),
               evidence.Claim("r", "A − D", "a", "d", "parity", -1.0, "ch", smaller="a"),
               evidence.Claim("g", "A − B", "a", "b", "better", 1.0, "ch"))
+    _plan(tmp_path, p="parity", q="parity", r="parity", g="better")
     for seed, (a, b, c) in enumerate([(50.0, 50.0, 52.0), (51.0, 50.0, 52.5)]):
         _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, a)
         _record(tmp_path, "b" if seed == 0 else f"b_seed{seed}", seed, b, model__name="crate_tiny")

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from aot_lib.book import paper
-from aot_lib.book.stats import (KD_PARITY_MARGIN, PARITY_MARGIN, Difference, claim_sentence, noninferiority,
+from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, claim_sentence, noninferiority,
                                 noninferiority_spare, paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 
@@ -91,53 +91,54 @@ def test_noninferiority_spare_is_the_worst_case_of_the_smaller_model_inside_the_
 
 
 def test_noninferiority_of_one_seed_is_no_verdict_and_the_side_is_named():
-    assert noninferiority(_diff(5.0, 5.0, n=1), "a") == "not distinguishable at this scale"
+    assert noninferiority(_diff(5.0, 5.0, n=1), "a", 1.39) == "not distinguishable at this scale"
     message = "smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got 'c'"
     with raises_exactly(ValueError, message):
-        noninferiority(_diff(0, 1), "c")
+        noninferiority(_diff(0, 1), "c", 1.39)
     with raises_exactly(ValueError, message):
-        noninferiority(_diff(5.0, 5.0, n=1), "c")  # refused even where one seed gives no verdict
+        noninferiority(_diff(5.0, 5.0, n=1), "c", 1.39)  # refused even where one seed gives no verdict
 
 
 def test_one_seed_is_never_a_verdict_and_claims_are_named():
     assert verdict(_diff(5.0, 5.0, n=1), "better") == "not distinguishable at this scale"
     with raises_exactly(ValueError, "claim must be 'better' or 'parity', got 'worse'"):
         verdict(_diff(0, 1), "worse")
+    # a parity claim has no built-in margin: the analysis plan sets it (tests/test_plan.py)
+    with raises_exactly(ValueError, "a parity claim is judged against a margin: give the one results/cpu/plan.yaml sets"):
+        verdict(_diff(0, 1), "parity")
 
 
-def test_parity_margin_is_the_largest_gap_the_paper_calls_comparable():
+def test_paper_largest_gap_is_the_largest_gap_the_paper_calls_comparable():
     c10 = paper.LINEAR_PROBE_ACC["cifar10"]
-    assert PARITY_MARGIN == pytest.approx(c10["crate_tiny"] - c10["aot_admm_tiny"], abs=1e-12)  # 85.61 - 84.22
-    assert PARITY_MARGIN == pytest.approx(1.39, abs=1e-9)
-
-
-def test_table4_parity_margin_is_the_largest_teacher_student_gap_of_table4():
-    kd = paper.KD_ACC_CIFAR10
-    assert KD_PARITY_MARGIN == pytest.approx(0.82, abs=1e-9)  # ViT-T 92.19 - 91.37; ViT-S 93.58 - 93.67 = -0.09
-    assert KD_PARITY_MARGIN == round(kd["vit_tiny"] - kd["vit_tiny_relu"], 2)
+    assert PAPER_LARGEST_GAP == pytest.approx(c10["crate_tiny"] - c10["aot_admm_tiny"], abs=1e-12)  # 85.61 - 84.22
+    assert PAPER_LARGEST_GAP == pytest.approx(1.39, abs=1e-9)
 
 
 def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     d = paired_difference({0: 51.0, 1: 52.0, 2: 50.0}, {0: 50.0, 1: 50.5, 2: 50.0})
-    s = claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39)
+    s = claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, 1.39)
     assert s == (f"AoT-ADMM − CRATE on CIFAR-10: +0.83 points, 95 % CI [{d.low:+.2f}, {d.high:+.2f}] over 3 seeds; "
                  "the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not distinguishable at this scale.")
     assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
     # the parity claim read one-sided as well: A, the smaller model, trails by at most 1.06 < 1.39 anywhere
-    assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, smaller="a",
+    assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, 1.39, smaller="a",
                           smaller_name="AoT-ADMM") == (
         s[:-1] + "; read one-sided (non-inferiority: AoT-ADMM, the smaller model, trails by at most 1.39 points "
                  "anywhere in the 95 % CI): reproduced.")
-    assert claim_sentence("A − B", d, "parity", -1.39, smaller="b").endswith(
+    assert claim_sentence("A − B", d, "parity", -1.39, 1.39, smaller="b").endswith(
         "; read one-sided (non-inferiority: the smaller model trails by at most 1.39 points anywhere in the 95 % CI): "
         "not distinguishable at this scale.")  # B may trail by up to 2.73
     assert claim_sentence("A − B", d, "better", None, smaller="a").endswith("; verdict: not distinguishable at this "
                                                                              "scale.")
     # one seed: no interval to read either way, so no second reading
-    assert claim_sentence("A − B", paired_difference({0: 45.0}, {0: 46.0}), "parity", -1.0, smaller="a") == (
+    assert claim_sentence("A − B", paired_difference({0: 45.0}, {0: 46.0}), "parity", -1.0, 1.39, smaller="a") == (
         "A − B: -1.00 points, one seed, so no interval; the paper claims parity (within ±1.39 points); its gap: "
         "-1.00; verdict: not distinguishable at this scale.")
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
         "verdict: not distinguishable at this scale.")
+    # a claim the analysis plan judges post hoc (written after its runs) says so where the verdict is given
+    assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91, post_hoc=True) == (
+        "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
+        "verdict (post hoc: the plan that judges it was written after its runs): not distinguishable at this scale.")

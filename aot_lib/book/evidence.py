@@ -19,12 +19,12 @@ import yaml
 
 from ..training.config import DEFAULTS, flatten
 from ..training.runs import built_model
-from . import paper, stats
+from . import paper, plan, stats
 from .recorded import RESULT_FILES
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
-           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "claim_rows", "one_sided_tally",
+           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -190,11 +190,13 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 
 
 def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None,
-            margin: float = stats.PARITY_MARGIN, smaller: str | None = None, smaller_name: str | None = None) -> dict:
+            margin: float | None = None, smaller: str | None = None, smaller_name: str | None = None,
+            post_hoc: bool = False) -> dict:
     """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
     that states it: ``{"a", "b", "diff", "verdict", "noninferiority", "sentence"}``. Without a ``paper_value`` the
     comparison is one of our controls, and the sentence says what the control expects instead of what the paper
-    claims. A parity claim that names its ``smaller`` side is read one-sided too (``noninferiority``, else None)."""
+    claims. A parity claim (judged against ``margin``, the plan's) that names its ``smaller`` side is read one-sided
+    too (``noninferiority``, else None)."""
     ca, cb = cell(root, a), cell(root, b)
     diff = stats.paired_difference(ca, cb)
     claimant = "the paper claims" if paper_value is not None else "a control expects"
@@ -202,7 +204,7 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
             "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided,
             "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant,
-                                             smaller=smaller, smaller_name=smaller_name)}
+                                             smaller=smaller, smaller_name=smaller_name, post_hoc=post_hoc)}
 
 
 class NoKnnMonitor(ValueError):
@@ -264,7 +266,8 @@ def initial_encoder(cfg: Mapping):
 class Claim:
     """One claim of the paper (or one control of ours) as a comparison of two cells: A − B should be ``claim``
     (``better`` or ``parity``, :func:`aot_lib.book.stats.verdict`). ``paper_gap`` is the paper's own A − B
-    (``None`` for a control the paper does not report)."""
+    (``None`` for a control the paper does not report). How it is judged (margin, seeds, post hoc) is the analysis
+    plan's entry of the same ``key`` (:mod:`aot_lib.book.plan`)."""
 
     key: str
     what: str
@@ -273,7 +276,6 @@ class Claim:
     claim: str
     paper_gap: float | None
     where: str
-    margin: float = stats.PARITY_MARGIN  # of a parity claim: the largest gap the paper calls comparable there
     smaller: str | None = None  # of a parity claim: the side ("a" or "b") with fewer parameters, read one-sided too
     smaller_name: str | None = None  # and that model's name, for the sentence
 
@@ -313,24 +315,49 @@ CLAIMS = (
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
           round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
-          stats.KD_PARITY_MARGIN, smaller="b", smaller_name="the student"),
+          smaller="b", smaller_name="the student"),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
           "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
 )
 
 
+def planned(root: str | Path, claims=CLAIMS) -> dict[str, "plan.PlannedClaim"]:
+    """The analysis plan's entry for each of ``claims`` (``<root>/plan.yaml``); refuses a claim the plan does not
+    judge, or judges by another rule, naming the key."""
+    path = Path(root) / "plan.yaml"
+    entries = plan.load_plan(path)
+    out = {}
+    for c in claims:
+        entry = entries.get(c.key)
+        if entry is None:
+            raise ValueError(f"{path} has no entry for claim {c.key!r}: add how it is judged (rule, table, seeds) "
+                             "before its runs")
+        expected = "control" if c.paper_gap is None else c.claim
+        if entry.rule != expected:
+            raise ValueError(f"{path}: claims.{c.key}.rule is {entry.rule!r}, but {c.key} is a {expected} claim: "
+                             "fix the plan")
+        out[c.key] = entry
+    return out
+
+
 def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
     """One row per claim: the paper's gap, ours (mean over paired seeds with its interval), the verdict and its
-    sentence; a claim whose cells are not all recorded yet says which (``verdict`` "pending"), never a number."""
-    rows = []
+    sentence, judged as the analysis plan (``<root>/plan.yaml``) says (``plan``: its entry); a claim whose cells
+    are not all recorded yet says which (``verdict`` "pending"), never a number."""
+    rows, entries = [], planned(root, claims)
     for c in claims:
+        entry = entries[c.key]
+        margin = entry.margin.points if entry.margin else None
         missing = [name for name in (c.a, c.b) if not (Path(root) / name / "run.json").exists()]
         if missing:
-            rows.append({"claim": c, "diff": None, "verdict": "pending", "noninferiority": None,
+            rows.append({"claim": c, "plan": entry, "margin": margin, "diff": None, "verdict": "pending",
+                         "noninferiority": None,
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
-        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, c.margin, c.smaller, c.smaller_name)
-        rows.append({"claim": c, **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
+        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, margin,
+                      c.smaller if "noninferiority" in entry.secondary else None, c.smaller_name, entry.post_hoc)
+        rows.append({"claim": c, "plan": entry, "margin": margin,
+                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
     return rows
 
 
@@ -341,7 +368,7 @@ def one_sided_tally(rows: list[dict]) -> dict:
     judged = [r for r in rows if r["claim"].claim == "parity" and r["claim"].smaller and r["diff"] is not None
               and r["diff"].n >= 2]
     held = [r for r in judged if r["noninferiority"] == stats.VERDICTS[0]]
-    spares = [stats.noninferiority_spare(r["diff"], r["claim"].smaller, r["claim"].margin) for r in held]
+    spares = [stats.noninferiority_spare(r["diff"], r["claim"].smaller, r["margin"]) for r in held]
     return {"judged": len(judged), "held": len(held), "spare": min(spares) if spares else None}
 
 

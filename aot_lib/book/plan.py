@@ -109,7 +109,7 @@ def _git(repo: Path, *args: str) -> str:
 
 def last_change(repo: str | Path, key: str, plan: str | Path = PLAN_FILE) -> str:
     """The commit (full hash) that last changed how claim ``key`` is judged: its entry in the plan, the margin of its
-    table or the words of its rules, as committed in ``repo``'s history (the working tree is not read)."""
+    table (a parity claim's) or the words of its rules, as committed in ``repo``'s history (the working tree is not read)."""
     repo = Path(repo)
     history = _git(repo, "log", "--format=%H", "--", str(plan)).split()
     if not history:
@@ -122,12 +122,12 @@ def last_change(repo: str | Path, key: str, plan: str | Path = PLAN_FILE) -> str
         if not isinstance(entry, dict):
             return entry, None, None
         rules = doc.get("rules") or {}
-        return (entry, (doc.get("margins") or {}).get(entry.get("table")),
-                {r: rules.get(r) for r in (entry.get("rule"), *(entry.get("secondary") or ()))})
+        margin = (doc.get("margins") or {}).get(entry.get("table")) if entry.get("rule") == "parity" else None
+        return entry, margin, {r: rules.get(r) for r in (entry.get("rule"), *(entry.get("secondary") or ()))}
 
     newest = judged(history[0])
     if newest[0] is None:
-        raise KeyError(f"{plan} at {history[0][:7]} has no claim {key!r}")
+        raise ValueError(f"{plan} at {history[0][:7]} has no claim {key!r}: add how it is judged, and commit it")
     changed = history[0]
     for commit in history[1:]:  # newest first: walk back while the claim was judged the same way
         if judged(commit) != newest:
