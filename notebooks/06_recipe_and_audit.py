@@ -78,10 +78,14 @@ RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml
 # a larger learning rate for a short schedule; a smaller projector output with fewer
 # SIGReg slices; Appendix A's normalisation; a still larger learning rate.
 #
-# Runs are compared on the linear probe's **validation** split (10 % of the training
-# set, held out by the probe), as the equal tuning of {ref}`sec-equal-tuning` selects;
-# runs probed under that protocol never read the test set, and their test cells are
-# empty. One caveat a reader should weigh: these runs are AoT-ADMM only. The learning
+# How the pick was made, as it happened. These runs were first probed with the test
+# split read, and the recipe (r2) was first picked with those test accuracies in view.
+# Later, r2 and r4 were probed again on the linear probe's **validation** split only
+# (10 % of the training set, held out by the probe), as the equal tuning of
+# {ref}`sec-equal-tuning` selects, and the pick re-checked on validation. Both probes of
+# each run stay in its record (`probe.json`, then `reprobes/`): the table shows the test
+# scores of each run's first probe and the validation score of its newest, and the
+# sentence below it ranks the runs both ways. One caveat a reader should weigh: these runs are AoT-ADMM only. The learning
 # rate was then swept for every family alike ({ref}`sec-equal-tuning`), but the
 # projector, the SIGReg slices and the normalisation chosen here were not: CRATE and
 # AoT use the settings that suited AoT-ADMM, which can only favour AoT-ADMM in the
@@ -120,16 +124,22 @@ def scale(cfg: dict) -> str:
     return f"width {ov['embed_dim']}, depth {ov['depth']}, {data}, {epochs} epochs"
 
 
+def first_test(r: dict) -> dict:
+    """The run's first probe that read the test split ({} if none ever did)."""
+    return next((e for e in r["evaluations"] if e.get("test_images")), {})
+
+
 def row(stem: str, r: dict) -> dict:
-    cfg, p = load_config(r["dir"] / "config.yaml"), r["probe"]
+    cfg, p, t = load_config(r["dir"] / "config.yaml"), r["probe"], first_test(r)
     desc = (cfg.get("description") or "").split(": ", 1)[-1]
     return dict(run=stem, change=desc, lr=cfg["optim"]["lr"],
                 proj=cfg["projector"]["out_dim"], slices=cfg["loss"]["num_slices"],
                 norm="yes" if cfg["loss"]["sigreg_normalize"] else "no",
                 steps=r["metrics"]["step"], wall=r["run"]["wall_time_s"] / 60,
-                val=max(p["linear_val_top1"].values()),  # the probe's best, validation
+                val=max(p["linear_val_top1"].values()),  # the newest probe's best, validation
                 grid=grid(p["probe"]),
-                linear=p.get("linear_top1"), knn=p.get("knn_top1"),  # None: test unread
+                linear=t.get("linear_top1"), knn=t.get("knn_top1"),  # None: test never read
+                probes=len(r["evaluations"]),
                 scale=scale(cfg), commit=str(r["run"].get("commit"))[:8])
 
 
@@ -156,10 +166,11 @@ def scales(rows: list[dict]) -> str:
 
 
 SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
-              Col("linear", "linear top-1 (%), test", ".2f"),
-              Col("knn", "k-NN top-1 (%), test", ".2f")]
-UNREAD = ("An empty test cell: that run was probed under the equal-tuning protocol, "
-          "which never reads the test set.")
+              Col("linear", "linear top-1 (%), test, first probe", ".2f"),
+              Col("knn", "k-NN top-1 (%), test, first probe", ".2f")]
+UNREAD = ("Validation: the newest probe of the run; test: its first probe that read the "
+          "test split (an empty cell: no probe of that run ever read it). A run probed "
+          "again keeps every probe in its record (probe.json, then reprobes/).")
 
 
 def val_noise(rows: list[dict]) -> float:
@@ -185,7 +196,8 @@ if rows:
         [Col("run"), Col("change", "configuration"), Col("lr", "lr", ".0e"),
          Col("proj", "projector out"), Col("slices", "SIGReg slices"),
          Col("norm", "App. A norm."), Col("steps"),
-         Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("commit")],
+         Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("probes"),
+         Col("commit")],
         caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
         notes=["One seed per configuration: a difference under "
                f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself calls "
@@ -198,6 +210,22 @@ if rows:
                "validation column).", UNREAD,
                *grids(rows)],
     ))
+
+    tested = [r for r in rows if r["linear"] is not None]
+    by_test = max(tested, key=lambda r: r["linear"]) if tested else None
+    by_val = max(rows, key=lambda r: r["val"])
+    reprobed = [r["run"].split("_")[0] for r in rows if r["probes"] > 1]
+    display(Markdown(
+        f"{len(tested)} of the {len(rows)} runs were first probed with the test split "
+        "read; "
+        + (f"on that first probe the best test score was {by_test['run'].split('_')[0]}'s "
+           f"({by_test['linear']:.2f} %). " if by_test else "")
+        + (f"{' and '.join(reprobed)} were probed again later, on validation only. "
+           if reprobed else "")
+        + f"On validation (each run's newest probe) the best is "
+        f"{by_val['run'].split('_')[0]} ({by_val['val']:.2f} %), the recipe's pick."
+        if by_val["run"] == "r2_lr2e-3_proj64" else
+        f"On validation the best is {by_val['run'].split('_')[0]}, not the recipe's r2."))
 
 
 def flat(d: dict, prefix: str = "") -> dict:
@@ -294,7 +322,7 @@ display(Markdown(
 admm_rows = []
 for stem, r in runs.items():
     if stem.startswith("a") or stem == "r2_lr2e-3_proj64":
-        cfg, p = load_config(r["dir"] / "config.yaml"), r["probe"]
+        cfg, p, t = load_config(r["dir"] / "config.yaml"), r["probe"], first_test(r)
         hp = admm_settings(cfg)
         a, b, c = admm_coefficients(hp["eta"], hp["gamma"], hp["rho"])
         admm_rows.append(dict(run=stem, eta=hp["eta"], lambd=hp["lambd"],
@@ -302,7 +330,7 @@ for stem, r in runs.items():
                               abc=f"{a:.2f}, {b:.2f}, {c:.2f}",
                               val=max(p["linear_val_top1"].values()),
                               grid=grid(p["probe"]),
-                              linear=p.get("linear_top1"), knn=p.get("knn_top1"),
+                              linear=t.get("linear_top1"), knn=t.get("knn_top1"),
                               scale=scale(cfg)))
 if len(admm_rows) > 1:
     display(Table(

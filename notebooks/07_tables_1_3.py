@@ -89,7 +89,8 @@ CELLS = {
 # Each family gets the same small sweep: learning rate $\in\{10^{-3}, 2\times10^{-3},
 # 4\times10^{-3}\}$ at 3 epochs, every other setting the recipe's. Each point is scored
 # **only** on the probe's validation split (10 % of the CIFAR-10 training images,
-# stratified; `probe.test=false`, so no test image is read), and each family trains its
+# stratified; `probe.test=false`; the table's note names the points whose history holds
+# an earlier probe that read the test split), and each family trains its
 # final runs at its own best point. The split is seen unlabelled during pretraining,
 # like the rest of the training set; its labels are used only to choose. The sweep's
 # recorded runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists

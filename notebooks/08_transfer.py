@@ -215,7 +215,8 @@ Table(
 # Each family's pretraining learning rate is its best of $\{10^{-3}, 2\times10^{-3},
 # 4\times10^{-3}\}$ at the recorded budget (20 epochs), each point scored only on the
 # probe's validation split of the Imagenette training images (300 of 3,000;
-# `probe.test=false`, no test image read), as in {ref}`sec-equal-tuning`. Each family
+# `probe.test=false`; the table's note names the points probed with the test split
+# earlier in their history), as in {ref}`sec-equal-tuning`. Each family
 # then trains its chain (pretraining, then fine-tuning on each CIFAR set) at its own
 # pick, with two seeds.
 

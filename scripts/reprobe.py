@@ -6,10 +6,12 @@ For each recorded folder (one with ``config.yaml`` and the trained ``encoder/``)
 ``probe`` section replaced by today's defaults (:data:`aot_lib.training.config.DEFAULTS`), and ``probe.test=false`` for a
 sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
 encoder (``encoder/`` with the run's ``config.yaml`` beside it, so the features cached beside it stay out of the
-recorded folder) under ``runs/reprobe/`` and writes the new ``probe.json`` over the recorded one (its ``commit`` is the
-commit that probed; ``run.json`` keeps the commit that trained). Run it from a clean checkout, with AOT_DATA set.
+recorded folder) under ``runs/reprobe/`` and writes the new probe beside the recorded ones, never over them:
+``<folder>/reprobes/<k>.json``, the next number (:data:`aot_lib.book.recorded.REPROBES`; its ``commit`` is the commit
+that probed, ``run.json`` keeps the commit that trained). The book reads a run's newest probe and can show every one.
+Run it from a clean checkout, with AOT_DATA set.
 
-With ``--dest DIR`` the new ``probe.json`` goes to ``DIR/<folder>/probe.json`` instead, leaving the checkout's
+With ``--dest DIR`` the new probe goes to ``DIR/<folder>/probe.json`` instead, leaving the checkout's
 tracked files untouched: a checkout that goes on training after re-probing stays clean (a run started in a
 checkout with changed tracked files is recorded ``+dirty`` and cannot be recorded).
 
@@ -30,6 +32,7 @@ import yaml
 
 from aot_lib import train
 from aot_lib.training.config import DEFAULTS, apply_overrides, validate_config
+from aot_lib.book.recorded import next_reprobe
 from aot_lib.files import atomic_write
 
 
@@ -58,7 +61,7 @@ def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: lis
     shutil.copytree(folder / "encoder", work / "encoder")
     result = train.probe(cfg, work / "encoder")
     data = (work / "probe.json").read_bytes()
-    out = folder / "probe.json" if dest is None else dest / folder / "probe.json"
+    out = next_reprobe(folder) if dest is None else dest / folder / "probe.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, lambda tmp: tmp.write_bytes(data))
     return result
@@ -69,7 +72,7 @@ def main() -> None:
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--scratch", type=Path, default=Path("runs/reprobe"))
     ap.add_argument("--dest", type=Path, default=None,
-                    help="write DEST/<folder>/probe.json instead of replacing the recorded one")
+                    help="write DEST/<folder>/probe.json instead of the recorded folder's next reprobes/<k>.json")
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="probe.KEY=VALUE",
                     help="a probe setting other than today's default (needs --dest)")
     args = ap.parse_args()

@@ -353,7 +353,7 @@ def test_sweep_rows_read_each_point_and_pick_only_a_complete_grid(tmp_path):
                                                                       (4e-3, 43.0, 40.0)]
     assert evidence.picked_lr(rows) == {("T", "a"): 2e-3, ("T", "b"): None}
     (tmp_path / "p3" / "probe.json").write_text(json.dumps({"linear_top1": 50.0}))
-    with raises_exactly(ValueError, f"{tmp_path / 'p3'}/probe.json has no validation score (linear_val_best): "
+    with raises_exactly(ValueError, f"{tmp_path / 'p3' / 'probe.json'} has no validation score (linear_val_best): "
                                     "probe it again with scripts/reprobe.py"):
         evidence.sweep_rows(tmp_path, sweeps)
 

@@ -13,6 +13,7 @@ import yaml
 
 import aot_lib
 from aot_lib import create_model, train
+from aot_lib.book.recorded import current_result, evaluations
 from aot_lib.models.pretrained import save_pretrained
 from aot_lib.training import supervised
 from aot_lib.training.builders import build_encoder
@@ -169,7 +170,8 @@ def test_the_converter_keeps_encoder_pt_when_the_folder_differs(tmp_path):
 
 def test_reprobe_probes_a_copy_of_the_recorded_folder(tmp_path, monkeypatch):
     """scripts/reprobe.py probes ``encoder/`` copied with the run's config.yaml into its scratch folder: the features
-    are the trained encoder's, bit for bit, and the recorded folder gains nothing but the new probe.json."""
+    are the trained encoder's, bit for bit, and the recorded folder gains nothing but the new probe, written beside the
+    recorded ones (reprobes/1.json, then 2.json), never over them; the book reads the newest."""
     spec = importlib.util.spec_from_file_location("reprobe", RESULTS.parent.parent / "scripts" / "reprobe.py")
     reprobe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reprobe)
@@ -182,17 +184,23 @@ def test_reprobe_probes_a_copy_of_the_recorded_folder(tmp_path, monkeypatch):
     before = {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()}
     result = reprobe.reprobe(rec, scratch)
     assert sorted(p.name for p in rec.iterdir()) == ["config.yaml", "encoder", "metrics.csv", "metrics.json",
-                                                     "probe.json", "run.json"]
-    assert {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file() and p.name != "probe.json"} == \
-        {k: v for k, v in before.items() if k != "probe.json"}
-    written = json.loads((rec / "probe.json").read_text())
+                                                     "probe.json", "reprobes", "run.json"]
+    assert {p.name: p.read_bytes() for p in rec.iterdir() if p.is_file()} == before  # nothing rewritten
+    written = json.loads((rec / "reprobes" / "1.json").read_text())
     assert written["checkpoint"] == result["checkpoint"] == str(scratch / "tiny" / "encoder")
     assert written["pretrain_step"] == 1 and written["probe"]["epochs"] != cfg["probe"]["epochs"]  # today's defaults
+    assert current_result(rec) == written and evaluations(rec) == [rec / "probe.json", rec / "reprobes" / "1.json"]
+    reprobe.reprobe(rec, scratch)
+    assert evaluations(rec)[-1] == rec / "reprobes" / "2.json" and (rec / "reprobes" / "1.json").exists()
+    (rec / "reprobes" / "1.json").unlink()  # a lost re-probe: the gap is refused, not read past
+    with raises_exactly(ValueError, f"{rec / 'reprobes'} holds ['2.json'], not 1.json, 2.json, … in sequence: "
+                                    "restore the missing probe from git (a record is never rewritten)"):
+        current_result(rec)
     (trained,), (copied,) = run.glob("features-*.pt"), (scratch / "tiny").glob("features-*.pt")
     for split in ("train", "test"):
         assert torch.equal(torch.load(trained)[split][0], torch.load(copied)[split][0])
 
-    # --set: other probe settings, written beside the recorded probe.json (under --dest), never over it
+    # --set: other probe settings, written beside the recorded probes (under --dest), never over them
     monkeypatch.chdir(tmp_path)
     recorded = (rec / "probe.json").read_bytes()
     wide = reprobe.reprobe(Path("results/tiny"), scratch, Path("wide"), ["probe.lr=[0.01, 0.03]"])

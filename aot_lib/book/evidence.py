@@ -20,7 +20,7 @@ import yaml
 from ..training.config import DEFAULTS, flatten
 from ..training.runs import built_model
 from . import paper, plan, stats
-from .recorded import RESULT_FILES
+from .recorded import current_result, evaluations, read_test_set
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
@@ -62,8 +62,9 @@ def _with_probe_defaults(settings: dict, other: dict) -> dict:
 
 
 def probe_settings(folder: str | Path) -> dict:
-    """The settings of the probe that produced a recorded pretraining run's numbers (its ``probe.json``)."""
-    return _read_json(folder / "probe.json").get("probe", {})
+    """The settings of the probe that produced a recorded pretraining run's numbers (its newest probe,
+    :func:`aot_lib.book.recorded.current_result`)."""
+    return current_result(folder).get("probe", {})
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                 raise ValueError(f"{folder.name} was probed with probe.{key}={b.get(key)!r} and {ref_folder.name} "
                                  f"with {a.get(key)!r}: probe them alike (scripts/reprobe.py {folder} "
                                  f"{ref_folder})")
-        top1 = float(_read_json(folder / RESULT_FILES[kind])[TOP1_KEY[kind]])
+        top1 = float(current_result(folder, kind)[TOP1_KEY[kind]])
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
                             float(record.get("wall_time_s", math.nan)), folder))
     seeds = [r.seed for r in runs]
@@ -156,7 +157,7 @@ def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
     short of that encoder's best rate."""
     picks = []
     for r in runs:
-        probe = _read_json(r.folder / "probe.json")
+        probe = current_result(r.folder)
         grid = [float(x) for x in probe["probe"]["lr"]]
         lr = float(probe["linear_lr"])
         picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid)})
@@ -170,7 +171,7 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     ``pretrain_step`` differs) or one that did not widen the grid."""
     out = {}
     for r in runs:
-        rec, wide = _read_json(r.folder / "probe.json"), _read_json(Path(wide_root) / r.name / "probe.json")
+        rec, wide = current_result(r.folder), _read_json(Path(wide_root) / r.name / "probe.json")
         if wide["pretrain_step"] != rec["pretrain_step"]:
             raise ValueError(f"{wide_root}/{r.name}: probed the encoder of step {wide['pretrain_step']}, the record "
                              f"is of step {rec['pretrain_step']}: probe the recorded encoder again")
@@ -398,21 +399,24 @@ SWEEPS = {
 
 def sweep_rows(root: str | Path, sweeps: Mapping = SWEEPS) -> list[dict]:
     """One row per sweep point: ``table``, ``family``, ``lr`` (from the run's own config), the validation linear
-    probe (best over the probe's grid, ``val``) and k-NN (``knn_val``), ``folder``; a point not recorded yet has
-    ``val`` None. A point probed with a test score must also hold its validation score (it is what is compared)."""
+    probe (best over the probe's grid, ``val``) and k-NN (``knn_val``) of its newest probe, ``folder``, and
+    ``read_test``: whether any probe in the run's history read the test split; a point not recorded yet has ``val``
+    None. The newest probe must hold its validation score (it is what is compared)."""
     root, rows = Path(root), []
     for (table, family), folders in sweeps.items():
         for rel in folders:
             folder = root / rel
-            row = {"table": table, "family": family, "folder": rel, "lr": None, "val": None, "knn_val": None}
+            row = {"table": table, "family": family, "folder": rel, "lr": None, "val": None, "knn_val": None,
+                   "read_test": False}
             if (folder / "probe.json").exists():
                 cfg = yaml.safe_load((folder / "config.yaml").read_text())
-                probe = _read_json(folder / "probe.json")
+                newest = evaluations(folder)[-1]  # the newest probe (a record's later ones are beside the first)
+                probe = _read_json(newest)
                 if "linear_val_best" not in probe:
-                    raise ValueError(f"{folder}/probe.json has no validation score (linear_val_best): probe it "
-                                     "again with scripts/reprobe.py")
+                    raise ValueError(f"{newest} has no validation score (linear_val_best): probe it again with "
+                                     "scripts/reprobe.py")
                 row.update(lr=float(cfg["optim"]["lr"]), val=float(probe["linear_val_best"]),
-                           knn_val=float(probe["knn_val_top1"]))
+                           knn_val=float(probe["knn_val_top1"]), read_test=read_test_set(folder))
             rows.append(row)
     return rows
 
@@ -442,5 +446,17 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
         [Col("model"), Col("lr", "learning rate", ".0e"), Col("val", "linear probe, val. (%)", ".2f"),
          Col("knn", "k-NN, val. (%)", ".2f"), Col("picked", "")],
         caption=caption,
-        notes=["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else ())
+        notes=[*(["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else []),
+               _read_test_note(rows)])
     return shown, picks
+
+
+def _read_test_note(rows: list[dict]) -> str:
+    """What the sweep's points read, over their whole history (:func:`aot_lib.book.recorded.read_test_set`)."""
+    seen = [f"{r['family']} at {r['lr']:g} ({r['folder'].rsplit('/', 1)[-1]})" for r in rows if r["read_test"]]
+    scored = "Every point is scored by its newest probe, on validation data only."
+    if not seen:
+        return f"{scored} No probe of any point here ever read the test split."
+    return (f"{scored} {len(seen)} of the {len(rows)} points were also probed with the test split earlier in their "
+            f"history, before the sweep scored them on validation: {', '.join(seen)}; both probes stay in each "
+            "record (probe.json, then reprobes/).")

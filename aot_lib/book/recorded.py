@@ -10,7 +10,8 @@ from typing import Iterable, Mapping
 
 from .pages import Admonition
 
-__all__ = ["RESULT_FILES", "is_recorded", "load_recorded_run", "read_curve", "superseded", "run_status", "run_notices"]
+__all__ = ["RESULT_FILES", "REPROBES", "evaluations", "current_result", "read_test_set", "next_reprobe", "is_recorded",
+           "load_recorded_run", "read_curve", "superseded", "run_status", "run_notices"]
 
 
 def superseded(run: Mapping) -> str:
@@ -20,6 +21,57 @@ def superseded(run: Mapping) -> str:
 
 
 RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json"}
+
+#: Where a recorded pretraining run's later probes go, beside its first ``probe.json`` and never over it:
+#: ``<run>/reprobes/1.json``, ``2.json``, … in the order they were made (scripts/reprobe.py). A record is never
+#: rewritten; the book reads the newest evaluation and can show every protocol a run was scored under.
+REPROBES = "reprobes"
+
+
+def evaluations(folder: str | Path, stage: str = "pretrain") -> list[Path]:
+    """Every evaluation of a recorded run, oldest first: its result file (:data:`RESULT_FILES`), then, for a
+    pretraining run, each later probe (:data:`REPROBES`). Refuses a re-probe numbered out of sequence (a gap says one
+    was lost or renamed)."""
+    folder = Path(folder)
+    first = folder / RESULT_FILES[stage]
+    found = [first] if first.exists() else []
+    if stage == "pretrain" and (folder / REPROBES).is_dir():
+        later = sorted((folder / REPROBES).glob("*.json"), key=lambda p: (not p.stem.isdigit(), p.stem.zfill(9)))
+        if [p.stem for p in later] != [str(k) for k in range(1, len(later) + 1)]:
+            raise ValueError(f"{folder / REPROBES} holds {[p.name for p in later]}, not 1.json, 2.json, … in "
+                             "sequence: restore the missing probe from git (a record is never rewritten)")
+        found += later
+    return found
+
+
+def current_result(folder: str | Path, stage: str = "pretrain") -> dict:
+    """The newest evaluation of a recorded run (:func:`evaluations`): the numbers the book reads."""
+    import json
+
+    found = evaluations(folder, stage)
+    if not found:
+        raise FileNotFoundError(f"{Path(folder) / RESULT_FILES[stage]} is missing: the run is not recorded; record it "
+                                "with aot record")
+    return json.loads(found[-1].read_text())
+
+
+def read_test_set(folder: str | Path, stage: str = "pretrain") -> bool:
+    """Whether any evaluation of a recorded run, over its whole history, read a test image (a fine-tuning or a
+    distillation is always scored on the test split)."""
+    import json
+
+    if stage != "pretrain":
+        return bool(evaluations(folder, stage))
+    return any(json.loads(p.read_text()).get("test_images", 0) > 0 for p in evaluations(folder, stage))
+
+
+def next_reprobe(folder: str | Path) -> Path:
+    """Where the next probe of a recorded pretraining run goes: ``reprobes/<k>.json``, after the ones there."""
+    found = evaluations(folder)
+    if not found or found[0].name != RESULT_FILES["pretrain"]:
+        raise FileNotFoundError(f"{Path(folder) / RESULT_FILES['pretrain']} is missing: a run is probed again only "
+                                "after its first probe is recorded")
+    return Path(folder) / REPROBES / f"{len(found)}.json"
 
 
 def is_recorded(root: Path, name: str, config: str) -> bool:
@@ -84,7 +136,8 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
     run["run"] = json.loads((run["dir"] / "run.json").read_text())
     metrics = run["dir"] / "metrics.json"  # the last logged values: pretraining runs write it
     run["metrics"] = json.loads(metrics.read_text()) if metrics.exists() else {}
-    run["result"] = json.loads((run["dir"] / RESULT_FILES[stage]).read_text())
+    run["result"] = current_result(run["dir"], stage)
+    run["evaluations"] = [json.loads(p.read_text()) for p in evaluations(run["dir"], stage)]
     if stage == "pretrain":
         run["probe"] = run["result"]
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
