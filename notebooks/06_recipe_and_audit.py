@@ -85,11 +85,11 @@ RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml
 # {ref}`sec-equal-tuning` selects, and the pick re-checked on validation. Both probes of
 # each run stay in its record (`probe.json`, then `reprobes/`): the table shows the test
 # scores of each run's first probe and the validation score of its newest, and the
-# sentence below it ranks the runs both ways. One caveat a reader should weigh: these runs are AoT-ADMM only. The learning
-# rate was then swept for every family alike ({ref}`sec-equal-tuning`), but the
-# projector, the SIGReg slices and the normalisation chosen here were not: CRATE and
-# AoT use the settings that suited AoT-ADMM, which can only favour AoT-ADMM in the
-# comparisons of {ref}`ch-tables-1-3`.
+# sentence below it ranks the runs both ways. One caveat a reader should weigh: these
+# runs are AoT-ADMM only. The learning rate was then swept for every family alike
+# ({ref}`sec-equal-tuning`), but the projector, the SIGReg slices and the
+# normalisation chosen here were not: CRATE and AoT use the settings that suited
+# AoT-ADMM, which can only favour AoT-ADMM in the comparisons of {ref}`ch-tables-1-3`.
 
 # %% tags=["hide-input"]
 runs = {}
@@ -136,9 +136,9 @@ def row(stem: str, r: dict) -> dict:
                 proj=cfg["projector"]["out_dim"], slices=cfg["loss"]["num_slices"],
                 norm="yes" if cfg["loss"]["sigreg_normalize"] else "no",
                 steps=r["metrics"]["step"], wall=r["run"]["wall_time_s"] / 60,
-                val=max(p["linear_val_top1"].values()),  # the newest probe's best, validation
+                val=max(p["linear_val_top1"].values()),  # newest probe's best (val.)
                 grid=grid(p["probe"]),
-                linear=t.get("linear_top1"), knn=t.get("knn_top1"),  # None: test never read
+                linear=t.get("linear_top1"), knn=t.get("knn_top1"),  # None: never read
                 probes=len(r["evaluations"]),
                 scale=scale(cfg), commit=str(r["run"].get("commit"))[:8])
 
@@ -168,9 +168,9 @@ def scales(rows: list[dict]) -> str:
 SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
               Col("linear", "linear top-1 (%), test, first probe", ".2f"),
               Col("knn", "k-NN top-1 (%), test, first probe", ".2f")]
-UNREAD = ("Validation: the newest probe of the run; test: its first probe that read the "
-          "test split (an empty cell: no probe of that run ever read it). A run probed "
-          "again keeps every probe in its record (probe.json, then reprobes/).")
+UNREAD = ("Validation: the newest probe of the run; test: its first probe that read "
+          "the test split (an empty cell: no probe of that run ever read it). A run "
+          "probed again keeps every probe in its record (probe.json, then reprobes/).")
 
 
 def val_noise(rows: list[dict]) -> float:
@@ -200,8 +200,9 @@ if rows:
          Col("commit")],
         caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
         notes=["One seed per configuration: a difference under "
-               f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself calls "
-               "comparable) is read as no difference. The validation split alone blurs a difference by about "
+               f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself "
+               "calls comparable) is read as no difference. The validation split alone "
+               "blurs a difference by about "
                f"{val_noise(rows):.1f} points (one binomial standard error of the "
                "difference of two accuracies on it), seed noise aside.",
                "Linear probe: the quick protocol of the training chapter (features of "
@@ -218,14 +219,16 @@ if rows:
     display(Markdown(
         f"{len(tested)} of the {len(rows)} runs were first probed with the test split "
         "read; "
-        + (f"on that first probe the best test score was {by_test['run'].split('_')[0]}'s "
-           f"({by_test['linear']:.2f} %). " if by_test else "")
+        + (f"on that first probe the best test score was "
+           f"{by_test['run'].split('_')[0]}'s ({by_test['linear']:.2f} %). "
+           if by_test else "")
         + (f"{' and '.join(reprobed)} were probed again later, on validation only. "
            if reprobed else "")
         + f"On validation (each run's newest probe) the best is "
         f"{by_val['run'].split('_')[0]} ({by_val['val']:.2f} %), the recipe's pick."
         if by_val["run"] == "r2_lr2e-3_proj64" else
-        f"On validation the best is {by_val['run'].split('_')[0]}, not the recipe's r2."))
+        f"On validation the best is {by_val['run'].split('_')[0]}, not the recipe's "
+        "r2."))
 
 
 def flat(d: dict, prefix: str = "") -> dict:
