@@ -8,6 +8,11 @@
     aot models                       # registered models with parameter counts
     aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
+    aot --import mypkg.models pretrain --config ... model.name=my_family_tiny   # a model family of your own
+
+``--import MODULE`` (repeatable) imports a module that registers models (``aot_lib.register_sizes``) before the
+config is read; it is added to the config's ``model.imports``, so the run's config.yaml records it and ``aot probe``
+or a resumed run imports it again.
 
 Any config key can be overridden as ``section.key=value`` (an unknown key is an error). Every error is
 one line on stderr (exit 2 for a bad config, 1 otherwise, 130 on Ctrl-C); ``--debug`` shows the traceback.
@@ -24,6 +29,9 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="aot", description="AoT-ADMM: pretrain, probe, fine-tune, distill.")
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (repeatable): a module that registers your own models; recorded in the "
+                        "config as model.imports")
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in [("pretrain", "LeJEPA pretraining"), ("probe", "linear and k-NN probes of a pretrained encoder"),
                         ("finetune", "full fine-tuning (or supervised training from scratch)"),
@@ -58,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args) -> int:
+    if args.imports:
+        from .models.registry import import_model_modules
+
+        import_model_modules(args.imports)
     if args.command == "models":
         import aot_lib
 
@@ -82,6 +94,9 @@ def _run(args) -> int:
     from .training.config import dump_config, load_config
 
     overrides = list(args.overrides)
+    if args.imports:  # after the config's own: model.imports=[...] lists both
+        base = load_config(args.config, overrides)["model"]["imports"]
+        overrides.append(f"model.imports={json.dumps(list(dict.fromkeys([*base, *args.imports])))}")
     if args.data_root:
         overrides.append(f"data.root={args.data_root}")
     cfg = load_config(args.config, overrides)
@@ -128,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         msg = msg.removeprefix(f"{args.command}: ")  # the converter's errors name it too
         known = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError",
-                 "FileNotFoundError", "FileExistsError", "ValueError", "WriteError")
+                 "FileNotFoundError", "FileExistsError", "ValueError", "WriteError", "ImportError")
         kind = type(e).__name__
         prefix = "" if kind in known else f"internal error ({kind}): "
         hint = "" if kind in known else " (rerun with --debug for the traceback, and report it)"

@@ -119,9 +119,8 @@ Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
 # paper's printed numbers (`aot_lib.book.paper`).
 
 # %%
-names = ["crate_tiny", "aot_admm_tiny", "aot_tiny", "crate_small", "aot_admm_small",
-         "aot_small", "crate_base", "aot_admm_base", "aot_base", "vit_tiny",
-         "vit_tiny_relu", "vit_small", "vit_small_relu"]
+# the paper's models, from the registry (a family of one's own has no paper numbers)
+names = [n for f in aot_lib.list_families().values() if f.tables for n in f.models]
 rows = []
 for name in names:
     m = aot_lib.create_model(name)

@@ -10,7 +10,16 @@ CI_ACCEPTED_SKIPS = re.compile(r"\b(CUDA|GPU)\b|AOT_TEST_ALL_CHAPTERS=1")
 _skips: list[tuple[str, str]] = []
 
 
+def _import_test_plugins() -> None:
+    """``AOT_TEST_IMPORT=mypkg.models[,other]``: modules that register models, imported before any test module is
+    collected, so every test parametrized over the registry runs on their models too (tests/test_plugin_family.py)."""
+    from aot_lib.models.registry import import_model_modules
+
+    import_model_modules([m for m in os.environ.get("AOT_TEST_IMPORT", "").split(",") if m])
+
+
 def pytest_configure(config):
+    _import_test_plugins()
     """Under pytest-xdist (``-n``), each worker gets an equal share of the cores for torch's intra-op threads:
     two workers with two threads each on two cores run slower than one worker with two (measured: 279 s against
     166 s), because every matrix product then waits for a core the other worker holds."""

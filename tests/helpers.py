@@ -37,6 +37,13 @@ def zip_tree(src: Path, dest: Path, top: str = "tiny") -> Path:
     return dest
 
 
+def one_per_family() -> list[str]:
+    """The first registered model of every registered family (the registry's, so a family of one's own is in)."""
+    from aot_lib import list_families
+
+    return [f.models[0] for f in list_families().values()]
+
+
 def require(module: str, package: str):
     """``pytest.importorskip`` whose reason names the missing package and the fix (README command 2 installs the
     [dev] extra, which has everything the tests import; tests/conftest.py fails a CI session on such a skip)."""

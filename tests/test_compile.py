@@ -11,6 +11,7 @@ from aot_lib import create_model
 from aot_lib.models.compile import compile_blocks, encoder_blocks, uncompile_blocks
 from aot_lib.objectives.heads import LeJEPAProjector
 from aot_lib.objectives.lejepa import LeJEPALoss, LeJEPAModel
+from helpers import one_per_family
 
 TINY = {"embed_dim": 32, "depth": 3, "num_heads": 2, "num_classes": 0}
 # the two view sizes of a LeJEPA step: global 32 px (17 tokens) and local 16 px (5 tokens)
@@ -49,7 +50,7 @@ def assert_matches(compiled, eager, batch, size, seed):
         torch.testing.assert_close(grads_c[name], g, rtol=1e-4, atol=1e-5 * g.abs().max().item(), msg=name)
 
 
-@pytest.mark.parametrize("name", ["aot_admm_tiny", "crate_tiny", "aot_tiny", "vit_tiny"])
+@pytest.mark.parametrize("name", one_per_family())
 def test_one_graph_per_view_size_and_eager_values(name):
     torch.manual_seed(0)
     model = create_model(name, **TINY)

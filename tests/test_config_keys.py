@@ -312,6 +312,8 @@ NO_EFFECT: dict[str, tuple] = {
     "run.stop_after": (2, "how many steps one launch takes before it pauses; the paused run resumes to the same "
                           "trajectory (tests/test_loop_values.py)"),
     "run.progress": (True, "the progress bar"),
+    "model.imports": (["json"], "modules imported before the model is built, to register a user's own families "
+                                "(tests/test_plugin_family.py); importing one that registers nothing changes nothing"),
 }
 
 

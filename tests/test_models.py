@@ -3,7 +3,8 @@ import pytest
 import torch
 
 import aot_lib
-from aot_lib import count_flops, count_params, create_model, list_models
+from aot_lib import count_flops, count_params, create_model, list_families, list_models, paper_models
+from aot_lib.models import AoTADMM, ViT
 from aot_lib.models.params import count_head_params
 from helpers import raises_exactly
 
@@ -36,8 +37,14 @@ EXACT_PARAMS = {
 }
 
 
-def test_registry_holds_every_family():
-    assert set(PAPER_PARAMS_M) | {"vit_tiny"} == set(ALL_MODELS) == set(EXACT_PARAMS)
+def test_registry_marks_the_papers_models():
+    """The paper's models (their families registered with the paper's tables) are the ones with paper numbers; a
+    family of one's own may be registered beside them without any."""
+    assert set(PAPER_PARAMS_M) | {"vit_tiny"} == set(paper_models()) == set(EXACT_PARAMS)
+    assert set(paper_models()) <= set(ALL_MODELS)
+    assert {p: f.tables for p, f in list_families().items() if f.tables} == {
+        "aot_admm": ("table1", "table2", "table3"), "crate": ("table1", "table2"), "aot": ("table3",),
+        "vit": ("table4",)}
 
 
 @pytest.mark.parametrize("name,paper", sorted(PAPER_PARAMS_M.items()))
@@ -163,7 +170,7 @@ def test_other_resolutions(name, size):
     g0, g = 32 // m.patch_size, size // m.patch_size
     pe = m.stem.pos_embed.detach()
     grid = pe[:, 1:].reshape(1, g0, g0, -1).permute(0, 3, 1, 2)
-    grid = F.interpolate(grid, size=(g, g), mode="bicubic", align_corners=False, antialias=name.startswith("vit"))
+    grid = F.interpolate(grid, size=(g, g), mode="bicubic", align_corners=False, antialias=isinstance(m, ViT))
     state = m.state_dict()
     state["stem.pos_embed"] = torch.cat([pe[:, :1], grid.permute(0, 2, 3, 1).reshape(1, g * g, -1)], dim=1)
     native.load_state_dict(state)
@@ -182,7 +189,7 @@ def test_forward_intermediates_uniform_contract(name):
     assert torch.equal(states[0].tokens, m.stem(x))
     assert torch.equal(m.pool(states[-1].tokens), m.forward_features(x))
     # entry l is the state after layer l (AoT-ADMM's layers also carry Z and W: checked in test_admm)
-    if not name.startswith("aot_admm"):
+    if not isinstance(m, AoTADMM):
         for block, prev, s in zip(m.blocks, states[:-1], states[1:]):
             assert torch.equal(s.tokens, block(prev.tokens))
 
@@ -258,7 +265,7 @@ def test_num_classes_zero_gives_features():
 
 def test_unknown_model_lists_known_ones():
     with raises_exactly(ValueError, "unknown model 'aot_admm_huge'. Did you mean aot_admm_base, aot_admm_tiny, aot_admm_small? "
-                        "Known models: " + ", ".join(sorted(EXACT_PARAMS)) + "."):
+                        "Known models: " + ", ".join(list_models()) + "."):
         create_model("aot_admm_huge")
 
 

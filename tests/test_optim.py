@@ -8,6 +8,7 @@ from torch import nn
 
 from aot_lib import create_model, list_models
 from aot_lib.objectives.heads import LeJEPAProjector
+from aot_lib.models import ADMMLayer
 from aot_lib.models.layers import ISTA
 from aot_lib.training.optim import batch_indices, epoch_order, grad_norm, param_groups, warmup_cosine
 
@@ -73,7 +74,7 @@ def group_names(module: nn.Module, groups: list[dict]) -> list[set[str]]:
     return [{name_of[id(p)] for p in g["params"]} for g in groups]
 
 
-@pytest.mark.parametrize("name", sorted(n for n in list_models() if n.endswith(("_tiny", "_tiny_relu"))))
+@pytest.mark.parametrize("name", list_models())
 def test_param_groups_of_every_family(name):
     m = create_model(name, img_size=16, patch_size=4, embed_dim=8, num_heads=2, depth=2)
     groups = param_groups(m, 0.05)
@@ -86,10 +87,10 @@ def test_param_groups_of_every_family(name):
     for special in ("stem.cls_token", "stem.pos_embed", "head.norm.weight", "head.fc.bias"):
         assert special in no_decay
     assert "head.fc.weight" in decay and "stem.proj.weight" in decay
-    if name.startswith("aot_admm"):
+    if any(isinstance(b, ADMMLayer) for b in m.blocks):
         assert {"blocks.0.tau_raw", "blocks.0.coef_logits", "blocks.1.tau_raw", "blocks.1.coef_logits"} <= no_decay
-    if name.startswith("crate"):
-        assert {"blocks.0.ista.weight", "blocks.1.ista.weight"} <= decay
+    if any(isinstance(mod, ISTA) for mod in m.modules()):
+        assert {f"{n}.weight" for n, mod in m.named_modules() if isinstance(mod, ISTA)} <= decay
 
 
 def test_param_groups_of_the_lejepa_model_and_frozen_parameters():

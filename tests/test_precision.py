@@ -4,16 +4,11 @@ import csv
 import pytest
 import torch
 
-from aot_lib import train
+from aot_lib import list_models, train
 from helpers import make_imagefolder, tiny_config
 
-FAMILIES = {
-    "aot_admm_tiny": "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}",
-    "crate_tiny": "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}",
-    "aot_tiny": "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}",
-    "vit_tiny": "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}",
-    "vit_tiny_relu": "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}",
-}
+# every registered model, built small
+FAMILIES = {name: "{embed_dim: 32, depth: 2, num_heads: 2, patch_size: 4}" for name in list_models()}
 
 
 def _first_row(run):

@@ -40,7 +40,22 @@ from torch import nn
 
 from .layers import ClassifierHead, check_heads_divide, check_patch_divides
 
-__all__ = ["EncoderBase", "LayerState", "load_mapped_state_dict"]
+__all__ = ["EncoderBase", "LayerState", "load_mapped_state_dict", "collect_no_weight_decay"]
+
+
+def collect_no_weight_decay(module: nn.Module, skip_self: bool = False) -> set[str]:
+    """The full names (relative to ``module``) of the parameters its submodules exempt from weight decay through
+    their ``no_weight_decay()``; the highest module that answers speaks for everything under it."""
+    names: set[str] = set()
+    answered: list[str] = []
+    for prefix, m in module.named_modules():
+        if (skip_self and m is module) or any(prefix.startswith(a + ".") for a in answered):
+            continue
+        ask = getattr(m, "no_weight_decay", None)
+        if callable(ask):
+            names |= {f"{prefix}.{n}" if prefix else n for n in ask()}
+            answered.append(prefix)
+    return names
 
 
 @dataclass
@@ -73,6 +88,14 @@ class EncoderBase(nn.Module):
         self.num_classes, self.embed_dim, self.depth, self.num_heads = num_classes, embed_dim, depth, num_heads
         self.num_features = embed_dim
         self.head = ClassifierHead(embed_dim, num_classes, eps=self.norm_eps)
+
+    def no_weight_decay(self) -> set[str]:
+        """The full names of the parameters that take no weight decay by their role (timm's convention, which
+        :func:`aot_lib.training.optim.param_groups` asks): those each submodule names in its own
+        ``no_weight_decay()`` (the stem's cls token and position embedding, AoT-ADMM's branch logits and
+        thresholds). Biases and norm scales (1-D) take none anyway. A family with other exemptions overrides this,
+        or gives its layer a ``no_weight_decay()``."""
+        return collect_no_weight_decay(self, skip_self=True)
 
     def _init_linear(self) -> None:
         for m in self.modules():

@@ -44,4 +44,4 @@ register_sizes(AoT, "aot", WHITE_BOX_SIZES, {
     "tiny": "AoT-Tiny: d=384, 6 heads, depth 12 (3.63 M).",
     "small": "AoT-Small: d=576, 12 heads, depth 12 (8.11 M).",
     "base": "AoT-Base: d=768, 12 heads, depth 12 (14.35 M).",
-})
+}, label='AoT', tables=("table3",))

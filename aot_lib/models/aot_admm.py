@@ -151,6 +151,10 @@ class ADMMLayer(nn.Module):
         self.tau_raw = nn.Parameter(torch.full((dim,), inverse_softplus(lambd / rho)))
         self.rms_eps, self.rms_rescale = rms_eps, rms_rescale
 
+    def no_weight_decay(self) -> set[str]:
+        """The branch logits and the thresholds are the layer's step sizes, not weight matrices: no weight decay."""
+        return {"coef_logits", "tau_raw"}
+
     @property
     def tau(self) -> torch.Tensor:
         """The V-step's per-feature threshold ``softplus(tau_raw) > 0`` (``lambda / rho`` at initialisation)."""
@@ -259,4 +263,4 @@ register_sizes(AoTADMM, "aot_admm", WHITE_BOX_SIZES, {
     "tiny": "AoT-ADMM-Tiny: d=384, 6 heads, depth 12 (3.64 M params in the CIFAR setting).",
     "small": "AoT-ADMM-Small: d=576, 12 heads, depth 12 (8.11 M).",
     "base": "AoT-ADMM-Base: d=768, 12 heads, depth 12 (14.36 M; 14.84 M at 128 px / patch 16).",
-})
+}, label='AoT-ADMM', tables=("table1", "table2", "table3"))

@@ -69,7 +69,7 @@ register_sizes(CRATE, "crate", WHITE_BOX_SIZES, {
     "tiny": "CRATE-Tiny: d=384, 6 heads, depth 12 (5.41 M).",
     "small": "CRATE-Small: d=576, 12 heads, depth 12 (12.10 M).",
     "base": "CRATE-Base: d=768, 12 heads, depth 12 (21.44 M; 21.92 M at 128 px / patch 16).",
-})
+}, label='CRATE', tables=("table1", "table2"))
 
 
 # ----------------------------------------------------------------------------- official weights

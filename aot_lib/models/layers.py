@@ -121,6 +121,10 @@ class _StemBase(nn.Module):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.trunc_normal_(self.cls_token, std=0.02)
 
+    def no_weight_decay(self) -> set[str]:
+        """Tokens, not weight matrices, though 3-D: no weight decay (DINO, LeJEPA; timm's convention)."""
+        return {"cls_token", "pos_embed"}
+
     def _add_cls_pos(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         cls = self.cls_token.expand(tokens.shape[0], -1, -1)
         tokens = torch.cat([cls, tokens], dim=1)

@@ -3,15 +3,31 @@ from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import dataclass, field
 from typing import Callable
 
 from torch import nn
 
 from .pretrained import PretrainedError, load_pretrained_state, read_pretrained_config
 
-__all__ = ["register_model", "register_sizes", "WHITE_BOX_SIZES", "create_model", "from_pretrained", "list_models", "is_model"]
+__all__ = ["register_model", "register_sizes", "import_model_modules", "WHITE_BOX_SIZES", "Family", "list_families", "paper_models",
+           "create_model", "from_pretrained", "list_models", "is_model"]
 
 _MODELS: dict[str, Callable[..., nn.Module]] = {}
+
+
+@dataclass
+class Family:
+    """A model family as :func:`register_sizes` registered it: its name prefix, the name the book prints, the
+    paper's tables it appears in (empty for a family of one's own) and its registered model names."""
+
+    prefix: str
+    label: str
+    tables: tuple[str, ...] = ()
+    models: list[str] = field(default_factory=list)
+
+
+_FAMILIES: dict[str, Family] = {}
 
 
 def register_model(fn: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
@@ -27,9 +43,16 @@ WHITE_BOX_SIZES = {"tiny": {"embed_dim": 384, "num_heads": 6}, "small": {"embed_
                    "base": {"embed_dim": 768, "num_heads": 12}}
 
 
-def register_sizes(family: Callable[..., nn.Module], prefix: str, sizes: dict[str, dict], docs: dict[str, str]) -> None:
+def register_sizes(family: Callable[..., nn.Module], prefix: str, sizes: dict[str, dict], docs: dict[str, str],
+                   label: str | None = None, tables: tuple[str, ...] = ()) -> None:
     """Register one factory ``<prefix>_<size>`` per entry of ``docs`` (size -> one line on it, the factory's
-    docstring), building ``family`` with ``sizes[size]``; the keyword arguments of :func:`create_model` override them."""
+    docstring), building ``family`` with ``sizes[size]``; the keyword arguments of :func:`create_model` override them.
+    The family is known by ``label`` (default: the class name) and, for the paper's families, the ``tables`` of the
+    paper it appears in (``"table1"`` …): what the book's tables and the benchmarks list (:func:`list_families`)."""
+    if prefix in _FAMILIES:
+        raise ValueError(f"model family {prefix!r} is registered twice")
+    _FAMILIES[prefix] = Family(prefix, label or getattr(family, "__name__", prefix), tuple(tables),
+                               [f"{prefix}_{size}" for size in docs])
     def factory_of(name: str, args: dict, doc: str) -> Callable[..., nn.Module]:
         def factory(**kw) -> nn.Module:
             return family(**{**args, **kw})
@@ -39,6 +62,33 @@ def register_sizes(family: Callable[..., nn.Module], prefix: str, sizes: dict[st
 
     for size, doc in docs.items():
         register_model(factory_of(f"{prefix}_{size}", sizes[size], doc))
+
+
+def import_model_modules(names) -> None:
+    """Import the modules that register a user's own model families (``model.imports``, ``aot --import``), from
+    the installed packages or the current folder, as ``python -m`` would find them. One line names a module that
+    cannot be imported and the fix."""
+    import importlib
+    import sys
+
+    for name in names:
+        if os.getcwd() not in sys.path:
+            sys.path.append(os.getcwd())
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ImportError(f"model.imports: cannot import {name!r} ({e}); install it, or run from the folder that "
+                              "holds it, or put that folder on PYTHONPATH") from None
+
+
+def list_families(table: str | None = None) -> dict[str, Family]:
+    """The registered families by prefix, in registration order; with ``table``, those the paper shows in it."""
+    return {p: f for p, f in _FAMILIES.items() if table is None or table in f.tables}
+
+
+def paper_models() -> list[str]:
+    """Sorted names of the models of the paper's families (each has the paper's numbers to match)."""
+    return sorted(n for f in _FAMILIES.values() if f.tables for n in f.models)
 
 
 def list_models(pattern: str = "") -> list[str]:

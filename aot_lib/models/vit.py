@@ -174,4 +174,4 @@ register_sizes(ViT, "vit", {
     "small": "ViT-Small: d=384, 6 heads, depth 12, MLP ratio 4 (21.38 M).",
     "tiny_relu": "ViT-T with every MLP branch replaced by ReLU (1.83 M; Table 4's ViT-T-AoT).",
     "small_relu": "ViT-S with every MLP branch replaced by ReLU (7.20 M; Table 4's ViT-S-AoT).",
-})
+}, label='ViT', tables=("table4",))

@@ -6,13 +6,15 @@ The commands import these from here and never from one another.
 from __future__ import annotations
 
 from ..data.datasets import data_root, load_pair, load_split, normalization_stats
-from ..models.registry import create_model
+from ..models.registry import create_model, import_model_modules
 
 __all__ = ["build_encoder", "data_location", "load_data", "load_train_test", "normalization_for", "schedule_steps"]
 
 
 def build_encoder(cfg: dict, num_classes: int = 0, img_size: int | None = None):
-    """The configured encoder (``model.name`` with ``model.overrides``) at the global view size."""
+    """The configured encoder (``model.name`` with ``model.overrides``, after importing ``model.imports``: a spawned
+    process registers a user's family too) at the global view size."""
+    import_model_modules(cfg["model"].get("imports", ()))
     kw = dict(cfg["model"]["overrides"])
     kw.setdefault("img_size", img_size or cfg["views"]["global_size"])
     return create_model(cfg["model"]["name"], num_classes=num_classes, **kw)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,9 @@ class ConfigError(ValueError):
 
 
 # ----------------------------------------------------------------------------- types and ranges
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
 
 class _Spec:
     """One config key: its default, and what its value may be (a type, a range or a set of choices, and
@@ -48,7 +52,8 @@ class _Spec:
                     "name": "one folder name (not empty, '.' or '..'; no '/', '\\' or control character)",
                     "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
                     "range": "a pair [low, high] with 0 < low <= high <= 1",
-                    "grid": "a number or a list of numbers"}[self.kind]
+                    "grid": "a number or a list of numbers",
+                    "modules": "a list of importable module names, e.g. [mypkg.models]"}[self.kind]
             bounds = []
             if self.lo is not None:
                 bounds.append(f"{'>' if self.lo_open else '>='} {self.lo}")
@@ -81,6 +86,10 @@ class _Spec:
                     or any(ord(c) < 32 or ord(c) == 127 for c in v)):
                 raise self._error(key, v, " The run's folder is <run.out_dir>/<run.name>: to write it elsewhere, set "
                                           "run.out_dir.")
+            return v
+        if self.kind == "modules":  # dotted Python module names (model.imports)
+            if not isinstance(v, list) or not all(isinstance(m, str) and _MODULE_NAME.fullmatch(m) for m in v):
+                raise self._error(key, v)
             return v
         if self.kind in ("str", "text"):  # "text" may be empty
             if not isinstance(v, str) or (self.kind == "str" and not v):
@@ -191,6 +200,9 @@ _KEYS: dict[str, Any] = {
     "model": {
         "name": _str("aot_admm_tiny"),  # checked against the registry, with the overrides, in validate_config
         "overrides": _Free({}),
+        # modules imported before the model is built, so a family registered in the user's own code can be named
+        # here (aot --import MODULE adds one); recorded in the run's config, so probing or resuming it imports them too
+        "imports": _Spec("modules", default=[], example="[mypkg.models]"),
         # regional torch.compile of the encoder's layers (aot_lib.models.compile) for pretraining and fine-tuning:
         # true | false | auto. auto = on a GPU, off on the CPU, where it is not reliably faster than eager
         # (AoT-ADMM, median step of 3 runs: 1.23 vs 1.00 s at Tiny, 0.96 vs 0.99 s at width 192:
@@ -331,19 +343,25 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
             raise ConfigError(f"views.{size_key}={v[size_key]} is not divisible by the model's patch_size={patch}; "
                               f"choose a multiple of {patch}")
     if check_model:
-        model = _check_model(cfg["model"]["name"], cfg["model"]["overrides"], v["global_size"])
+        model = _check_model(cfg["model"]["name"], cfg["model"]["overrides"], v["global_size"],
+                             cfg["model"].get("imports", ()))
         if mc["every"] and mc["audit"] and not all(hasattr(b, "mssa") for b in model.blocks):
             raise ConfigError(f"monitor.audit measures MSSA layers (AoT-ADMM, CRATE, AoT); {cfg['model']['name']} has "
                               "none: set monitor.audit=false")
     return cfg
 
 
-def _check_model(name: str, overrides: dict, img_size: int):
-    """Build the model once on the meta device: an unknown name or a bad override fails here, in one line,
-    before any run folder is touched."""
+def _check_model(name: str, overrides: dict, img_size: int, imports: list | tuple = ()):
+    """Build the model once on the meta device: an unknown name, a module that cannot be imported or a bad override
+    fails here, in one line, before any run folder is touched."""
     import torch
 
-    from ..models.registry import create_model
+    from ..models.registry import create_model, import_model_modules
+
+    try:
+        import_model_modules(imports)
+    except ImportError as e:
+        raise ConfigError(str(e)) from None
 
     kw = {"img_size": img_size, **overrides}
     try:

@@ -1,7 +1,8 @@
 """Optimisation pieces shared by every command: parameter groups, the learning-rate schedule, the data order.
 
 * :func:`param_groups` — AdamW weight decay on weight matrices only (the paper's recipe follows DINO/LeJEPA:
-  no decay on biases, norms, thresholds ``tau``, branch logits, the cls token and the position embedding);
+  no decay on biases and norms, nor on what the model names in its ``no_weight_decay()``: the cls token, the
+  position embedding, AoT-ADMM's thresholds ``tau`` and branch logits);
 * :func:`warmup_cosine` — linear warm-up, then cosine decay (Sec. Experimental Setup);
 * :func:`batch_indices` — the data order, a pure function of ``(seed, epoch)``, so a resumed run and a
   run spread over several processes see the same global batches.
@@ -14,10 +15,9 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["param_groups", "layer_id", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm", "NO_DECAY_NAMES"]
+from ..models._base import collect_no_weight_decay
 
-# Parameters that are not weight matrices by role although some are 2-D or 3-D tensors.
-NO_DECAY_NAMES = ("cls_token", "pos_embed", "coef_logits", "tau_raw")
+__all__ = ["param_groups", "layer_id", "warmup_cosine", "epoch_order", "batch_indices", "grad_norm"]
 
 
 def layer_id(name: str, depth: int) -> int:
@@ -32,20 +32,22 @@ def layer_id(name: str, depth: int) -> int:
 
 
 def param_groups(module: nn.Module, weight_decay: float, layer_decay: float = 1.0, lr: float | None = None) -> list[dict]:
-    """AdamW groups: weight matrices (and convolution kernels) with ``weight_decay``; biases, norm scales,
-    ``tau``, branch logits, the cls token and the position embedding without.
+    """AdamW groups: weight matrices (and convolution kernels) with ``weight_decay``; biases, norm scales and the
+    parameters the model exempts by role without: the names a module's ``no_weight_decay()`` gives (timm's
+    convention; the highest module that has one speaks for everything under it, so a wrapper such as the LeJEPA
+    model asks its encoder). The training code knows no parameter by name.
 
     With ``layer_decay < 1`` (BEiT/MAE fine-tuning), a parameter at depth ``l`` (:func:`layer_id`) of a
     ``depth``-layer encoder gets ``lr * layer_decay ** (depth + 1 - l)``: the head the full rate, the stem
     the smallest. Each group then carries its own ``lr`` (pass the base ``lr``).
     """
     depth = getattr(module, "depth", None) or getattr(getattr(module, "encoder", None), "depth", 0)
+    exempt = collect_no_weight_decay(module)
     groups: dict[tuple, dict] = {}
     for name, p in module.named_parameters():
         if not p.requires_grad:
             continue
-        leaf = name.rsplit(".", 1)[-1]
-        decays = not (p.ndim < 2 or leaf in NO_DECAY_NAMES)
+        decays = not (p.ndim < 2 or name in exempt)
         scale = layer_decay ** (depth + 1 - layer_id(name, depth)) if layer_decay != 1.0 else 1.0
         g = groups.setdefault((decays, scale), {"params": [], "weight_decay": weight_decay if decays else 0.0})
         if layer_decay != 1.0:
