@@ -255,7 +255,9 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     rows = evidence.claim_rows(tmp_path, claims)
     assert [r["verdict"] for r in rows] == ["not distinguishable at this scale", "pending"]
     assert rows[0]["sentence"] == ("A − B: +2.00 points, one seed, so no interval; a control expects a gain; "
-                                   "verdict: not distinguishable at this scale.")
+                                   "verdict: not distinguishable at this scale (1 of the 2 seeds the plan asks for; "
+                                   "missing: seed 1).")
+    assert rows[0]["missing_seeds"] == [1]
     assert rows[1]["diff"] is None and rows[1]["sentence"] == "A − C: pending (c not recorded yet)."
 
 
@@ -398,16 +400,25 @@ def test_a_seed_that_writes_out_the_image_size_its_network_is_built_at_is_a_seed
 
 
 def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch):
-    rows = [dict(table="T", family="a", lr=lr, val=v, knn_val=v - 1.0, folder="x")
+    rows = [dict(table="T", family="a", lr=lr, val=v, knn_val=v - 1.0, folder=f"x{lr:g}", read_test=lr == 2e-3)
             for lr, v in ((1e-3, 40.0), (2e-3, 44.0))]
-    rows += [dict(table="T", family="b", lr=None, val=None, knn_val=None, folder="y"),
-             dict(table="T", family="b", lr=2e-3, val=41.0, knn_val=40.0, folder="z"),
-             dict(table="U", family="a", lr=4e-3, val=99.0, knn_val=99.0, folder="w")]
+    rows += [dict(table="T", family="b", lr=None, val=None, knn_val=None, folder="y", read_test=False),
+             dict(table="T", family="b", lr=2e-3, val=41.0, knn_val=40.0, folder="sweep/z", read_test=False),
+             dict(table="U", family="a", lr=4e-3, val=99.0, knn_val=99.0, folder="w", read_test=True)]
     monkeypatch.setattr(evidence, "sweep_rows", lambda root: rows)
     shown, picks = evidence.sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")
     assert picks == {("T", "a"): 2e-3, ("T", "b"): None}
     assert [r["picked"] for r in shown.rows] == ["", "◀ picked", "", ""]  # b: incomplete grid, no pick
-    assert shown.notes == ["— : the point is not recorded yet (no pick is made on part of the grid)."]
+    assert shown.notes == ["— : the point is not recorded yet (no pick is made on part of the grid).",
+                           "Every point is scored by its newest probe, on validation data only. 1 of the 4 points "
+                           "were also probed with the test split earlier in their history, before the sweep scored "
+                           "them on validation: a at 0.002 (x0.002); both probes stay in each record (probe.json, "
+                           "then reprobes/)."]
+    for r in rows:
+        r["read_test"] = False
+    assert evidence.sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")[0].notes[1] == (
+        "Every point is scored by its newest probe, on validation data only. No probe of any point here ever read the "
+        "test split.")
 
 
 def test_knn_curve_of_a_recorded_run_ends_at_the_monitor_value_its_record_states():

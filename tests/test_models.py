@@ -311,7 +311,7 @@ def test_public_api():
         "objectives.coding_rate", "models.flops", "objectives.lejepa", "models.params", "models.registry",
         "objectives.sigreg"))
     assert aot_lib.__all__ == ["create_model", "from_pretrained", "list_models", "is_model", "register_model",
-                               "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
+                               "register_sizes", "list_families", "paper_models", "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
                                "subspace_coding_rate"]
     homes = {"create_model": registry, "from_pretrained": registry, "list_models": registry, "is_model": registry, "register_model": registry,
              "count_params": params, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,

@@ -199,12 +199,23 @@ def test_param_groups_keep_both_groups_and_read_top_level_names():
     lin = nn.Linear(2, 2, bias=False)  # nothing without decay
     assert param_groups(lin, 0.1) == [{"params": [lin.weight], "weight_decay": 0.1}, {"params": [], "weight_decay": 0.0}]
 
-    class Bare(nn.Module):  # parameters with no dot in their names
+    class Bare(nn.Module):  # parameters with no dot in their names, one exempt by the module's own word
         def __init__(self):
             super().__init__()
             self.pos_embed = nn.Parameter(torch.zeros(1, 5, 4))
             self.weight = nn.Parameter(torch.zeros(4, 4))
 
+        def no_weight_decay(self):
+            return {"pos_embed"}
+
     bare = Bare()
     decay, no_decay = group_names(bare, param_groups(bare, 0.1))
     assert (decay, no_decay) == ({"weight"}, {"pos_embed"})
+    del Bare.no_weight_decay  # a name alone exempts nothing: the model says what takes no decay
+    assert group_names(bare, param_groups(bare, 0.1)) == [{"pos_embed", "weight"}, set()]
+    # the highest module that answers speaks for everything under it: a wrapper may override its encoder's word
+    wrapper = nn.ModuleDict({"encoder": create_model("aot_admm_tiny", img_size=16, patch_size=4, embed_dim=8,
+                                                     num_heads=2, depth=1, num_classes=0)})
+    assert "encoder.stem.pos_embed" in group_names(wrapper, param_groups(wrapper, 0.1))[1]
+    wrapper.no_weight_decay = lambda: set()
+    assert "encoder.stem.pos_embed" in group_names(wrapper, param_groups(wrapper, 0.1))[0]

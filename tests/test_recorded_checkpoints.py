@@ -83,7 +83,7 @@ def test_finetune_records_and_validates_the_model_it_builds(tmp_path, monkeypatc
     monkeypatch.setattr(supervised, "validate_config", lambda cfg: validated.append(dict(cfg["model"])) or check(cfg))
     train.finetune(tiny_config(data, out, "run.name=ft", "views.global_size=8", "views.local_size=4",
                                f"finetune.checkpoint={out / 'pre' / 'last.ckpt'}"))
-    stated = {"name": "aot_admm_tiny", "overrides": {"img_size": 16, **pre_overrides}, "compile": False}
+    stated = {"name": "aot_admm_tiny", "overrides": {"img_size": 16, **pre_overrides}, "imports": [], "compile": False}
     assert validated == [stated]
     recorded = yaml.safe_load((out / "ft" / "config.yaml").read_text())
     assert recorded["model"] == stated and recorded["views"]["global_size"] == 8

@@ -702,7 +702,7 @@ def test_an_old_fine_tuning_record_reads_the_pretraining_record_beside_it(tmp_pa
     ckpt = {"format": 1, "kind": "encoder", "trained_as": "finetune", "step": 3, "config": cfg,
             "model": _tiny_encoder(num_classes=3)}
     torch.save(ckpt, ft / "encoder.pt")
-    stated = {"name": "aot_admm_tiny", "overrides": TINY, "compile": cfg["model"]["compile"]}
+    stated = {"name": "aot_admm_tiny", "overrides": TINY, "imports": [], "compile": cfg["model"]["compile"]}
     assert runs.checkpoint_model(ckpt, ft / "encoder.pt") == stated  # from pre/encoder.pt
     runs.export_checkpoint(pre / "encoder.pt", pre / "encoder")
     (pre / "encoder.pt").unlink()

@@ -20,7 +20,7 @@ import yaml
 from ..training.config import DEFAULTS, flatten
 from ..training.runs import built_model
 from . import paper, plan, stats
-from .recorded import current_result, evaluations, read_test_set
+from .recorded import RESULT_FILES, evaluations, read_test_set
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
@@ -64,7 +64,11 @@ def _with_probe_defaults(settings: dict, other: dict) -> dict:
 def probe_settings(folder: str | Path) -> dict:
     """The settings of the probe that produced a recorded pretraining run's numbers (its newest probe,
     :func:`aot_lib.book.recorded.current_result`)."""
-    return current_result(folder).get("probe", {})
+    path, result = _result(Path(folder), "pretrain")
+    settings = result.get("probe", {})
+    if not isinstance(settings, dict):
+        raise _damaged(path, f"its probe settings are {settings!r}, not a mapping")
+    return settings
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,76 @@ def _seed_free(key: str) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in SEED_FREE_KEYS)
 
 
+def _damaged(path: Path, what: str) -> ValueError:
+    return ValueError(f"{path}: {what}; the record is damaged: restore it from git (git checkout -- {path}) or "
+                      "record the run again")
+
+
 def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise _damaged(path, "missing") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise _damaged(path, f"not valid JSON ({getattr(e, 'msg', e)})") from None
+    if not isinstance(data, dict):
+        raise _damaged(path, f"holds a {type(data).__name__}, not a JSON object")
+    return data
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise _damaged(path, "missing") from None
+    except yaml.YAMLError as e:
+        raise _damaged(path, f"not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise _damaged(path, "not a mapping of config sections")
+    return data
+
+
+#: Classes of the data sets the records name (their provenance's ``dataset``): the floor of a plausible accuracy.
+CLASSES = {"cifar10": 10, "cifar100": 100, "imagenette160_subset": 10}
+
+#: How far a probe's test accuracy may lie from its own validation accuracy (points) before the file is taken as
+#: damaged: the recorded probes differ by -6.2 to +0.8 (Imagenette's 300 validation images: one binomial standard
+#: error is 2.9 points there); a digit lost or swapped moves a number by tens of points.
+TEST_VAL_LIMIT = 15.0
+
+
+def _dataset(result: Mapping) -> str | None:
+    data = result.get("data") or {}
+    side = data.get("test") or data.get("train") or {}
+    return result.get("dataset") or (side.get("dataset") if isinstance(side, Mapping) else None)
+
+
+def checked_accuracy(path: Path, result: Mapping, key: str) -> float:
+    """``result[key]`` as an accuracy (%), or one line naming the file and the fix: the key missing, a value that is
+    not a finite number in [0, 100], one below half of chance for the data set's number of classes (:data:`CLASSES`),
+    or a test accuracy further than :data:`TEST_VAL_LIMIT` from the same probe's validation accuracy."""
+    if key not in result:
+        raise _damaged(path, f"has no {key!r}")
+    v = result[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 100:
+        raise _damaged(path, f"{key} is {v!r}, not an accuracy in [0, 100] %")
+    classes = CLASSES.get(_dataset(result))
+    if classes and v < 50 / classes:
+        raise _damaged(path, f"{key} is {v:.2f} %, below half of chance ({100 / classes:g} % for {classes} classes)")
+    val = result.get("linear_val_best")
+    if key == "linear_top1" and isinstance(val, (int, float)) and abs(v - val) > TEST_VAL_LIMIT:
+        raise _damaged(path, f"{key} is {v:.2f} %, {abs(v - val):.1f} points from the same probe's validation "
+                             f"accuracy {val:.2f} % (more than {TEST_VAL_LIMIT:g})")
+    return float(v)
+
+
+def _result(folder: Path, kind: str) -> tuple[Path, dict]:
+    """The newest evaluation of a recorded run and its path, read as :func:`_read_json` reads."""
+    found = evaluations(folder, kind)
+    if not found:
+        raise _damaged(folder / RESULT_FILES[kind], "missing (the run's result)")
+    return found[-1], _read_json(found[-1])
 
 
 def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
@@ -95,7 +167,11 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
     run (:data:`CHAIN_KEYS`), and pretraining seeds whose numbers come from probes with different settings."""
     root = Path(root)
     folders = [root / name] + sorted(p for p in root.glob(f"{name}_seed*") if re.fullmatch(rf"{re.escape(name)}_seed\d+", p.name))
-    folders = [f for f in folders if (f / "run.json").exists()]
+    folders = [f for f in folders if f.exists()]
+    for f in folders:  # a seed's folder without its record is refused, never left out: the cell would shrink
+        if not (f / "run.json").exists():
+            raise ValueError(f"{f} looks like a seed of cell {name} but has no run.json: restore it from git, or move "
+                             f"the folder out of {root}")
     if not folders:
         raise FileNotFoundError(f"no recorded run named {name} or {name}_seed<k> under {root}; "
                                 "run scripts/evidence_runs.sh and record it")
@@ -106,7 +182,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
             raise ValueError(f"{folder}: status {record.get('status')!r}, not finished; resume it before tabulating")
         if (record.get("run") or {}).get("superseded") or record.get("superseded"):
             raise ValueError(f"{folder} is marked superseded; leave it out of the cell or record it again")
-        nested = yaml.safe_load((folder / "config.yaml").read_text())
+        nested = _read_yaml(folder / "config.yaml")
         config = flatten(nested)
         # compared: the network each config builds, its image size stated (fine-tunings recorded since 77d5b35 write
         # the checkpoint's img_size out; earlier ones left it to views.global_size, the same size)
@@ -142,7 +218,9 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
                 raise ValueError(f"{folder.name} was probed with probe.{key}={b.get(key)!r} and {ref_folder.name} "
                                  f"with {a.get(key)!r}: probe them alike (scripts/reprobe.py {folder} "
                                  f"{ref_folder})")
-        top1 = float(current_result(folder, kind)[TOP1_KEY[kind]])
+        top1 = checked_accuracy(*_result(folder, kind), TOP1_KEY[kind])
+        if not isinstance(record.get("seed"), int) or isinstance(record.get("seed"), bool):
+            raise _damaged(folder / "run.json", f"seed is {record.get('seed')!r}, not a whole number")
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
                             float(record.get("wall_time_s", math.nan)), folder))
     seeds = [r.seed for r in runs]
@@ -157,7 +235,7 @@ def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
     short of that encoder's best rate."""
     picks = []
     for r in runs:
-        probe = current_result(r.folder)
+        probe = _result(r.folder, "pretrain")[1]
         grid = [float(x) for x in probe["probe"]["lr"]]
         lr = float(probe["linear_lr"])
         picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid)})
@@ -171,7 +249,8 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     ``pretrain_step`` differs) or one that did not widen the grid."""
     out = {}
     for r in runs:
-        rec, wide = current_result(r.folder), _read_json(Path(wide_root) / r.name / "probe.json")
+        rec, wide = _result(r.folder, "pretrain")[1], _read_json(Path(wide_root) / r.name / "probe.json")
+        checked_accuracy(Path(wide_root) / r.name / "probe.json", wide, "linear_top1")
         if wide["pretrain_step"] != rec["pretrain_step"]:
             raise ValueError(f"{wide_root}/{r.name}: probed the encoder of step {wide['pretrain_step']}, the record "
                              f"is of step {rec['pretrain_step']}: probe the recorded encoder again")
@@ -223,8 +302,19 @@ def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[in
         reader = csv.DictReader(f)
         if column not in (reader.fieldnames or ()):
             raise NoKnnMonitor(f"{path} has no {column} column: the run was made with monitor.knn=false")
-        rows = [(int(float(r["step"])), float(r[column])) for r in reader if r.get(column)]
-    per_epoch = json.loads((folder / "run.json").read_text()).get("metrics", {}).get("steps_per_epoch")
+        rows = []
+        for line, r in enumerate(reader, 2):
+            if not r.get(column):
+                continue
+            try:
+                step, acc = int(float(r["step"])), float(r[column])
+            except (TypeError, ValueError):
+                raise _damaged(path, f"line {line}: step {r.get('step')!r}, {column} {r.get(column)!r} are not "
+                                     "numbers") from None
+            if not (math.isfinite(acc) and 0 <= acc <= 100):
+                raise _damaged(path, f"line {line}: {column} is {acc!r}, not an accuracy in [0, 100] %")
+            rows.append((step, acc))
+    per_epoch = _read_json(folder / "run.json").get("metrics", {}).get("steps_per_epoch")
     if not per_epoch:
         raise ValueError(f"{folder / 'run.json'} records no steps_per_epoch: record the run again with aot record")
     return [(step, step / per_epoch, acc) for step, acc in rows]
@@ -349,7 +439,7 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
     for c in claims:
         entry = entries[c.key]
         margin = entry.margin.points if entry.margin else None
-        missing = [name for name in (c.a, c.b) if not (Path(root) / name / "run.json").exists()]
+        missing = [name for name in (c.a, c.b) if not (Path(root) / name).exists()]  # a damaged one is refused
         if missing:
             rows.append({"claim": c, "plan": entry, "margin": margin, "diff": None, "verdict": "pending",
                          "noninferiority": None,
@@ -357,7 +447,12 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
             continue
         got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, margin,
                       c.smaller if "noninferiority" in entry.secondary else None, c.smaller_name, entry.post_hoc)
-        rows.append({"claim": c, "plan": entry, "margin": margin,
+        absent = [k for k in range(entry.seeds) if k not in got["diff"].seeds]
+        if absent:  # the plan's seeds not (yet) paired: said, never silently judged on fewer
+            got["sentence"] = (got["sentence"][:-1] + f" ({got['diff'].n} of the {entry.seeds} seeds the plan asks "
+                               f"for; missing: seed{'s' if len(absent) > 1 else ''} "
+                               f"{', '.join(map(str, absent))}).")
+        rows.append({"claim": c, "plan": entry, "margin": margin, "missing_seeds": absent,
                      **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
     return rows
 
@@ -409,14 +504,13 @@ def sweep_rows(root: str | Path, sweeps: Mapping = SWEEPS) -> list[dict]:
             row = {"table": table, "family": family, "folder": rel, "lr": None, "val": None, "knn_val": None,
                    "read_test": False}
             if (folder / "probe.json").exists():
-                cfg = yaml.safe_load((folder / "config.yaml").read_text())
-                newest = evaluations(folder)[-1]  # the newest probe (a record's later ones are beside the first)
-                probe = _read_json(newest)
+                cfg = _read_yaml(folder / "config.yaml")
+                newest, probe = _result(folder, "pretrain")  # the newest probe (later ones are beside the first)
                 if "linear_val_best" not in probe:
                     raise ValueError(f"{newest} has no validation score (linear_val_best): probe it again with "
                                      "scripts/reprobe.py")
-                row.update(lr=float(cfg["optim"]["lr"]), val=float(probe["linear_val_best"]),
-                           knn_val=float(probe["knn_val_top1"]), read_test=read_test_set(folder))
+                row.update(lr=float(cfg["optim"]["lr"]), val=checked_accuracy(newest, probe, "linear_val_best"),
+                           knn_val=checked_accuracy(newest, probe, "knn_val_top1"), read_test=read_test_set(folder))
             rows.append(row)
     return rows
 

@@ -49,7 +49,7 @@ def collect_no_weight_decay(module: nn.Module, skip_self: bool = False) -> set[s
     names: set[str] = set()
     answered: list[str] = []
     for prefix, m in module.named_modules():
-        if (skip_self and m is module) or any(prefix.startswith(a + ".") for a in answered):
+        if (skip_self and m is module) or any(a == "" or prefix.startswith(a + ".") for a in answered):
             continue
         ask = getattr(m, "no_weight_decay", None)
         if callable(ask):
