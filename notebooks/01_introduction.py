@@ -179,17 +179,20 @@ margins = {r["plan"].table: r["margin"] for r in rows if r["margin"] is not None
 post_hoc = sum(r["plan"].post_hoc for r in rows)
 for r in rows:
     c, d = r["claim"], r["diff"]
+    late = " (post hoc)" if r["plan"].post_hoc else ""
     glance.append(dict(
         claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
         ours=None if d is None else f"{d.mean:+.2f}",
         interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
-        seeds=None if d is None else d.n, verdict=r["verdict"],
-        one_sided=r["noninferiority"]))
+        seeds=None if d is None else d.n, verdict=r["verdict"] + late,
+        ahead=c.names[0 if r["ahead"] == "a" else 1] if r["ahead"] else "neither",
+        one_sided=r["noninferiority"] and r["noninferiority"] + late))
 display(Table(
     glance,
     [Col("claim", "comparison (A − B, points)"),
      Col("paper", "paper", "+.2f", paper=True),
      Col("ours"), Col("interval", "95 % CI"), Col("seeds"), Col("verdict"),
+     Col("ahead", "ahead (CI excludes 0)"),
      Col("one_sided", "as non-inferiority"), Col("chapter", "where")],
     caption="The paper's claims at CPU scale: A − B in top-1 points",
     notes=["Parity claims are judged as the analysis plan (results/cpu/plan.yaml) "

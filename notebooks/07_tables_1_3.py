@@ -528,9 +528,10 @@ display(
         f"* Of this chapter's {len(verdicts)} claims, {counts['reproduced']} "
         "reproduced, "
         f"{counts['contradicted']} contradicted, "
-        f"{counts['not distinguishable at this scale']} not distinguishable "
-        "at this scale (each sentence above says why: the interval against the "
-        "claim). "
+        f"{counts['not settled']} not settled "
+        "(each sentence above says why: the interval against the claim, and who "
+        "is ahead where it excludes 0); every verdict here is post hoc, the plan "
+        "that judges it having been written after its runs. "
         + evidence.one_sided_sentence(verdicts)
         + "\n"
         "* The families were tuned alike, on validation data: the learning rate is "

@@ -437,10 +437,10 @@ display(
         "another "
         "data set) runs end to end on two CPU cores.\n"
         f"* Of this chapter's {len(claims)} comparisons, {counts['reproduced']} "
-        "reproduced, "
+        "reproduced and "
+        f"{counts['confirmed']} confirmed (our controls), "
         f"{counts['contradicted']} contradicted, "
-        f"{counts['not distinguishable at this scale']} not distinguishable at this "
-        "scale, "
+        f"{counts['not settled']} not settled, "
         f"{sum(r['verdict'] == 'pending' for r in claims)} pending (their runs are not "
         "recorded yet). "
         + evidence.one_sided_sentence(claims)

@@ -54,16 +54,16 @@ def test_compare_pairs_by_seed_with_the_t_interval(tmp_path):
     assert got["diff"].mean == pytest.approx(2.0, abs=1e-12) and got["diff"].std == pytest.approx(1.0, abs=1e-12)
     assert (got["diff"].low, got["diff"].high) == pytest.approx((2 - half, 2 + half), abs=1e-9)
     assert got["a"].mean == pytest.approx(52.0) and got["b"].std == 0.0
-    assert got["verdict"] == "not distinguishable at this scale"  # [-0.48, 4.48] straddles the ±1.39 margin
+    assert got["verdict"] == "not settled"  # [-0.48, 4.48] straddles the ±1.39 margin
     assert got["sentence"] == ("A − B: +2.00 points, 95 % CI [-0.48, +4.48] over 3 seeds; the paper claims parity "
-                               "(within ±1.39 points); its gap: -1.39; verdict: not distinguishable at this scale.")
+                               "(within ±1.39 points); its gap: -1.39; verdict: not settled.")
     assert got["noninferiority"] is None  # no smaller side named: no one-sided reading
     # A as the smaller model: it trails by at most 0.48 anywhere in the interval; B as the smaller (B - A in
     # [-4.48, +0.48]): it may trail by up to 4.48, more than the margin, or lead by up to 0.48
     one_sided = {side: evidence.compare(tmp_path, "a", "b", "A − B", "parity", -1.39, 1.39, smaller=side)
                  for side in ("a", "b")}
     assert {side: got["noninferiority"] for side, got in one_sided.items()} == {
-        "a": "reproduced", "b": "not distinguishable at this scale"}
+        "a": "reproduced", "b": "not settled"}
     assert one_sided["a"]["sentence"].endswith("; read one-sided (non-inferiority: the smaller model trails by at "
                                                "most 1.39 points anywhere in the 95 % CI): reproduced.")
 
@@ -253,9 +253,9 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
     _record(tmp_path, "a", 0, 52.0)
     _record(tmp_path, "b", 0, 50.0, model__name="crate_tiny")
     rows = evidence.claim_rows(tmp_path, claims)
-    assert [r["verdict"] for r in rows] == ["not distinguishable at this scale", "pending"]
+    assert [r["verdict"] for r in rows] == ["not settled", "pending"]
     assert rows[0]["sentence"] == ("A − B: +2.00 points, one seed, so no interval; a control expects a gain; "
-                                   "verdict: not distinguishable at this scale (1 of the 2 seeds the plan asks for; "
+                                   "verdict: not settled (1 of the 2 seeds the plan asks for; "
                                    "missing: seed 1).")
     assert rows[0]["missing_seeds"] == [1]
     assert rows[1]["diff"] is None and rows[1]["sentence"] == "A − C: pending (c not recorded yet)."
@@ -313,8 +313,8 @@ def test_one_sided_tally_counts_parity_claims_with_an_interval_and_the_least_spa
     rows = evidence.claim_rows(tmp_path, claims)
     # with 2 seeds the half-width is t_{0.975,1} = 12.706 standard errors: A − B (0, 1) is 0.5 ± 6.35 and A − C
     # (-2, -1.5) is -1.75 ± 3.18; both reach below -1.39 and above it: not distinguishable
-    assert [r["noninferiority"] for r in rows] == ["not distinguishable at this scale"] * 2 + [
-        "not distinguishable at this scale", None]
+    assert [r["noninferiority"] for r in rows] == ["not settled"] * 2 + [
+        "not settled", None]
     assert evidence.one_sided_tally(rows) == {"judged": 2, "held": 0, "spare": None}
     assert evidence.one_sided_sentence(rows) == ("Read one-sided (non-inferiority, a secondary reading), 0 of the 2 "
                                                  "parity claims with an interval hold.")

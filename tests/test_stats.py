@@ -4,7 +4,7 @@ import math
 import pytest
 
 from aot_lib.book import paper
-from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, claim_sentence, noninferiority,
+from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, ahead as ahead_of, claim_sentence, noninferiority,
                                 noninferiority_spare, paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 
@@ -56,13 +56,16 @@ def _diff(low, high, n=3):
 @pytest.mark.parametrize("low, high, claim, want", [
     (0.1, 2.0, "better", "reproduced"),
     (-2.0, -0.1, "better", "contradicted"),
-    (-0.5, 2.0, "better", "not distinguishable at this scale"),
+    (-0.5, 2.0, "better", "not settled"),
     (-1.0, 1.0, "parity", "reproduced"),
     (1.5, 3.0, "parity", "contradicted"),  # wholly above the margin
     (-4.0, -1.4, "parity", "contradicted"),  # wholly below it
-    (-1.0, 2.0, "parity", "not distinguishable at this scale"),  # crosses the margin
+    (-1.0, 2.0, "parity", "not settled"),  # crosses the margin
     (-1.39, 1.0, "parity", "reproduced"),  # the paper's own largest gap is one it calls comparable: inside
-    (1.39, 3.0, "parity", "not distinguishable at this scale"),  # touches the margin: not wholly outside
+    (1.39, 3.0, "parity", "not settled"),  # touches the margin: not wholly outside
+    (0.1, 2.0, "control", "confirmed"),  # a control of ours: confirmed, not reproduced
+    (-2.0, -0.1, "control", "contradicted"),
+    (-0.5, 2.0, "control", "not settled"),
 ])
 def test_verdict_reads_the_interval_against_the_claim(low, high, claim, want):
     assert verdict(_diff(low, high), claim, margin=1.39) == want
@@ -72,11 +75,11 @@ def test_verdict_reads_the_interval_against_the_claim(low, high, claim, want):
     (0.8, 2.5, "a", "reproduced"),  # A, the smaller model, is ahead: no loss at all
     (-1.36, 3.3, "a", "reproduced"),  # trails by at most 1.36 < 1.39 anywhere in the interval
     (-1.39, 0.0, "a", "reproduced"),  # the margin is a gap the paper calls comparable: inside
-    (-2.0, 1.0, "a", "not distinguishable at this scale"),  # may trail by more than the margin
+    (-2.0, 1.0, "a", "not settled"),  # may trail by more than the margin
     (-4.0, -1.5, "a", "contradicted"),  # trails by more than the margin throughout
     (-2.5, -0.8, "b", "reproduced"),  # B, the smaller model, is ahead throughout
     (0.5, 1.39, "b", "reproduced"),  # B trails A by at most 1.39
-    (0.5, 2.0, "b", "not distinguishable at this scale"),
+    (0.5, 2.0, "b", "not settled"),
     (1.5, 4.0, "b", "contradicted"),
 ])
 def test_noninferiority_reads_the_bound_on_the_smaller_models_side(low, high, smaller, want):
@@ -91,7 +94,7 @@ def test_noninferiority_spare_is_the_worst_case_of_the_smaller_model_inside_the_
 
 
 def test_noninferiority_of_one_seed_is_no_verdict_and_the_side_is_named():
-    assert noninferiority(_diff(5.0, 5.0, n=1), "a", 1.39) == "not distinguishable at this scale"
+    assert noninferiority(_diff(5.0, 5.0, n=1), "a", 1.39) == "not settled"
     message = "smaller must be 'a' or 'b' (the side of A - B with fewer parameters), got 'c'"
     with raises_exactly(ValueError, message):
         noninferiority(_diff(0, 1), "c", 1.39)
@@ -100,8 +103,8 @@ def test_noninferiority_of_one_seed_is_no_verdict_and_the_side_is_named():
 
 
 def test_one_seed_is_never_a_verdict_and_claims_are_named():
-    assert verdict(_diff(5.0, 5.0, n=1), "better") == "not distinguishable at this scale"
-    with raises_exactly(ValueError, "claim must be 'better' or 'parity', got 'worse'"):
+    assert verdict(_diff(5.0, 5.0, n=1), "better") == "not settled"
+    with raises_exactly(ValueError, "claim must be 'better', 'parity' or 'control', got 'worse'"):
         verdict(_diff(0, 1), "worse")
     # a parity claim has no built-in margin: the analysis plan sets it (tests/test_plan.py)
     with raises_exactly(ValueError, "a parity claim is judged against a margin: give the one results/cpu/plan.yaml sets"):
@@ -118,7 +121,7 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     d = paired_difference({0: 51.0, 1: 52.0, 2: 50.0}, {0: 50.0, 1: 50.5, 2: 50.0})
     s = claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, 1.39)
     assert s == (f"AoT-ADMM − CRATE on CIFAR-10: +0.83 points, 95 % CI [{d.low:+.2f}, {d.high:+.2f}] over 3 seeds; "
-                 "the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not distinguishable at this scale.")
+                 "the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not settled.")
     assert (round(d.low, 2), round(d.high, 2)) == (-1.06, 2.73)  # 0.833 ± 4.303 * 0.7638 / sqrt(3) = ± 1.897
     # the parity claim read one-sided as well: A, the smaller model, trails by at most 1.06 < 1.39 anywhere
     assert claim_sentence("AoT-ADMM − CRATE on CIFAR-10", d, "parity", -1.39, 1.39, smaller="a",
@@ -127,18 +130,29 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
                  "anywhere in the 95 % CI): reproduced.")
     assert claim_sentence("A − B", d, "parity", -1.39, 1.39, smaller="b").endswith(
         "; read one-sided (non-inferiority: the smaller model trails by at most 1.39 points anywhere in the 95 % CI): "
-        "not distinguishable at this scale.")  # B may trail by up to 2.73
-    assert claim_sentence("A − B", d, "better", None, smaller="a").endswith("; verdict: not distinguishable at this "
-                                                                             "scale.")
+        "not settled.")  # B may trail by up to 2.73
+    assert claim_sentence("A − B", d, "better", None, smaller="a").endswith("; verdict: not settled.")
     # one seed: no interval to read either way, so no second reading
     assert claim_sentence("A − B", paired_difference({0: 45.0}, {0: 46.0}), "parity", -1.0, 1.39, smaller="a") == (
         "A − B: -1.00 points, one seed, so no interval; the paper claims parity (within ±1.39 points); its gap: "
-        "-1.00; verdict: not distinguishable at this scale.")
+        "-1.00; verdict: not settled.")
     one = paired_difference({0: 45.0}, {0: 40.0})
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
-        "verdict: not distinguishable at this scale.")
+        "verdict: not settled.")
+    # who is ahead, when the interval excludes 0, whatever the verdict
+    ahead = paired_difference({0: 52.0, 1: 52.5, 2: 53.0}, {0: 50.0, 1: 50.1, 2: 50.5})  # +2.30, CI [+1.64, +2.96]
+    assert ahead_of(ahead) == "a" and ahead_of(d) is None and ahead_of(one) is None  # one seed: no interval
+    assert claim_sentence("A − B", ahead, "parity", 0.0, 2.0, names=("AoT-ADMM", "CRATE")).endswith(
+        "verdict: not settled; AoT-ADMM ahead (the interval excludes 0).")  # crosses the margin, above 0
+    assert claim_sentence("A − B", ahead, "parity", 0.0, 1.5, names=("AoT-ADMM", "CRATE")).endswith(
+        "verdict: contradicted; AoT-ADMM ahead (the interval excludes 0).")  # wholly beyond it
+    behind = paired_difference({0: 50.0, 1: 50.1, 2: 50.5}, {0: 52.0, 1: 52.5, 2: 53.0})
+    assert claim_sentence("A − B", behind, "better", 1.0, names=("AoT-ADMM", "AoT")).endswith(
+        "verdict: contradicted; AoT ahead (the interval excludes 0).")
+    assert claim_sentence("A − B", ahead, "control", None, claimant="a control expects").endswith(
+        "a control expects a gain; verdict: confirmed.")  # no names given: no direction said
     # a claim the analysis plan judges post hoc (written after its runs) says so where the verdict is given
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91, post_hoc=True) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
-        "verdict (post hoc: the plan that judges it was written after its runs): not distinguishable at this scale.")
+        "verdict (post hoc: the plan that judges it was written after its runs): not settled.")

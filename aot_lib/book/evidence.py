@@ -271,20 +271,22 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 
 def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value: float | None,
             margin: float | None = None, smaller: str | None = None, smaller_name: str | None = None,
-            post_hoc: bool = False) -> dict:
+            post_hoc: bool = False, names: tuple[str, str] | None = None) -> dict:
     """A − B paired by seed (cells ``a`` and ``b``), with the verdict on the paper's ``claim`` and the sentence
     that states it: ``{"a", "b", "diff", "verdict", "noninferiority", "sentence"}``. Without a ``paper_value`` the
     comparison is one of our controls, and the sentence says what the control expects instead of what the paper
     claims. A parity claim (judged against ``margin``, the plan's) that names its ``smaller`` side is read one-sided
-    too (``noninferiority``, else None)."""
+    too (``noninferiority``, else None). ``ahead``: the side (``"a"``, ``"b"``) the interval puts ahead, or None;
+    with ``names`` the sentence says it."""
     ca, cb = cell(root, a), cell(root, b)
     diff = stats.paired_difference(ca, cb)
     claimant = "the paper claims" if paper_value is not None else "a control expects"
     one_sided = stats.noninferiority(diff, smaller, margin) if claim == "parity" and smaller else None
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
-            "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided,
+            "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided, "ahead": stats.ahead(diff),
             "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant,
-                                             smaller=smaller, smaller_name=smaller_name, post_hoc=post_hoc)}
+                                             smaller=smaller, smaller_name=smaller_name, post_hoc=post_hoc,
+                                             names=names)}
 
 
 class NoKnnMonitor(ValueError):
@@ -369,6 +371,7 @@ class Claim:
     where: str
     smaller: str | None = None  # of a parity claim: the side ("a" or "b") with fewer parameters, read one-sided too
     smaller_name: str | None = None  # and that model's name, for the sentence
+    names: tuple[str, str] | None = None  # A's and B's names, for the sentence that says who is ahead
 
 
 def _gap(table: Mapping, data: str, a: str, b: str) -> float:
@@ -384,31 +387,32 @@ PRETRAIN_SUFFIX = {"aot_admm": "_lr4e-3", "crate": ""}
 CLAIMS = (
     Claim("t1_cifar10", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1)", "cpu_aot_admm_cifar10",
           "cpu_crate_cifar10", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM"),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
     Claim("t1_cifar100", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1)", "cpu_aot_admm_cifar100",
           "cpu_crate_cifar100", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM"),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
     Claim("t3_cifar10", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3)", "cpu_aot_admm_cifar10",
           "cpu_aot_cifar10", "better", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "aot_tiny"),
-          "ch-tables-1-3"),
+          "ch-tables-1-3", names=("AoT-ADMM", "AoT")),
     Claim("t2_cifar10", "AoT-ADMM − CRATE, fine-tuned on CIFAR-10 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar10", "cpu_crate_imagenette_ft_cifar10", "parity",
           _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
-          smaller_name="AoT-ADMM"),
+          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
     Claim("t2_cifar100", "AoT-ADMM − CRATE, fine-tuned on CIFAR-100 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar100", "cpu_crate_imagenette_ft_cifar100", "parity",
           _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
-          smaller_name="AoT-ADMM"),
+          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
     *(Claim(f"t2_control_{fam}_{data}", f"{label} pretrained on Imagenette − from scratch, fine-tuned on "
             f"{data.upper().replace('CIFAR', 'CIFAR-')} (our control)", f"cpu_{fam}_imagenette{PRETRAIN_SUFFIX[fam]}_ft_{data}",
-            f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer")
+            f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer", names=("pretraining", "training from scratch"))
       for fam, label in (("aot_admm", "AoT-ADMM"), ("crate", "CRATE")) for data in ("cifar10", "cifar100")),
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
           round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
-          smaller="b", smaller_name="the student"),
+          smaller="b", smaller_name="the student", names=("the teacher", "the student")),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
-          "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4"),
+          "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4",
+          names=("distillation", "labels only")),
 )
 
 
@@ -442,18 +446,19 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
         missing = [name for name in (c.a, c.b) if not (Path(root) / name).exists()]  # a damaged one is refused
         if missing:
             rows.append({"claim": c, "plan": entry, "margin": margin, "diff": None, "verdict": "pending",
-                         "noninferiority": None,
+                         "noninferiority": None, "ahead": None, "missing_seeds": list(range(entry.seeds)),
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
-        got = compare(root, c.a, c.b, c.what, c.claim, c.paper_gap, margin,
-                      c.smaller if "noninferiority" in entry.secondary else None, c.smaller_name, entry.post_hoc)
+        got = compare(root, c.a, c.b, c.what, entry.rule, c.paper_gap, margin,
+                      c.smaller if "noninferiority" in entry.secondary else None, c.smaller_name, entry.post_hoc,
+                      c.names)
         absent = [k for k in range(entry.seeds) if k not in got["diff"].seeds]
         if absent:  # the plan's seeds not (yet) paired: said, never silently judged on fewer
             got["sentence"] = (got["sentence"][:-1] + f" ({got['diff'].n} of the {entry.seeds} seeds the plan asks "
                                f"for; missing: seed{'s' if len(absent) > 1 else ''} "
                                f"{', '.join(map(str, absent))}).")
         rows.append({"claim": c, "plan": entry, "margin": margin, "missing_seeds": absent,
-                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "sentence")}})
+                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "sentence")}})
     return rows
 
 

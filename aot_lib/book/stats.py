@@ -4,22 +4,26 @@ A table cell is a set of runs that differ only in ``run.seed``: :func:`summarize
 deviation (``ddof=1``) and Student-t 95 % interval. Two families compared on the same seeds give a
 :func:`paired_difference` (A - B per seed; the t interval of the mean difference, ``n - 1`` degrees of
 freedom): pairing by seed removes what the seed does to both (data order, views, SIGReg directions). A
-:func:`verdict` then reads the interval against the paper's claim:
+:func:`verdict` then reads the interval against the claim, as the analysis plan states the rules
+(``results/cpu/plan.yaml``, read by :mod:`aot_lib.book.plan`, which also holds every margin: nothing here does):
 
 * ``better`` (A beats B, e.g. AoT-ADMM vs AoT, Table 3): reproduced when the interval lies above 0,
-  contradicted when it lies below 0, otherwise not distinguishable at this scale;
+  contradicted when it lies below 0, otherwise not settled;
+* ``control`` (our own comparisons, a gain expected): the same rule, worded confirmed instead of reproduced;
 * ``parity`` (A is comparable to B, e.g. AoT-ADMM vs CRATE, Tables 1 and 2): reproduced when the interval
-  lies inside ``[-margin, margin]`` (the margin is a gap the paper itself calls comparable, so it is inside),
-  contradicted when it lies wholly outside it, otherwise not distinguishable. The margins are the analysis plan's
-  (``results/cpu/plan.yaml``, read by :mod:`aot_lib.book.plan`): nothing here holds one. A 95 % interval inside the margin is a stricter test than the usual equivalence test (two one-sided
-  tests at 5 %, a 90 % interval): with two seeds (t quantile 12.7) parity is in practice never reproduced.
+  lies inside ``[-margin, margin]`` (a gap the paper itself calls comparable is inside), contradicted when it lies
+  wholly outside it, otherwise not settled. A 95 % interval inside the margin is a stricter test than the usual
+  equivalence test (two one-sided tests at 5 %, a 90 % interval): with two seeds (t quantile 12.7) parity is in
+  practice never reproduced.
+
+Whatever the verdict, an interval that excludes 0 says who is ahead (:func:`ahead`), and the sentence says it:
+"not settled" with AoT-ADMM ahead by +0.80 to +2.45 is not the same finding as an interval around 0.
 
 A parity claim of the paper is made for the smaller model ("maintains competitive performance while reducing the
 parameter count"), so :func:`noninferiority` also reads it one-sided, as a secondary reading: the smaller model
 trails by at most the margin anywhere in the interval. That is the usual non-inferiority test on the bound of the
 two-sided 95 % interval, a one-sided test at 2.5 %. The two readings differ only when the smaller model may be
-ahead by more than the margin: the two-sided reading then says not distinguishable (or contradicted, which there
-means better than claimed), the one-sided one reproduced. The sentence gives both.
+ahead by more than the margin. Where the plan was written after the data, the sentence labels the reading post hoc.
 
 :func:`claim_sentence` writes the one sentence a chapter ends a section with, from these numbers alone.
 """
@@ -32,7 +36,7 @@ from typing import Mapping, Sequence
 from . import paper
 
 __all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "noninferiority",
-           "noninferiority_spare", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS"]
+           "noninferiority_spare", "ahead", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS"]
 
 
 def _paper_gaps() -> list[float]:
@@ -49,7 +53,8 @@ def _paper_gaps() -> list[float]:
 #: of every verdict until the analysis plan (results/cpu/plan.yaml) gave each table its own.
 PAPER_LARGEST_GAP = max(abs(g) for g in _paper_gaps())
 
-VERDICTS = ("reproduced", "contradicted", "not distinguishable at this scale")
+#: reproduced (a claim of the paper) or confirmed (a control of ours); contradicted; not settled
+VERDICTS = ("reproduced", "contradicted", "not settled", "confirmed")
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -113,20 +118,27 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float], confidence
 
 
 def verdict(diff: Summary, claim: str, margin: float | None = None) -> str:
-    """One of :data:`VERDICTS` for the paper's ``claim`` about A - B (``better`` or ``parity``, see the module
-    docstring), read from the interval; one seed gives no interval and so no verdict but "not
-    distinguishable"."""
-    if claim not in ("better", "parity"):
-        raise ValueError(f"claim must be 'better' or 'parity', got {claim!r}")
+    """One of :data:`VERDICTS` for ``claim`` about A - B (``better``, ``parity`` or ``control``, see the module
+    docstring), read from the interval; one seed gives no interval and so no verdict but "not settled"."""
+    if claim not in ("better", "parity", "control"):
+        raise ValueError(f"claim must be 'better', 'parity' or 'control', got {claim!r}")
     if claim == "parity" and margin is None:
         raise ValueError("a parity claim is judged against a margin: give the one results/cpu/plan.yaml sets")
     if diff.n < 2:
         return VERDICTS[2]
-    if claim == "better":
-        return VERDICTS[0] if diff.low > 0 else VERDICTS[1] if diff.high < 0 else VERDICTS[2]
+    if claim in ("better", "control"):
+        held = VERDICTS[3] if claim == "control" else VERDICTS[0]
+        return held if diff.low > 0 else VERDICTS[1] if diff.high < 0 else VERDICTS[2]
     if -margin <= diff.low and diff.high <= margin:  # the margin is a gap the paper calls comparable: inside
         return VERDICTS[0]
     return VERDICTS[1] if diff.low > margin or diff.high < -margin else VERDICTS[2]
+
+
+def ahead(diff: Summary) -> str | None:
+    """``"a"`` when the interval of A - B lies above 0, ``"b"`` when below, else None (one seed: None)."""
+    if diff.n < 2:
+        return None
+    return "a" if diff.low > 0 else "b" if diff.high < 0 else None
 
 
 def noninferiority_spare(diff: Summary, smaller: str, margin: float) -> float:
@@ -152,22 +164,26 @@ def noninferiority(diff: Summary, smaller: str, margin: float) -> str:
 
 def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float | None,
                    margin: float | None = None, claimant: str = "the paper claims",
-                   smaller: str | None = None, smaller_name: str | None = None, post_hoc: bool = False) -> str:
+                   smaller: str | None = None, smaller_name: str | None = None, post_hoc: bool = False,
+                   names: tuple[str, str] | None = None) -> str:
     """The sentence that closes a section, e.g. ``"AoT-ADMM − CRATE on CIFAR-10: +1.20 points, 95 % CI
-    [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.39 points); its gap: -1.39; verdict: not
-    distinguishable at this scale; read one-sided (non-inferiority: AoT-ADMM, the smaller model, trails by at most
-    1.39 points anywhere in the 95 % CI): reproduced."`` A parity claim names its ``smaller`` side (``"a"`` or
-    ``"b"``) and that model's name to get the one-sided reading (:func:`noninferiority`), given when there is an
-    interval to read (two seeds or more). A claim the analysis plan judges ``post_hoc`` (written after its runs)
-    says so."""
-    said = "a gain" if claim == "better" else f"parity (within ±{margin:.2f} points)"
+    [-0.40, +2.80] over 3 seeds; the paper claims parity (within ±1.50 points); its gap: -1.39; verdict: not
+    settled; read one-sided (non-inferiority: AoT-ADMM, the smaller model, trails by at most 1.50 points anywhere in
+    the 95 % CI): reproduced."`` With the ``names`` of A and B, an interval that excludes 0 says who is ahead. A
+    parity claim names its ``smaller`` side (``"a"`` or ``"b"``) and that model's name to get the one-sided reading
+    (:func:`noninferiority`), given when there is an interval to read (two seeds or more). A claim the analysis plan
+    judges ``post_hoc`` (written after its runs) says so, at its verdict and at its one-sided reading."""
+    said = {"better": "a gain", "control": "a gain"}.get(claim) or f"parity (within ±{margin:.2f} points)"
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
     spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
+    side = ahead(diff)
+    lead = f"; {names[0 if side == 'a' else 1]} ahead (the interval excludes 0)" if side and names else ""
     one_sided = ""
     if claim == "parity" and smaller and diff.n >= 2:
         who = f"{smaller_name}, the smaller model," if smaller_name else "the smaller model"
-        one_sided = (f"; read one-sided (non-inferiority: {who} trails by at most {margin:.2f} points anywhere in "
-                     f"the {diff.confidence * 100:g} % CI): {noninferiority(diff, smaller, margin)}")
+        when = ", post hoc" if post_hoc else ""
+        one_sided = (f"; read one-sided{when} (non-inferiority: {who} trails by at most {margin:.2f} points "
+                     f"anywhere in the {diff.confidence * 100:g} % CI): {noninferiority(diff, smaller, margin)}")
     judged = " (post hoc: the plan that judges it was written after its runs)" if post_hoc else ""
     return (f"{what}: {diff.mean:+.2f} points, {spread}; {claimant} {said}{paper}; verdict{judged}: "
-            f"{verdict(diff, claim, margin)}{one_sided}.")
+            f"{verdict(diff, claim, margin)}{lead}{one_sided}.")
