@@ -95,3 +95,21 @@ def test_the_sweep_tables_name_every_point_whose_history_read_the_test_split():
     for chapter in sorted((ROOT / "notebooks").glob("*.py")):
         prose = "\n".join(c.source for c in jupytext.read(chapter).cells if c.cell_type == "markdown").lower()
         assert not [c for c in claims if c in " ".join(prose.replace("#", " ").split())], chapter.name
+
+
+def test_paired_runs_trained_with_different_numerics_are_flagged_in_their_sentence():
+    """Float results differ between torch versions and CPU kinds: the claims whose paired seeds mix them say so
+    (Table 3's seed 1 and Table 2's seed 0 paired torch 2.15.0 runs with 2.14.1 ones), from the runs' run.json."""
+    rows = {r["claim"].key: r for r in evidence.claim_rows(RESULTS / "cpu")}
+    flagged = {k for k, r in rows.items() if "flagged: paired runs trained with different numerics" in r["sentence"]}
+    assert flagged == {"t3_cifar10", "t2_cifar10", "t2_cifar100", "t2_control_aot_admm_cifar10",
+                       "t2_control_aot_admm_cifar100"}
+    assert rows["t3_cifar10"]["sentence"].endswith(
+        "; flagged: paired runs trained with different numerics (seed 1: torch 2.14.1+cu130 vs 2.15.0+cu132).")
+    for key, r in rows.items():  # each flag is what the two runs' run.json say, and only that
+        a = evidence.cell_runs(RESULTS / "cpu", r["claim"].a)
+        b = {x.seed: x for x in evidence.cell_runs(RESULTS / "cpu", r["claim"].b)}
+        differ = [x.seed for x in a if x.seed in b and
+                  json.loads((x.folder / "run.json").read_text())["hardware"]["torch"]
+                  != json.loads((b[x.seed].folder / "run.json").read_text())["hardware"]["torch"]]
+        assert (key in flagged) == bool(differ), key

@@ -24,7 +24,7 @@ from .recorded import RESULT_FILES, evaluations, read_test_set
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
-           "seconds_per_step", "initial_encoder", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
+           "seconds_per_step", "initial_encoder", "NUMERICS", "mixed_numerics", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -82,6 +82,27 @@ class SeedRun:
     commit: str
     wall_time_s: float
     folder: Path
+    hardware: tuple = ()  # (field, value) pairs of what changes float results: NUMERICS recorded in run.json
+
+
+#: What a run's float results depend on besides its config, commit and seed, as run.json records it: torch's
+#: version, the CPU model and the instruction set torch's kernels use (the last two recorded since bca2c65).
+NUMERICS = ("torch", "cpu_model", "cpu_isa")
+
+
+def mixed_numerics(runs_a: list[SeedRun], runs_b: list[SeedRun]) -> list[str]:
+    """For each seed the two cells share, what their runs' recorded numerics differ in (``"seed 1: torch
+    2.15.0+cu132 vs 2.14.1+cu130"``); a field only one run records is not compared (it was not recorded then)."""
+    b_of = {r.seed: dict(r.hardware) for r in runs_b}
+    out = []
+    for r in runs_a:
+        if r.seed not in b_of:
+            continue
+        a, b = dict(r.hardware), b_of[r.seed]
+        diff = [f"{k} {a[k]} vs {b[k]}" for k in NUMERICS if k in a and k in b and a[k] != b[k]]
+        if diff:
+            out.append(f"seed {r.seed}: {', '.join(diff)}")
+    return out
 
 
 def _seed_free(key: str) -> bool:
@@ -221,8 +242,10 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
         top1 = checked_accuracy(*_result(folder, kind), TOP1_KEY[kind])
         if not isinstance(record.get("seed"), int) or isinstance(record.get("seed"), bool):
             raise _damaged(folder / "run.json", f"seed is {record.get('seed')!r}, not a whole number")
+        hardware = record.get("hardware") if isinstance(record.get("hardware"), dict) else {}
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
-                            float(record.get("wall_time_s", math.nan)), folder))
+                            float(record.get("wall_time_s", math.nan)), folder,
+                            tuple((k, str(hardware[k])) for k in NUMERICS if k in hardware)))
     seeds = [r.seed for r in runs]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"cell {name} has two runs with one seed: {[(r.name, r.seed) for r in runs]}")
@@ -278,15 +301,19 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
     claims. A parity claim (judged against ``margin``, the plan's) that names its ``smaller`` side is read one-sided
     too (``noninferiority``, else None). ``ahead``: the side (``"a"``, ``"b"``) the interval puts ahead, or None;
     with ``names`` the sentence says it."""
-    ca, cb = cell(root, a), cell(root, b)
+    ra, rb = cell_runs(root, a), cell_runs(root, b)
+    ca, cb = {r.seed: r.top1 for r in ra}, {r.seed: r.top1 for r in rb}
     diff = stats.paired_difference(ca, cb)
     claimant = "the paper claims" if paper_value is not None else "a control expects"
     one_sided = stats.noninferiority(diff, smaller, margin) if claim == "parity" and smaller else None
+    sentence = stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant, smaller=smaller,
+                                    smaller_name=smaller_name, post_hoc=post_hoc, names=names)
+    mixed = mixed_numerics(ra, rb)
+    if mixed:  # float results differ between torch versions and CPU kinds: a pair that mixes them is flagged
+        sentence = sentence[:-1] + f"; flagged: paired runs trained with different numerics ({'; '.join(mixed)})."
     return {"a": stats.summarize(list(ca.values())), "b": stats.summarize(list(cb.values())), "diff": diff,
             "verdict": stats.verdict(diff, claim, margin), "noninferiority": one_sided, "ahead": stats.ahead(diff),
-            "sentence": stats.claim_sentence(what, diff, claim, paper_value, margin, claimant=claimant,
-                                             smaller=smaller, smaller_name=smaller_name, post_hoc=post_hoc,
-                                             names=names)}
+            "mixed_numerics": mixed, "sentence": sentence}
 
 
 class NoKnnMonitor(ValueError):
