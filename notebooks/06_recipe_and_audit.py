@@ -166,8 +166,8 @@ def scales(rows: list[dict]) -> str:
 
 
 SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
-              Col("linear", "linear top-1 (%), test, first probe", ".2f"),
-              Col("knn", "k-NN top-1 (%), test, first probe", ".2f")]
+              Col("linear", "linear top-1 (%), test (1st probe)", ".2f"),
+              Col("knn", "k-NN top-1 (%), test (1st probe)", ".2f")]
 UNREAD = ("Validation: the newest probe of the run; test: its first probe that read "
           "the test split (an empty cell: no probe of that run ever read it). A run "
           "probed again keeps every probe in its record (probe.json, then reprobes/).")
@@ -196,8 +196,7 @@ if rows:
         [Col("run"), Col("change", "configuration"), Col("lr", "lr", ".0e"),
          Col("proj", "projector out"), Col("slices", "SIGReg slices"),
          Col("norm", "App. A norm."), Col("steps"),
-         Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("probes"),
-         Col("commit")],
+         Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("commit")],
         caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
         notes=["One seed per configuration: a difference under "
                f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself "
