@@ -166,7 +166,7 @@ def scales(rows: list[dict]) -> str:
 
 
 SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
-              Col("linear", "linear top-1 (%), test", ".2f"),  # of the first probe: UNREAD
+              Col("linear", "linear top-1 (%), test", ".2f"),  # first probe: UNREAD
               Col("knn", "k-NN top-1 (%), test", ".2f")]
 UNREAD = ("Validation: the newest probe of the run; test: its first probe that read "
           "the test split (an empty cell: no probe of that run ever read it). A run "

@@ -314,11 +314,11 @@ if curves:
 #    hard-label distillation loss (equal weights, no label smoothing, as for the
 #    students here) by hand and compare with
 #    `aot_lib.training.supervised.hard_label_distillation_loss`.
-# 3. **How many seeds?** Once two or more seeds of both students are recorded
-#    (`scripts/evidence_runs.sh controls` adds seeds 1 and 2), take the paired
-#    distilled-minus-label-only differences (`evidence.cell` of both students): how many
-#    seeds would a 95 % interval need to exclude 0 if the mean and spread stayed as
-#    they are?
+# 3. **How many seeds?** Take the recorded paired distilled-minus-label-only
+#    differences (`evidence.cell` of both students, seeds 0 to 2): how many seeds would
+#    a 95 % interval need to exclude 0 if the mean and spread stayed as they are? And
+#    the teacher-minus-student gap: how many to settle parity within the plan's Table 4
+#    margin (`results/cpu/plan.yaml`)?
 #
 # ## What we learned
 
