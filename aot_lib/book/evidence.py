@@ -24,7 +24,7 @@ from .recorded import RESULT_FILES, evaluations, read_test_set
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
-           "seconds_per_step", "initial_encoder", "NUMERICS", "mixed_numerics", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
+           "seconds_per_step", "initial_encoder", "NUMERICS", "mixed_numerics", "MARGINS_SHOWN", "margin_sensitivity", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching"]
 
@@ -399,6 +399,7 @@ class Claim:
     smaller: str | None = None  # of a parity claim: the side ("a" or "b") with fewer parameters, read one-sided too
     smaller_name: str | None = None  # and that model's name, for the sentence
     names: tuple[str, str] | None = None  # A's and B's names, for the sentence that says who is ahead
+    paper_b: float | None = None  # the paper's accuracy of the B side (the accuracy-relative margin's scale)
 
 
 def _gap(table: Mapping, data: str, a: str, b: str) -> float:
@@ -414,21 +415,23 @@ PRETRAIN_SUFFIX = {"aot_admm": "_lr4e-3", "crate": ""}
 CLAIMS = (
     Claim("t1_cifar10", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1)", "cpu_aot_admm_cifar10",
           "cpu_crate_cifar10", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"),
+          paper_b=paper.LINEAR_PROBE_ACC["cifar10"]["crate_tiny"]),
     Claim("t1_cifar100", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1)", "cpu_aot_admm_cifar100",
           "cpu_crate_cifar100", "parity", _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "crate_tiny"),
-          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
+          "ch-tables-1-3", smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"),
+          paper_b=paper.LINEAR_PROBE_ACC["cifar100"]["crate_tiny"]),
     Claim("t3_cifar10", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3)", "cpu_aot_admm_cifar10",
           "cpu_aot_cifar10", "better", _gap(paper.LINEAR_PROBE_ACC, "cifar10", "aot_admm_tiny", "aot_tiny"),
           "ch-tables-1-3", names=("AoT-ADMM", "AoT")),
     Claim("t2_cifar10", "AoT-ADMM − CRATE, fine-tuned on CIFAR-10 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar10", "cpu_crate_imagenette_ft_cifar10", "parity",
           _gap(paper.FINETUNE_ACC, "cifar10", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
-          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
+          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=paper.FINETUNE_ACC["cifar10"]["crate_base"]),
     Claim("t2_cifar100", "AoT-ADMM − CRATE, fine-tuned on CIFAR-100 after Imagenette pretraining (Table 2)",
           "cpu_aot_admm_imagenette_lr4e-3_ft_cifar100", "cpu_crate_imagenette_ft_cifar100", "parity",
           _gap(paper.FINETUNE_ACC, "cifar100", "aot_admm_base", "crate_base"), "ch-transfer", smaller="a",
-          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE")),
+          smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=paper.FINETUNE_ACC["cifar100"]["crate_base"]),
     *(Claim(f"t2_control_{fam}_{data}", f"{label} pretrained on Imagenette − from scratch, fine-tuned on "
             f"{data.upper().replace('CIFAR', 'CIFAR-')} (our control)", f"cpu_{fam}_imagenette{PRETRAIN_SUFFIX[fam]}_ft_{data}",
             f"cpu_{fam}_scratch_{data}", "better", None, "ch-transfer", names=("pretraining", "training from scratch"))
@@ -436,7 +439,8 @@ CLAIMS = (
     Claim("t4_teacher", "ViT-T teacher − its distilled MLP-free (ReLU) student, CIFAR-10 (Table 4)",
           "cpu_vit_tiny_teacher", "cpu_vit_tiny_relu_kd", "parity",
           round(paper.KD_ACC_CIFAR10["vit_tiny"] - paper.KD_ACC_CIFAR10["vit_tiny_relu"], 2), "ch-table4",
-          smaller="b", smaller_name="the student", names=("the teacher", "the student")),
+          smaller="b", smaller_name="the student", names=("the teacher", "the student"),
+          paper_b=paper.KD_ACC_CIFAR10["vit_tiny_relu"]),
     Claim("t4_kd", "ReLU ViT-T student distilled − trained on labels only, CIFAR-10 (our control)",
           "cpu_vit_tiny_relu_kd", "cpu_vit_tiny_relu_nokd", "better", None, "ch-table4",
           names=("distillation", "labels only")),
@@ -487,6 +491,29 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
         rows.append({"claim": c, "plan": entry, "margin": margin, "missing_seeds": absent,
                      **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "sentence")}})
     return rows
+
+
+#: The margins the sensitivity table reads each parity claim against (points), beside the plan's own.
+MARGINS_SHOWN = (0.5, 1.0, 1.5, 2.0)
+
+
+def margin_sensitivity(root: str | Path, rows: list[dict], margins=MARGINS_SHOWN) -> list[dict]:
+    """How each parity claim's verdict moves with the margin: one row per parity claim with an interval, its
+    verdict at each of ``margins`` (points), at the plan's margin, and at the accuracy-relative margin (the plan's
+    margin scaled by our B side's mean accuracy over the paper's B accuracy: ``relative`` and its verdict). A reading,
+    not a verdict: the plan's margin is the one that judges."""
+    out = []
+    for r in rows:
+        c, d = r["claim"], r["diff"]
+        if c.claim != "parity" or d is None or d.n < 2:
+            continue
+        row = {"claim": c.what, "key": c.key, "plan": r["margin"],
+               **{f"m{m:g}": stats.verdict(d, "parity", m) for m in margins}}
+        ours_b, theirs_b = stats.summarize(list(cell(root, c.b).values())).mean, c.paper_b
+        relative = r["margin"] * ours_b / theirs_b if theirs_b else None
+        row.update(relative=relative, relative_verdict=stats.verdict(d, "parity", relative) if relative else None)
+        out.append(row)
+    return out
 
 
 def one_sided_tally(rows: list[dict]) -> dict:

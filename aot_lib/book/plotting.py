@@ -9,7 +9,7 @@ from typing import Any, Mapping
 #: measures every figure of the built book against this).
 FIGURE_WIDTH_IN = 9.0
 
-__all__ = ["FIGURE_WIDTH_IN", "plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
+__all__ = ["FIGURE_WIDTH_IN", "plot_claims_forest", "plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
            "plot_training_curves", "plot_monitors", "plot_cls_attention"]
 
 _PANELS = [
@@ -268,5 +268,42 @@ def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
+    fig.tight_layout()
+    return fig
+
+
+def plot_claims_forest(rows: list[Mapping[str, Any]]):
+    """Chapter 1: every claim as one row of a forest plot (:func:`aot_lib.book.evidence.claim_rows`): our mean
+    A − B with its 95 % interval (a dot alone for one seed), the plan's parity margin as a shaded band, the paper's
+    own gap as a cross, and 0 as a line; the paper's claims above the line that separates our controls; † marks a
+    claim the plan judges post hoc. Points."""
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in rows if r["diff"] is not None]
+    order = [r for r in shown if r["claim"].paper_gap is not None] + [r for r in shown if r["claim"].paper_gap is None]
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN * 0.8, 0.42 * len(order) + 1.2))
+    for y, r in enumerate(reversed(order)):
+        c, d = r["claim"], r["diff"]
+        if r["margin"] is not None:
+            ax.fill_betweenx([y - 0.35, y + 0.35], -r["margin"], r["margin"], color="0.85", lw=0)
+        if d.n >= 2:
+            ax.plot([d.low, d.high], [y, y], color="C0", lw=2)
+        ax.plot(d.mean, y, "o", color="C0", ms=5)
+        if c.paper_gap is not None:
+            ax.plot(c.paper_gap, y, "x", color="C3", ms=7, mew=2)
+    ax.axvline(0, color="k", lw=0.8)
+    controls = sum(r["claim"].paper_gap is None for r in order)
+    if controls and controls < len(order):
+        ax.axhline(controls - 0.5, color="0.5", lw=0.8, ls="--")
+    ax.set_yticks(range(len(order)))
+    ax.set_yticklabels([r["claim"].key + (" †" if r["plan"].post_hoc else "") for r in reversed(order)], fontsize=8)
+    ax.set_ylim(-2.2, len(order) - 0.5)  # room for the legend below the last row
+    ax.set_xlabel("A − B, top-1 points (our mean and 95 % CI; × the paper's gap)", fontsize=9)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Line2D([], [], color="C0", marker="o", lw=2, label="ours, 95 % CI"),
+                       Line2D([], [], color="C3", marker="x", lw=0, mew=2, label="paper's gap"),
+                       Patch(color="0.85", label="parity margin (plan)")], fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
