@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aot_lib.book import evidence
+from aot_lib.book.plan import load_plan
 from aot_lib.book.recorded import evaluations, read_test_set
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,5 +152,4 @@ def test_chapter_7_says_truly_that_table_3s_cifar100_half_was_not_tested_with_th
                      if c.cell_type == "markdown")
     assert "no AoT run on CIFAR-100 was recorded" in " ".join(prose.replace("#", " ").split())
     assert not list((RESULTS / "cpu").glob("cpu_aot_cifar100*"))  # true of the records
-    assert "t3_cifar100_30min" in __import__("aot_lib.book.plan", fromlist=["load_plan"]).load_plan(
-        RESULTS / "cpu" / "plan.yaml")  # and the plan includes it for the next recipe
+    assert "t3_cifar100_30min" in load_plan(RESULTS / "cpu" / "plan.yaml")  # and the plan includes it next
