@@ -8,7 +8,6 @@ finished is refused by name. The comparisons and verdicts are :mod:`aot_lib.book
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import yaml
 from ..training.config import DEFAULTS, flatten
 from ..training.runs import built_model
 from . import paper, plan, stats
-from .recorded import RESULT_FILES, evaluations, read_test_set
+from .recorded import RESULT_FILES, damaged as _damaged, evaluations, read_json as _read_json, read_test_set
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
@@ -107,24 +106,6 @@ def mixed_numerics(runs_a: list[SeedRun], runs_b: list[SeedRun]) -> list[str]:
 
 def _seed_free(key: str) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in SEED_FREE_KEYS)
-
-
-def _damaged(path: Path, what: str) -> ValueError:
-    return ValueError(f"{path}: {what}; the record is damaged: restore it from git (git checkout -- {path}) or "
-                      "record the run again")
-
-
-def _read_json(path: Path) -> dict:
-    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise _damaged(path, "missing") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise _damaged(path, f"not valid JSON ({getattr(e, 'msg', e)})") from None
-    if not isinstance(data, dict):
-        raise _damaged(path, f"holds a {type(data).__name__}, not a JSON object")
-    return data
 
 
 def _read_yaml(path: Path) -> dict:

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from .pages import Admonition
 
-__all__ = ["RESULT_FILES", "REPROBES", "evaluations", "current_result", "read_test_set", "next_reprobe", "is_recorded",
+__all__ = ["RESULT_FILES", "REPROBES", "damaged", "read_json", "evaluations", "current_result", "read_test_set", "next_reprobe", "is_recorded",
            "load_recorded_run", "read_curve", "superseded", "run_status", "run_notices"]
 
 
@@ -26,6 +26,27 @@ RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill"
 #: ``<run>/reprobes/1.json``, ``2.json``, … in the order they were made (scripts/reprobe.py). A record is never
 #: rewritten; the book reads the newest evaluation and can show every protocol a run was scored under.
 REPROBES = "reprobes"
+
+
+def damaged(path: Path, what: str) -> ValueError:
+    """The one-line refusal of a damaged record: the file, what is wrong, the fix."""
+    return ValueError(f"{path}: {what}; the record is damaged: restore it from git (git checkout -- {path}) or "
+                      "record the run again")
+
+
+def read_json(path: Path) -> dict:
+    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object)."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise damaged(path, "missing") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise damaged(path, f"not valid JSON ({getattr(e, 'msg', e)})") from None
+    if not isinstance(data, dict):
+        raise damaged(path, f"holds a {type(data).__name__}, not a JSON object")
+    return data
 
 
 def evaluations(folder: str | Path, stage: str = "pretrain") -> list[Path]:
@@ -46,23 +67,19 @@ def evaluations(folder: str | Path, stage: str = "pretrain") -> list[Path]:
 
 def current_result(folder: str | Path, stage: str = "pretrain") -> dict:
     """The newest evaluation of a recorded run (:func:`evaluations`): the numbers the book reads."""
-    import json
-
     found = evaluations(folder, stage)
     if not found:
         raise FileNotFoundError(f"{Path(folder) / RESULT_FILES[stage]} is missing: the run is not recorded; record it "
                                 "with aot record")
-    return json.loads(found[-1].read_text())
+    return read_json(found[-1])
 
 
 def read_test_set(folder: str | Path, stage: str = "pretrain") -> bool:
     """Whether any evaluation of a recorded run, over its whole history, read a test image (a fine-tuning or a
     distillation is always scored on the test split)."""
-    import json
-
     if stage != "pretrain":
         return bool(evaluations(folder, stage))
-    return any(json.loads(p.read_text()).get("test_images", 0) > 0 for p in evaluations(folder, stage))
+    return any(read_json(p).get("test_images", 0) > 0 for p in evaluations(folder, stage))
 
 
 def next_reprobe(folder: str | Path) -> Path:
@@ -137,7 +154,7 @@ def load_recorded_run(root: Path, name: str, config: str, smoke_steps: int,
     metrics = run["dir"] / "metrics.json"  # the last logged values: pretraining runs write it
     run["metrics"] = json.loads(metrics.read_text()) if metrics.exists() else {}
     run["result"] = current_result(run["dir"], stage)
-    run["evaluations"] = [json.loads(p.read_text()) for p in evaluations(run["dir"], stage)]
+    run["evaluations"] = [read_json(p) for p in evaluations(run["dir"], stage)]
     if stage == "pretrain":
         run["probe"] = run["result"]
     run["config_text"] = (run["dir"] / "config.yaml").read_text()
