@@ -221,7 +221,7 @@ plot_claims_forest(rows);
 # judges; the others are readings, not verdicts.
 
 # %% tags=["hide-input"]
-sensitivity = evidence.margin_sensitivity(ROOT / "results" / "cpu", rows)
+sensitivity = evidence.margin_sensitivity(rows)
 display(Table(
     sensitivity,
     [Col("key", "claim"),

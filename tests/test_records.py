@@ -121,7 +121,7 @@ def test_the_margin_sensitivity_reads_each_parity_interval_against_other_margins
     lies wholly beyond ±0.5 (AoT-ADMM ahead by more): each reading is the interval against that margin. The
     relative margin is the plan's times our CRATE mean over the paper's CRATE accuracy (Tiny, CIFAR-10: 85.61)."""
     rows = evidence.claim_rows(RESULTS / "cpu")
-    got = {r["key"]: r for r in evidence.margin_sensitivity(RESULTS / "cpu", rows)}
+    got = {r["key"]: r for r in evidence.margin_sensitivity(rows)}
     assert set(got) == {"t1_cifar10", "t1_cifar100", "t2_cifar10", "t2_cifar100", "t4_teacher"}
     assert (got["t2_cifar100"]["m0.5"], got["t2_cifar100"]["m1"]) == ("not settled", "reproduced")
     assert got["t1_cifar100"]["m0.5"] == "contradicted" and got["t1_cifar100"]["m2"] == "not settled"

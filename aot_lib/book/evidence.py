@@ -449,8 +449,8 @@ def planned(root: str | Path, claims=CLAIMS) -> dict[str, "plan.PlannedClaim"]:
 
 def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
     """One row per claim: the paper's gap, ours (mean over paired seeds with its interval), the verdict and its
-    sentence, judged as the analysis plan (``<root>/plan.yaml``) says (``plan``: its entry); a claim whose cells
-    are not all recorded yet says which (``verdict`` "pending"), never a number."""
+    sentence, judged as the analysis plan (``<root>/plan.yaml``) says (``plan``: its entry), and B's cell summarised
+    (``b``); a claim whose cells are not all recorded yet says which (``verdict`` "pending"), never a number."""
     rows, entries = [], planned(root, claims)
     for c in claims:
         entry = entries[c.key]
@@ -458,7 +458,7 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
         missing = [name for name in (c.a, c.b) if not (Path(root) / name).exists()]  # a damaged one is refused
         if missing:
             rows.append({"claim": c, "plan": entry, "margin": margin, "diff": None, "verdict": "pending",
-                         "noninferiority": None, "ahead": None, "missing_seeds": list(range(entry.seeds)),
+                         "noninferiority": None, "ahead": None, "b": None, "missing_seeds": list(range(entry.seeds)),
                          "sentence": f"{c.what}: pending ({' and '.join(missing)} not recorded yet)."})
             continue
         got = compare(root, c.a, c.b, c.what, entry.rule, c.paper_gap, margin,
@@ -470,7 +470,7 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
                                f"for; missing: seed{'s' if len(absent) > 1 else ''} "
                                f"{', '.join(map(str, absent))}).")
         rows.append({"claim": c, "plan": entry, "margin": margin, "missing_seeds": absent,
-                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "sentence")}})
+                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "b", "sentence")}})
     return rows
 
 
@@ -478,7 +478,7 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
 MARGINS_SHOWN = (0.5, 1.0, 1.5, 2.0)
 
 
-def margin_sensitivity(root: str | Path, rows: list[dict], margins=MARGINS_SHOWN) -> list[dict]:
+def margin_sensitivity(rows: list[dict], margins=MARGINS_SHOWN) -> list[dict]:
     """How each parity claim's verdict moves with the margin: one row per parity claim with an interval, its
     verdict at each of ``margins`` (points), at the plan's margin, and at the accuracy-relative margin (the plan's
     margin scaled by our B side's mean accuracy over the paper's B accuracy: ``relative`` and its verdict). A reading,
@@ -490,7 +490,7 @@ def margin_sensitivity(root: str | Path, rows: list[dict], margins=MARGINS_SHOWN
             continue
         row = {"claim": c.what, "key": c.key, "plan": r["margin"],
                **{f"m{m:g}": stats.verdict(d, "parity", m) for m in margins}}
-        ours_b, theirs_b = stats.summarize(list(cell(root, c.b).values())).mean, c.paper_b
+        ours_b, theirs_b = r["b"].mean, c.paper_b  # B's summary as claim_rows read it: no second read
         relative = r["margin"] * ours_b / theirs_b if theirs_b else None
         row.update(relative=relative, relative_verdict=stats.verdict(d, "parity", relative) if relative else None)
         out.append(row)
