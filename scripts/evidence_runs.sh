@@ -19,6 +19,8 @@
 #   search    the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule): every candidate of
 #             configs/cpu/search/ on AoT-ADMM, CRATE and AoT, candidate by candidate, validation scores only;
 #             results/cpu/search/
+#   whitebox  the white-box chapter's AoT encoder on Imagenette (Table 2's recipe; AoT-ADMM's and CRATE's are Table 2's
+#             recorded runs); results/cpu/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -46,12 +48,14 @@ for group in "$@"; do
       for c in $(ls configs/cpu/search/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
       done ;;
+    whitebox)
+      run results/cpu configs/cpu/whitebox/aot_imagenette.yaml ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, whitebox, controls)" >&2; exit 2 ;;
   esac
 done
