@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -209,7 +207,7 @@ display(Table(
 # 0, the plan's parity margin and the paper's own gap. An interval that leaves the band
 # on one side, or leaves 0 behind, says more than its verdict word: who is ahead.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as A − B in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). The paper's claims are above the dashed line, our controls below it; † marks a claim the plan judges post hoc, its runs recorded before the plan was written.", "name": "fig-claims-forest"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). The paper's claims are above the dashed line, our controls below it; $\\dagger$ marks a claim the plan judges post hoc, its runs recorded before the plan was written.", "name": "fig-claims-forest"}}
 from aot_lib.book.plotting import plot_claims_forest
 
 plot_claims_forest(rows);
@@ -238,6 +236,18 @@ display(Table(
            f"{max(r['relative'] for r in sensitivity):.2f} points), which is why the "
            "plan keeps absolute points (results/cpu/plan.yaml says why)."]
     if sensitivity else []))
+
+# %% [markdown]
+# Or move the margin yourself ({numref}`fig-margin-panel`): each parity claim's interval
+# stays where it is, only the band ±margin around 0 widens or narrows, and the verdicts
+# under it are recomputed by the same rule (`aot_lib.book.stats.verdict`) for every
+# margin on the slider when the page was built. The plan's margins judge; this is a way
+# to see how close each verdict is to turning.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The parity claims with an interval (two seeds or more): $A-B$ with its 95 % interval against the band $\\pm$margin (grey), green where the verdict at that margin is reproduced, red where contradicted, grey where not settled; the table under it gives each verdict and the plan's own margin.", "name": "fig-margin-panel"}}
+from aot_lib.book.panels import margin_panel
+
+margin_panel(rows)
 
 # %% [markdown]
 # ## Map of the book

@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -49,6 +47,7 @@ import aot_lib
 from aot_lib.theory import theorem1 as theory
 from aot_lib.book.pages import equations, pick
 from aot_lib.book.plotting import plot_sigreg_scaling
+from aot_lib.book.panels import spectrum_panel
 from aot_lib.objectives.sigreg import sample_directions
 from aot_lib.book.tables import Col, Table, key_value_table
 
@@ -406,6 +405,17 @@ key_value_table(
 # small $s$ it drowns in its $O(1/N)$ noise — which is why the asymptotic statements are
 # checked on the population quantity.
 #
+# The scan above follows one random direction $B$. {numref}`fig-spectrum-panel` lets you
+# pick the direction by its spectrum and the distance: on the left the eigenvalues of a
+# diagonal $\Sigma$ on the trace-$d$ set, on the right its population SIGReg against
+# $R(I)-R(\Sigma)$, beside the line whose slope is the limit of
+# {eq}`eq-sup-proportionality`. Near $I$ every spectrum follows that slope; how far out
+# each one stays on it is what the ratio under the panel reports.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "A covariance moved away from $I$ along a chosen spectrum (drop-down list) by a chosen distance (slider): its eigenvalues (left; dotted: $I$) and its population SIGReg against the coding-rate gap (right), the whole path of that spectrum in blue, this $\\Sigma$ in red, the slope of the limit dashed. Computed for every setting when the page was built.", "name": "fig-spectrum-panel"}}
+spectrum_panel(dim, eps, dirs)
+
+# %% [markdown]
 # (sec-proposition)=
 # ## The Proposition: the bounds k1 and k2
 #

@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -72,8 +70,9 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import Markdown, display
+from IPython.display import Markdown
 
+from aot_lib.book.panels import admm_panel
 from aot_lib.models.aot_admm import ADMMLayer, admm_coefficients
 from aot_lib.objectives.coding_rate import subspace_coding_rate
 from aot_lib.theory.admm import (
@@ -273,9 +272,8 @@ plt.show()
 #
 # $\eta$, $\gamma$, $\rho$ and $\lambda$ fix the initial branch coefficients
 # $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$ of {eq}`eq-layer-updates` and the
-# threshold $\tau=\lambda/\rho$. The static figure below (what the rendered book shows)
-# varies two at a time around the defaults; the interactive panel after it lets you move
-# all four in JupyterLab.
+# threshold $\tau=\lambda/\rho$. The figure below varies two at a time around the
+# defaults; the panel after it lets you move all four.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Two hyper-parameters at a time around the defaults: one panel per $(\\rho,\\lambda)$, $\\gamma=1$. Solid: the exact gradient; dashed: MSSA. Blue: energy on each token's own subspace; green: the fraction of zeros in $V$.", "name": "fig-admm-grid"}}
 grid_lambda = [0.0, 0.1, 0.3]
@@ -328,35 +326,14 @@ print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} 
 # $\tau=\lambda/\rho$ (the printout says whether); the MSSA iteration at $\gamma=1$,
 # whose step is the long one measured above, loses them at every setting.
 #
-# The panel below is interactive in JupyterLab (open this chapter as a notebook); the
-# book shows its code only, the grid above stands in for it.
+# Move all four yourself in {numref}`fig-admm-panel`: each setting of the grid was
+# computed by `admm_iterations` when this page was built, so the panel works in the page
+# without a kernel (and the same cell runs live in JupyterLab). Two things to try: lower
+# $\gamma$, which shortens the MSSA step (the exact one does not depend on it), and move
+# $\lambda$ against $\rho$, whose ratio is the threshold $\tau$.
 
-# %% tags=["skip-execution"]
-# Interactive: run it in JupyterLab (the built book shows the code only).
-import ipywidgets as widgets  # noqa: E402
-
-
-def explore(eta=0.25, gamma=1.0, rho=1.0, lambd=0.1):
-    """Both iterations for one setting of the four hyper-parameters."""
-    if eta * (gamma + rho) >= 1:
-        print("eta*(gamma+rho) must stay below 1: "
-              "the first branch coefficient would not be positive")
-        return
-    hs = {g: admm_iterations(Z0, U, iters=iters, gradient=g, labels=labels, eta=eta,
-                             gamma=gamma, rho=rho, lambd=lambd)
-          for g in ("exact", "mssa")}
-    plot_admm_history(hs)
-    plt.show()
-
-
-panel = widgets.interactive(
-    explore,
-    eta=widgets.FloatSlider(value=0.25, min=0.05, max=0.45, step=0.05),
-    gamma=widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1),
-    rho=widgets.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.1),
-    lambd=widgets.FloatSlider(value=0.1, min=0.0, max=0.5, step=0.05),
-)
-display(panel)
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The two iterations for every $(\\eta,\\gamma,\\rho,\\lambda)$ of a small grid (move the sliders). Solid: the exact gradient; dashed: MSSA. Left: each token's energy on its own subspace; right: the fraction of zeros in $V$. A setting with $\\eta(\\gamma+\\rho)\\ge 1$ runs nothing and says why.", "name": "fig-admm-panel"}}
+admm_panel(Z0, U, labels, iters)
 
 # %% [markdown]
 # (sec-layer-equals-iteration)=

@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -45,6 +43,7 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.book import paper
+from aot_lib.book.panels import size_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, draw_layer
 from aot_lib.book.tables import Col, Table
 
@@ -230,6 +229,19 @@ display(Markdown(
     "CRATE's " + ", ".join(f"{r['c']:.2f}" for r in rows) + " M they are "
     + " / ".join(f"{r['pct']:.1f}" for r in rows) + " %, not the "
     + " / ".join(f"{r['paper_pct']:.1f}" for r in rows) + " % it states."))
+
+# %% [markdown]
+# The tables fix the paper's three scales. {numref}`fig-size-panel` lets you move away
+# from them: pick a width (a scale's width and heads), an image setting and a depth, and
+# read each family's parameters and FLOPs, counted by the same `count_params` and
+# `count_flops` as the tables above (at depth 1 and 2, then extended: every block is the
+# same, so both counts are affine in the depth, which the panel checks against a full
+# count at depth 12).
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Parameters (without the classification head) and forward FLOPs per image of the three white-box families at a chosen width, image setting and depth; the table under the bars gives the numbers. Computed for every setting when the page was built.", "name": "fig-size-panel"}}
+scales = ("tiny", "small", "base")
+size_panel({prefix: fam.label for prefix, fam in aot_lib.list_families().items()
+            if all(f"{prefix}_{scale}" in fam.models for scale in scales)})
 
 # %% [markdown]
 # And with 17 tokens, attention itself is a small part of the cost: almost all FLOPs are

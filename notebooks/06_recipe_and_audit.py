@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -58,6 +56,7 @@ from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.models import admm_coefficients
 from aot_lib.training.monitors import audit_layers, cls_attention
+from aot_lib.book.panels import attention_panel
 from aot_lib.book.plotting import plot_cls_attention, plot_monitors
 from aot_lib.book.stats import PAPER_LARGEST_GAP
 from aot_lib.training.probe import load_encoder
@@ -526,6 +525,18 @@ if encoder is not None:
     plot_cls_attention(att, x, mean, std, grid=(patches_per_side, patches_per_side))
     plt.show()
     print(f"images: {source}")
+
+# %% [markdown]
+# The figure averages the heads. {numref}`fig-attention-panel` shows each head apart, on
+# one colour scale with its bar, for the trained encoder and for the same network at its
+# initialisation (built as the run built it, from the run's seed), so what training
+# changed is one click away.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches of the same four images, per layer and per head (or their mean), for the trained encoder and for its initialisation; one colour scale for both, its bar on the right. Computed for every setting when the page was built.", "name": "fig-attention-panel"}}
+if encoder is not None:
+    untrained = evidence.initial_encoder(run_cfg)
+    maps = {"trained": att, "at initialisation": cls_attention(untrained, x)}
+    display(attention_panel(maps, grid=(patches_per_side, patches_per_side)))
 
 # %% [markdown]
 # (sec-audit-control)=

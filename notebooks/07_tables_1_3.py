@@ -2,11 +2,9 @@
 # jupyter:
 #   jupytext:
 #     formats: py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
+#     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -66,6 +64,7 @@ from IPython.display import Markdown, display
 import aot_lib
 from aot_lib.book import evidence, paper, stats
 from aot_lib.book.pages import Dropdown
+from aot_lib.book.panels import curves_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve
 from aot_lib.book.tables import Col, Table
@@ -369,7 +368,7 @@ for fam in NAMES:
         except evidence.NoKnnMonitor:  # a run made before the monitor existed
             pass
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per run (family and seed in the legend; runs recorded before the monitor existed have none), against the epoch (left) and against the modelled pretraining time, steps × the family's benchmarked step time (right).", "name": "fig-knn-curves"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one line per run (family and seed in the legend; runs recorded before the monitor existed have none), against the epoch (left) and against the modelled pretraining time, steps $\\times$ the family's benchmarked step time (right).", "name": "fig-knn-curves"}}
 if curves:
     fig, (ax_e, ax_t) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.6), sharey=True)
     colours = {"aot_admm": "C0", "crate": "C1", "aot": "C2"}
@@ -450,6 +449,14 @@ display(
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}
 plot_training_curves({NAMES[fam]: read_curve(r.folder) for fam, r in seed0.items()})
 plt.show()
+
+# %% [markdown]
+# Every recorded CIFAR-10 run, not only seed 0, in {numref}`fig-curves-panel`: pick a
+# family and one of the three logged quantities; one line per run (hover for its seed).
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The logged training curves of every recorded CIFAR-10 run of the chosen family (one line per seed) for the chosen quantity: the total loss of the paper's Eq. (19), its prediction part, or the SIGReg statistic, against the step.", "name": "fig-curves-panel"}}
+curves_panel({(NAMES[fam], f"seed {r.seed}"): read_curve(r.folder)
+              for fam in NAMES for r in cells[fam, "cifar10"]})
 
 
 # %% tags=["hide-input"]

@@ -70,6 +70,18 @@ return shots;
 
 # Set a widget's value, then wait two animation frames: Bokeh repaints on the next frame, and a snapshot taken
 # before it would compare a half-drawn figure.
+# Wait (up to 20 s) until every panel's view is rendered: Bokeh embeds the documents after the page's load event.
+RENDERED_JS = r"""
+const done = arguments[arguments.length - 1];
+const start = Date.now();
+const ready = () => typeof Bokeh !== "undefined" && Bokeh.documents.every(doc => {
+  const view = doc.get_model_by_name(VIEW);
+  return view && findView(view.id);
+});
+const poll = () => (ready() || Date.now() - start > 20000) ? done(ready()) : setTimeout(poll, 100);
+poll();
+"""
+
 SET_JS = r"""
 const [docIndex, id, value, done] = arguments;
 Bokeh.documents[docIndex].get_model_by_id(id).value = value;
@@ -98,6 +110,7 @@ def problems_of(report: dict, min_panels: int, min_pages: int) -> list[str]:
         for p in entry["panels"]:
             if not p["rendered"]:
                 out.append(f"{page}: panel {p['doc'] + 1} was not rendered (its view {p['view']} is missing)")
+                continue
             for w in p["widgets"]:
                 if not w["changed"]:
                     out.append(f"{page}: panel {p['doc'] + 1}, control '{w['title']}' moved to {w['moved_to']!r} "
@@ -108,6 +121,12 @@ def problems_of(report: dict, min_panels: int, min_pages: int) -> list[str]:
         out.append(f"the book has {panels} control panel(s) on {len(pages)} page(s); at least {min_panels} on "
                    f"{min_pages} pages are asked for")
     return out
+
+
+def _errors(driver) -> list[str]:
+    """The browser's SEVERE log entries since the last call (a missing favicon is not one)."""
+    return [e["message"] for e in driver.get_log("browser")
+            if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
 
 
 def check(html_dir: Path, pages: list[str] | None = None) -> dict:
@@ -127,11 +146,17 @@ def check(html_dir: Path, pages: list[str] | None = None) -> dict:
                 continue
             driver.get(base + page)
             driver.execute_async_script(check_tables.WAIT_JS)
+            driver.execute_async_script(_js(RENDERED_JS))
             found = json.loads(driver.execute_script(_js(PANELS_JS)))
-            entry = {"panels": [], "errors": [], "bytes": {}}
+            # errors the page logs as it loads (the theme's own) are reported apart; the check fails on those
+            # logged while the controls are moved
+            entry = {"panels": [], "errors": [], "page_errors": _errors(driver), "bytes": {}}
             if not found["bokeh"]:
                 entry["errors"].append("BokehJS did not load (is _static/bokeh/ in the build?)")
             for panel in found["panels"]:
+                if not panel["rendered"]:
+                    entry["panels"].append(panel)
+                    continue
                 for w in panel["widgets"]:
                     before = driver.execute_script(_js(SNAPSHOT_JS), panel["view"])
                     w["moved_to"] = moved_value(w)
@@ -140,8 +165,7 @@ def check(html_dir: Path, pages: list[str] | None = None) -> dict:
                     w["changed"] = bool(before) and before != after
                     driver.execute_async_script(SET_JS, panel["doc"], w["id"], w["value"])  # back to the default
                 entry["panels"].append(panel)
-            entry["errors"] += [e["message"] for e in driver.get_log("browser")
-                                if e["level"] == "SEVERE" and "favicon.ico" not in e["message"]]
+            entry["errors"] += _errors(driver)
             static = html_dir / "_static" / "bokeh"
             entry["bytes"] = {"bokehjs": sum(f.stat().st_size for f in static.glob("*.js")) if static.is_dir() else 0,
                               "page_html": len(text.encode())}

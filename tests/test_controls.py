@@ -106,3 +106,105 @@ def test_chromium_moves_each_control_and_names_the_one_that_drives_nothing(tmp_p
     assert check_controls.problems_of(report, min_panels=6, min_pages=4)[-1] == (
         "the book has 2 control panel(s) on 1 page(s); at least 6 on 4 pages are asked for")
     assert report["pages"]["index.html"]["errors"] == []
+
+
+# ----------------------------------------------------------------------------- the book's panels (aot_lib.book.panels)
+# Each panel's states are checked against the package function that the panel claims to show, computed here apart.
+
+def test_the_admm_panel_shows_admm_iterations_at_each_setting_and_refuses_none_silently():
+    import torch
+
+    from aot_lib.book import panels
+    from aot_lib.theory.admm import admm_iterations, mixture_of_subspaces
+
+    Z0, U, labels = mixture_of_subspaces(d=6, p=2, K=2, n_per=4, noise=0.1, basis="coordinate", nonnegative=True,
+                                         generator=torch.Generator().manual_seed(0))
+    panel = panels.admm_panel(Z0, U, labels, iters=3, eta=(0.2, 0.4), gamma=(1.0, 2.0), rho=(1.0,), lambd=(0.1,),
+                              defaults=(0.2, 1.0, 1.0, 0.1))
+    h = admm_iterations(Z0, U, iters=3, gradient="mssa", labels=labels, eta=0.2, gamma=2.0, rho=1.0, lambd=0.1)
+    # state "0,1,0,0": eta 0.2, gamma 2.0; values rounded to 5 significant digits (the page's JSON)
+    assert panel.states["0,1,0,0"]["mssa"]["zeros"] == [float(f"{v:.5g}") for v in h.sparsity]
+    # eta 0.4 with gamma 2.0, rho 1.0: eta*(gamma+rho) = 1.2, no iteration, and the note says why
+    bad = panel.states["1,1,0,0"]
+    assert bad["exact"]["align"] == [None] * 4
+    assert "<b>η(γ+ρ) = 1.20 ≥ 1:</b>" in bad["note"]
+
+
+def test_the_spectrum_panel_reads_theorem_1s_functions_and_its_ratio_tends_to_the_limit():
+    import torch
+
+    from aot_lib.book import panels
+    from aot_lib.objectives.sigreg import sample_directions
+    from aot_lib.theory import theorem1
+
+    dirs = sample_directions(4, 4000, seed=1, dtype=torch.float64)
+    panel = panels.spectrum_panel(4, 0.5, dirs, distances=(0.01, 0.5), default=0.5)
+    sigma = torch.diag(torch.as_tensor(panels._spectrum(panels.SPECTRUM_SHAPES[1], 0.5, 4), dtype=torch.float64))
+    here = panel.states["1,1"]["here"]
+    assert here["gap"] == [float(f"{float(theorem1.rate_gap(sigma, 0.5)):.5g}")]
+    assert here["sigreg"] == [float(f"{float(theorem1.population_sigreg(sigma, dirs)):.5g}")]
+    assert abs(float(sigma.diagonal().sum()) - 4) < 1e-12  # on the trace-d set
+    # near I the population ratio is the limit up to the directions' Monte Carlo error (4,000 directions: ~2 %)
+    near = panel.states["1,0"]["here"]
+    ratio = near["sigreg"][0] / near["gap"][0] / theorem1.limit_ratio(4, 0.5)
+    assert abs(ratio - 1) < 0.1
+
+
+def test_the_size_panel_extends_depth_1_and_2_counts_exactly_to_any_depth():
+    import aot_lib
+    from aot_lib.book import panels
+
+    panel = panels.size_panel({"aot_admm": "AoT-ADMM", "crate": "CRATE"}, scales=("tiny",), depths=(1, 2, 3),
+                              default_depth=3)
+    state = panel.states["0,1,2"]  # tiny, ImageNet setting, depth 3
+    m = aot_lib.create_model("crate_tiny", depth=3, num_classes=0, img_size=128, patch_size=16)
+    assert state["bars"]["params"][1] == float(f"{aot_lib.count_params(m) / 1e6:.5g}")
+    assert state["bars"]["flops"][1] == float(f"{aot_lib.count_flops(m) / 1e9:.5g}")
+
+
+def test_the_margin_panel_gives_statss_verdict_at_every_margin():
+    from types import SimpleNamespace
+
+    from aot_lib.book import panels, stats
+
+    d = stats.paired_difference({0: 50.0, 1: 51.0, 2: 50.4}, {0: 49.0, 1: 49.5, 2: 49.8})  # +1.03, CI about ±1.3
+    rows = [{"claim": SimpleNamespace(claim="parity", key="t1_x"), "diff": d, "margin": 1.5},
+            {"claim": SimpleNamespace(claim="better", key="t3_x"), "diff": d, "margin": None}]
+    panel = panels.margin_panel(rows, margins=(0.5, 1.5, 2.5), default=1.5)
+    for i, m in enumerate((0.5, 1.5, 2.5)):
+        assert f"<td>{stats.verdict(d, 'parity', m)}</td>" in panel.states[str(i)]["table"]
+    assert stats.verdict(d, "parity", 2.5) == "reproduced" and stats.verdict(d, "parity", 0.5) != "reproduced"
+    assert panel.states["0"]["claims"]["key"] == ["t1_x"]  # the better-claim has no margin to move
+    with pytest.raises(ValueError) as e:
+        panels.margin_panel(rows[1:])
+    assert str(e.value) == "no parity claim has two seeds yet: nothing for the margin to move"
+
+
+def test_the_attention_panel_shows_the_chosen_layer_and_head_with_the_first_patch_row_on_top():
+    import torch
+
+    from aot_lib.book import panels
+
+    att = torch.arange(2 * 1 * 2 * 4, dtype=torch.float32).reshape(2, 1, 2, 4)  # (L, B, K, N-1), a 2x2 grid
+    panel = panels.attention_panel({"trained": att, "at initialisation": att * 0}, grid=(2, 2), n_images=1)
+    heads = ["mean of the heads", "head 1", "head 2"]
+    layer2_head2 = att[1, 0, 1].reshape(2, 2)  # patches 12, 13 (row 1) and 14, 15 (row 2)
+    # images travel as float32 arrays (BokehJS draws typed arrays only); these values are exact in float32
+    assert [a.tolist() for a in panel.states[f"0,1,{heads.index('head 2')}"]["img0"]["image"]] == [
+        layer2_head2.flip(0).tolist()]
+    assert [a.tolist() for a in panel.states["0,0,0"]["img0"]["image"]] == [
+        att[0, 0].mean(0).reshape(2, 2).flip(0).tolist()]
+
+
+def test_the_curves_panel_shows_every_run_of_the_chosen_family():
+    from aot_lib.book import panels
+
+    curves = {("A", "seed 0"): {"step": [0, 10], "loss": [2.0, 1.0], "pred": [1.5, 0.8], "sigreg": [5.0, 2.0]},
+              ("A", "seed 1"): {"step": [0, 10], "loss": [2.1, 1.1], "pred": [1.6, 0.9], "sigreg": [5.1, 2.1]},
+              ("B", "seed 0"): {"step": [0, 10], "loss": [3.0, 2.0], "pred": [2.5, 1.8], "sigreg": [6.0, 3.0]}}
+    panel = panels.curves_panel(curves)
+    quantities = list(panels.QUANTITIES)
+    a_sigreg = panel.states[f"0,{quantities.index('SIGReg statistic')}"]["lines"]
+    assert a_sigreg["ys"] == [[5.0, 2.0], [5.1, 2.1]] and a_sigreg["label"] == ["seed 0", "seed 1"]
+    b_loss = panel.states["1,0"]["lines"]  # B has one run: the second line is empty, so the lines' count is fixed
+    assert b_loss["ys"] == [[3.0, 2.0], [None]] and b_loss["label"] == ["seed 0", ""]

@@ -162,17 +162,18 @@ def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, An
 
 
 def _plain(x):
-    """Columns as JSON-able lists of floats rounded to 5 significant digits (the page weight of a grid)."""
-    try:
-        import numpy as np
+    """A column as JSON-able lists: floats rounded to 5 significant digits (the page weight of a grid), NaN as
+    None (a gap in a line); strings, and ragged lists already made plain, as they are; a column of 2-D images as
+    float32 arrays (Bokeh sends them as typed arrays)."""
+    import numpy as np
 
-        arr = np.asarray(x)
-        if arr.dtype.kind == "f":
-            return [None if not np.isfinite(v) else float(f"{v:.5g}") for v in arr.ravel().tolist()] \
-                if arr.ndim == 1 else [[float(f"{v:.5g}") for v in r] for r in arr.tolist()]
-        return arr.tolist()
-    except Exception:  # pragma: no cover - not array-like
-        return list(x)
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):  # strings, or a ragged list of lists
+        return [v.tolist() if hasattr(v, "tolist") else v for v in x]
+    if arr.ndim == 3:  # a column of images: BokehJS draws an image from a typed array only (not nested lists)
+        return [np.asarray(a, dtype=np.float32) for a in arr]
+    return np.vectorize(lambda v: float(f"{v:.5g}") if np.isfinite(v) else None, otypes=[object])(arr).tolist()
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:
@@ -212,4 +213,4 @@ def setup(app):
 
 
 def _json_size(panel: Panel) -> int:  # page weight of a panel's states, for the benchmarks and the closing note
-    return len(json.dumps(panel.states, separators=(",", ":")))
+    return len(json.dumps(panel.states, separators=(",", ":"), default=lambda a: a.tolist()))

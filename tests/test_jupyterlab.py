@@ -1,0 +1,49 @@
+"""Opening, running and saving a chapter in JupyterLab leaves it byte for byte as committed (issue 38).
+
+JupyterLab reads and writes the chapters' ``.py`` files through jupytext's contents manager. Each chapter is opened
+through that manager, given what JupyterLab gives a notebook while it runs (the running kernel's ``kernelspec`` and
+``language_info``, outputs, execution counts, per-cell execution timing and trust), saved back, and compared with
+the file on disk. Before the headers were pinned, a save added ``jupytext_version`` and ``format_version`` and
+rewrote the kernel's display name, so ``git status`` turned dirty and the chapter's run record said ``+dirty``.
+"""
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jupyter_server", reason="needs jupyter_server (pip install -e '.[dev]'): jupytext's contents "
+                                             "manager, the one JupyterLab uses, builds on it")
+from jupyter_server.services.contents.largefilemanager import LargeFileManager  # noqa: E402
+from jupytext.sync_contentsmanager import build_sync_jupytext_contents_manager_class  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+
+# What JupyterLab 4 sets on a notebook once ipykernel's python3 kernel has started (kernel_info_reply).
+RUNNING_KERNEL = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                      "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                      "pygments_lexer": "ipython3", "version": "3.11.2"},
+}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_a_chapter_saved_from_jupyterlab_after_a_run_is_unchanged(chapter, tmp_path):
+    shutil.copyfile(chapter, tmp_path / chapter.name)
+    manager = build_sync_jupytext_contents_manager_class(LargeFileManager)(root_dir=str(tmp_path))
+    nb = manager.get(chapter.name, content=True, type="notebook")["content"]
+    nb.metadata.update(RUNNING_KERNEL)
+    for count, cell in enumerate(nb.cells, 1):
+        cell.metadata["trusted"] = True
+        if cell.cell_type == "code":
+            cell.execution_count = count
+            cell.outputs = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]
+            cell.metadata["execution"] = {"iopub.execute_input": "2026-11-26T17:00:00.000000Z",
+                                          "shell.execute_reply": "2026-11-26T17:00:01.000000Z"}
+    manager.save({"type": "notebook", "format": "json", "content": nb}, chapter.name)
+    saved = (tmp_path / chapter.name).read_bytes()
+    assert saved == chapter.read_bytes(), (
+        f"{chapter.name} changed on save from JupyterLab: pin the header field jupytext rewrites "
+        f"(compare the file in {tmp_path})")
+
