@@ -41,6 +41,8 @@ PHONE_WIDTH = 420
 MIN_FONT_PX = 11  # smaller text is not readable on a phone without zooming
 # A figure's 9 pt text is 12.5 px at 100 dpi; shown at 90 % it stays above MIN_FONT_PX.
 MIN_FIGURE_SCALE = 0.9
+# On a phone a 9-pt label shrunk below 0.6 is under 7.5 px: a figure shown smaller must open full size on a tap.
+PHONE_FIGURE_SCALE = 0.6
 MAX_HEADER_LINES = 4  # a taller header leaves a blank gap above the short headers beside it
 HEIGHT = 900
 #: Pages with no content tables of their own (Sphinx's index and search pages).
@@ -95,6 +97,8 @@ article.querySelectorAll('img').forEach((img, i) => {
     caption: (fig?.querySelector('.caption-text')?.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 120),
     drawn_width: img.naturalWidth,
     shown_width: Math.round(img.getBoundingClientRect().width),
+    // a tap opens the image itself at full size (aot_lib.book.wide_cells.link_images)
+    enlarge: (img.closest('a')?.getAttribute('href') || '') === (img.getAttribute('src') || '-'),
   });
 });
 // as JSON: a NaN (a header without a line height) would otherwise fail the whole page's result
@@ -105,6 +109,39 @@ return JSON.stringify({
   viewport_width: document.documentElement.clientWidth,
   article_width: Math.round(article.clientWidth),
 });
+"""
+
+# At 1280 px: scroll each table and figure to a quarter of the window's height, let the theme react (it collapses
+# the contents column to its title while a full-width cell is in view, sphinx-book-theme's own rule), and
+# measure how far the element is drawn into the contents column's box: the pixels a reader sees covered.
+COVER_JS = r"""
+const done = arguments[arguments.length - 1];
+const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+const side = document.querySelector('.bd-sidebar-secondary');
+const items = [...article.querySelectorAll('table')].filter(t => !t.closest('.MathJax, mjx-container'))
+  .map((t, i) => ['table', i, t.closest('.aot-table-wrap') || t]);
+article.querySelectorAll('img').forEach(img => {
+  if (!img.closest('.MathJax, mjx-container')) items.push(['figure', items.filter(x => x[0] === 'figure').length,
+                                                           img.closest('figure') || img]);
+});
+const wait = ms => new Promise(r => setTimeout(r, ms));
+(async () => {
+  const out = [];
+  for (const [kind, index, el] of items) {
+    window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - window.innerHeight / 4);
+    await wait(650);  // the theme's observer, then its 0.4 s collapse
+    let over = 0;
+    if (side && getComputedStyle(side).display !== 'none' && side.getBoundingClientRect().width > 0) {
+      const a = el.getBoundingClientRect(), b = side.getBoundingClientRect();
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+      const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      over = (w > 0 && h > 0) ? Math.round(w) : 0;
+    }
+    out.push({kind, index, over_contents_px: over});
+  }
+  window.scrollTo(0, 0);
+  done(JSON.stringify(out));
+})();
 """
 
 # MathJax typesets after load; measure when it is done (the headers' math changes their width).
@@ -121,6 +158,9 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
     out = []
     for t in measured["tables"]:
         what = f"{page} at {width} px: table {t['index'] + 1}" + (f" ({t['title'][:60]})" if t["title"] else "")
+        if t.get("over_contents_px", 0) > 0:
+            out.append(f"{what} is drawn {t['over_contents_px']} px into the contents column: tag its cell "
+                       "full-width (the theme then folds the column away while it is in view)")
         if width != PHONE_WIDTH and t["overflow"] > 1:
             out.append(f"{what} is {t['table_width']} px wide in a {t['box_width']} px box: "
                        f"{t['overflow']} px need sideways scrolling")
@@ -134,9 +174,19 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
                            "a blank gap above the other columns")
     for fig in measured.get("figures", []):
         if width == PHONE_WIDTH:
-            continue  # a phone shows every figure shrunk to the page; the page itself must not scroll (below)
+            # a phone shows a figure shrunk to the page; shrunk past PHONE_FIGURE_SCALE its labels are unreadable
+            # unless a tap opens it at full size
+            shown = fig["shown_width"] / fig["drawn_width"] if fig["drawn_width"] else 1
+            if shown < PHONE_FIGURE_SCALE and not fig.get("enlarge"):
+                out.append(f"{page} at {width} px: {fig['number'] or 'image ' + str(fig['index'] + 1)} is shown at "
+                           f"{shown:.0%} of its size with no tap to enlarge: link the image to itself "
+                           "(aot_lib.book.wide_cells)")
+            continue
         what = f"{page} at {width} px: " + (f"{fig['number']} ({fig['caption'][:50]})" if fig["number"]
                                             else f"image {fig['index'] + 1} ({fig['src']})")
+        if fig.get("over_contents_px", 0) > 0:
+            out.append(f"{what} is drawn {fig['over_contents_px']} px into the contents column: tag its cell "
+                       "full-width (the theme then folds the column away while it is in view)")
         if not (fig["number"] and fig["caption"]):
             out.append(f"{what} is not a numbered, captioned figure: give its cell mystnb.figure metadata "
                        "(caption and name)")
@@ -195,7 +245,7 @@ def measure(html_dir: Path, widths=WIDTHS, screenshots: Path | None = None, page
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     result: dict = {}
     try:
-        driver.set_script_timeout(60)
+        driver.set_script_timeout(600)  # COVER_JS scrolls to every table and figure of a page in turn
         for width in widths:
             # the viewport itself, not the window: the page lays out for exactly this many CSS pixels
             driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
@@ -205,6 +255,12 @@ def measure(html_dir: Path, widths=WIDTHS, screenshots: Path | None = None, page
                 driver.get(base + page)
                 driver.execute_async_script(WAIT_JS)
                 result.setdefault(page, {})[width] = json.loads(driver.execute_script(MEASURE_JS))
+                if width != PHONE_WIDTH:
+                    covered = json.loads(driver.execute_async_script(COVER_JS))
+                    m = result[page][width]
+                    for c in covered:
+                        m["tables" if c["kind"] == "table" else "figures"][c["index"]]["over_contents_px"] = \
+                            c["over_contents_px"]
                 if screenshots is not None:
                     shot = screenshots / f"{page.replace('/', '_').removesuffix('.html')}_{width}.png"
                     shot.parent.mkdir(parents=True, exist_ok=True)

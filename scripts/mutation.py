@@ -3,7 +3,7 @@
     .venv/bin/pip install -e ".[mutation]"
     nice -n 19 .venv/bin/python scripts/mutation.py layers            # one module
     nice -n 19 .venv/bin/python scripts/mutation.py core pipeline     # the recorded sets
-    nice -n 19 .venv/bin/python scripts/mutation.py layers --workdir /tmp/mut --rerun   # survivors only, after new tests
+    nice -n 19 .venv/bin/python scripts/mutation.py layers --workdir ../mut --rerun   # survivors only, after new tests
     .venv/bin/python scripts/mutation.py --summary                    # rebuild summary.md from the JSON files
     nice -n 19 .venv/bin/python scripts/mutation.py --planted         # the bugs of issue #11, planted one by one
 

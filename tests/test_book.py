@@ -72,8 +72,8 @@ def test_chapters_and_sections_are_numbered():
 
 def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     """The download menu of sphinx-book-theme offers ``_sources/<page>.ipynb`` when the page context names it;
-    the extension copies myst-nb's executed notebook (outputs included) there. A page that was not executed
-    keeps its source download only."""
+    the extension copies myst-nb's executed notebook (outputs included) there, named by the chapter's number in
+    the book (05_training is chapter 6). A page that was not executed keeps its source download only."""
     from types import SimpleNamespace
 
     from aot_lib.book.ipynb_download import offer_executed_notebook
@@ -83,11 +83,13 @@ def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     executed = tmp_path / "jupyter_execute" / "notebooks" / "05_training.ipynb"
     executed.parent.mkdir(parents=True)
     executed.write_text('{"cells": [{"outputs": ["executed"]}]}')
-    app = SimpleNamespace(outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"))
+    numbers = {"notebooks/05_training": {"": (6,), "#sec-views": (6, 1)}}  # Sphinx's env.toc_secnumbers
+    app = SimpleNamespace(outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"),
+                          env=SimpleNamespace(toc_secnumbers=numbers))
     context: dict = {}
     offer_executed_notebook(app, "notebooks/05_training", "page.html", context, None)
-    assert context == {"ipynb_source": "notebooks/05_training.ipynb"}
-    copied = tmp_path / "html" / "_sources" / "notebooks" / "05_training.ipynb"
+    assert context == {"ipynb_source": "notebooks/06_training.ipynb"}
+    copied = tmp_path / "html" / "_sources" / "notebooks" / "06_training.ipynb"
     assert copied.read_text() == '{"cells": [{"outputs": ["executed"]}]}'
     intro: dict = {}
     offer_executed_notebook(app, "intro", "page.html", intro, None)

@@ -64,12 +64,21 @@ def test_a_figure_must_be_numbered_captioned_and_shown_at_the_size_it_was_drawn(
         "(61%): draw it at most FIGURE_WIDTH_IN wide (aot_lib.book.plotting)",
         "ch.html at 1280 px: image 3 (cd34.png) is not a numbered, captioned figure: give its cell "
         "mystnb.figure metadata (caption and name)"]
-    # 90 % of the drawn width is still readable (9 pt text at 100 dpi stays above 11 px); on a phone every
-    # figure shrinks to the page, which is not a problem
+    # 90 % of the drawn width is still readable (9 pt text at 100 dpi stays above 11 px)
     page["figures"] = [_figure(shown_width=810)]
     assert check_tables.problems_of("ch.html", 1280, page) == []
-    page["figures"] = [_figure(shown_width=380, drawn_width=1540)]
-    assert check_tables.problems_of("ch.html", 420, _page([], 420, 420) | {"figures": page["figures"]}) == []
+    # on a phone a figure shrinks to the page: under 60 % it must open full size on a tap
+    phone = _page([], 420, 420) | {"figures": [_figure(shown_width=380, enlarge=False),
+                                               _figure(index=1, shown_width=380, enlarge=True),
+                                               _figure(index=2, shown_width=560, enlarge=False)]}
+    assert check_tables.problems_of("ch.html", 420, phone) == [
+        "ch.html at 420 px: Fig. 3.1 is shown at 42% of its size with no tap to enlarge: link the image to "
+        "itself (aot_lib.book.wide_cells)"]
+    # at 1280 px a figure or table drawn into the contents column is named
+    page["figures"] = [_figure(over_contents_px=186)]
+    assert check_tables.problems_of("ch.html", 1280, page) == [
+        "ch.html at 1280 px: Fig. 3.1 (The three ADMM runs) is drawn 186 px into the contents column: tag its "
+        "cell full-width (the theme then folds the column away while it is in view)"]
 
 
 # ----------------------------------------------------------------------------- in Chromium
@@ -181,3 +190,31 @@ def test_the_book_css_shows_a_figure_drawn_for_the_page_at_full_size(tmp_path):
     assert "is drawn 1540 px wide but shown at 936 px (61%)" in problem
     assert [f["shown_width"] for f in measured[420]["figures"]] == [420 - 32] * 2
     assert check_tables.problems_of("index.html", 420, measured[420]) == []
+
+
+def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_width_cell():
+    """aot_lib.book.wide_cells: the theme folds its contents column away while a full-width cell is in view; a cell
+    with a table or an image drawn wider than 688 px gets the tag, a cell with a narrow image or plain text not."""
+    from aot_lib.book.wide_cells import widen_cells
+
+    widths = {"../_images/wide.png": 900, "../_images/narrow.png": 500}
+    body = ('<div class="cell tag_hide-input docutils container"><div class="aot-table-wrap"><table></table></div>'
+            '</div><div class="cell docutils container"><div class="cell_output docutils container"><figure>'
+            '<img alt="x" src="../_images/wide.png"/></figure></div></div><div class="cell docutils container"><img src="../_images/narrow.png"/></div>'
+            '<div class="cell docutils container"><pre>text</pre></div>')
+    got = widen_cells(body, lambda src: widths.get(src, 0))
+    assert [c.split('"')[1] for c in got.split('<div class=')[1:] if c.startswith('"cell')] == [
+        "cell tag_full-width tag_hide-input docutils container", "cell tag_full-width docutils container",
+        "cell_output docutils container", "cell docutils container", "cell docutils container"]
+    assert widen_cells(got, lambda src: widths.get(src, 0)) == got  # tagged once
+
+
+def test_every_figure_image_opens_at_full_size_on_a_tap():
+    from aot_lib.book.wide_cells import link_images
+
+    body = ('<figure class="align-default" id="fig-a">\n<img alt="../_images/a.png" src="../_images/a.png" />\n'
+            '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')
+    assert link_images(body) == (
+        '<figure class="align-default" id="fig-a">\n<a class="aot-enlarge" href="../_images/a.png" title="open '
+        'the figure at full size"><img alt="../_images/a.png" src="../_images/a.png" /></a>\n'
+        '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')

@@ -10,7 +10,7 @@ import torch
 from aot_lib import create_model, train
 from aot_lib.training.config import ConfigError
 from aot_lib.models.layers import MSSA
-from aot_lib.training.monitors import audit_layers, cls_attention, rankme, theorem1_terms
+from aot_lib.training.monitors import audit_layers, cls_attention, patch_pca, rankme, theorem1_terms
 from helpers import free_port, make_imagefolder, tiny_config
 
 F64 = dict(rtol=1e-10, atol=1e-12)  # float64 references computed another way: agreement to rounding
@@ -188,6 +188,11 @@ def test_audit_of_aot_admm_by_hand():
         assert row["zeros"] == pytest.approx((v == 0).sum().item() / v.numel(), abs=0) and 0 < row["zeros"] < 1
         assert row["l1"] == pytest.approx(v.abs().sum().item() / v.numel(), rel=1e-12)
         assert row["primal"] == pytest.approx(((s_out.z - v).norm() / s_out.z.norm()).item(), rel=1e-12)
+        # effective rank of the layer's output Z, all tokens as rows, centred: numpy's singular values
+        zz = s_out.z.detach().reshape(-1, 16).numpy()
+        sv = np.linalg.svd(zz - zz.mean(0), compute_uv=False)
+        p = sv / sv.sum() + 1e-7
+        assert row["erank"] == pytest.approx(float(np.exp(-(p * np.log(p)).sum())), rel=1e-10)
         a, b, c = torch.softmax(blk.coef_logits.detach(), 0).tolist()
         assert (row["a"], row["b"], row["c"]) == pytest.approx((a, b, c), rel=1e-12)
         assert (row["a0"], row["b0"], row["c0"]) == pytest.approx((1 - 0.2 - 0.4, 0.2, 0.4), rel=1e-12)
@@ -472,3 +477,29 @@ def test_audit_with_orthonormal_bases_changes_only_the_rates():
         z = states[i].z.double()
         z = z * torch.rsqrt(z.square().mean(-1, keepdim=True))
         assert o["rc_in"] == pytest.approx(float(subspace_coding_rate(z.transpose(-1, -2), U.detach()).mean()), rel=1e-12)
+
+
+def test_patch_pca_matches_numpys_eigendecomposition_and_signs_the_border_low():
+    torch.manual_seed(0)
+    enc = create_model("crate_tiny", img_size=16, patch_size=4, embed_dim=16, num_heads=2, depth=2).double()
+    x = torch.randn(5, 3, 16, 16, dtype=torch.float64)
+    scores, explained = patch_pca(enc, x, n_components=3)
+    with torch.no_grad():
+        tokens = enc.forward_tokens(x)[:, 1:].reshape(-1, 16).numpy()  # 5 images x 16 patches
+    centred = tokens - tokens.mean(0)
+    evals, evecs = np.linalg.eigh(centred.T @ centred)  # ascending
+    top = evecs[:, ::-1][:, :3]
+    ref = (centred @ top).reshape(5, 16, 3)
+    # the same components up to sign (a component's sign is the function's choice, checked next)
+    for k in range(3):
+        got = scores[..., k].numpy()
+        assert min(np.abs(got - ref[..., k]).max(), np.abs(got + ref[..., k]).max()) < 1e-9
+    assert explained.numpy() == pytest.approx(evals[::-1][:3] / evals.sum(), rel=1e-9)
+    border = np.ones((4, 4), bool)
+    border[1:-1, 1:-1] = False
+    got = scores.numpy()
+    assert (got[:, border.flatten()].mean((0, 1)) < got[:, ~border.flatten()].mean((0, 1))).all()
+    vit = create_model("crate_tiny", img_size=12, patch_size=4, embed_dim=16, num_heads=2, depth=1)
+    with pytest.raises(ValueError) as e:
+        patch_pca(vit, torch.randn(1, 3, 12, 8))
+    assert str(e.value) == "patch_pca needs a square grid of patches, got 6 patch tokens"

@@ -7,10 +7,11 @@ This copies the executed notebook there and names it. ``_config.yml`` lists it i
 """
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
-__all__ = ["offer_executed_notebook", "setup"]
+__all__ = ["offer_executed_notebook", "download_name", "setup"]
 
 #: Where myst-nb writes executed notebooks, beside the HTML folder (``myst_nb.sphinx_ext.OUTPUT_FOLDER``).
 EXECUTED = "jupyter_execute"
@@ -22,10 +23,21 @@ def offer_executed_notebook(app, pagename: str, templatename: str, context: dict
     executed = Path(app.outdir).parent / EXECUTED / f"{pagename}.ipynb"
     if app.builder.format != "html" or not executed.is_file():
         return
-    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    name = download_name(pagename, app.env.toc_secnumbers.get(pagename, {}).get("", ()))
+    target = Path(app.outdir) / "_sources" / name
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(executed, target)
-    context["ipynb_source"] = f"{pagename}.ipynb"
+    context["ipynb_source"] = name
+
+
+def download_name(pagename: str, number: tuple[int, ...]) -> str:
+    """The executed notebook's file name, numbered as the book numbers the chapter (``_toc.yml`` numbers them in
+    order, so ``notebooks/04a_lejepa_objective`` is chapter 5: ``notebooks/05_lejepa_objective.ipynb``); a page
+    without a number keeps its own name."""
+    folder, _, stem = pagename.rpartition("/")
+    if number:
+        stem = f"{number[0]:02d}_" + re.sub(r"^\d+[a-z]?_", "", stem)
+    return f"{folder}/{stem}.ipynb" if folder else f"{stem}.ipynb"
 
 
 def setup(app):

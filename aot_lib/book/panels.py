@@ -277,9 +277,10 @@ def margin_panel(rows: Sequence[Mapping[str, Any]], margins=tuple(k / 4 for k in
 def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int], n_images: int = 4) -> Panel:
     """The class token's attention to the patches (:func:`aot_lib.training.monitors.cls_attention`, ``(L, B, K,
     N-1)`` per encoder name) of ``n_images`` images: one map per image for the chosen encoder, layer and head
-    (or the heads' mean), on one colour scale per encoder (its largest weight) with a colour bar."""
+    (or the heads' mean), on one logarithmic colour scale for all (from a quarter of uniform attention to the
+    largest weight, so a flat map and a peaked one both show their structure) with a colour bar."""
     from bokeh.layouts import row
-    from bokeh.models import ColorBar, LinearColorMapper
+    from bokeh.models import ColorBar, LogColorMapper
     from bokeh.palettes import Viridis256
 
     first = next(iter(attention.values()))
@@ -298,7 +299,8 @@ def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int]
         return {f"img{i}": {"image": [maps[i]]} for i in range(n_images)}
 
     def draw(t):
-        mapper = LinearColorMapper(palette=Viridis256, low=0, high=top)
+        n_patches = grid[0] * grid[1]
+        mapper = LogColorMapper(palette=Viridis256, low=0.25 / n_patches, high=top)
         figs = []
         for i in range(n_images):
             last = i == n_images - 1  # the colour bar sits right of the last map
@@ -308,7 +310,7 @@ def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int]
             f.axis.visible = False
             f.grid.visible = False
             if last:
-                f.add_layout(ColorBar(color_mapper=mapper, title="weight", width=12), "right")
+                f.add_layout(ColorBar(color_mapper=mapper, title="weight (log scale)", width=12), "right")
             figs.append(f)
         return row(*figs, styles={"flex-wrap": "wrap"}, sizing_mode="stretch_width")
 

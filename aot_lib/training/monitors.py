@@ -24,6 +24,8 @@ batch is the same everywhere, so collective operations inside agree) and leave i
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import torch
@@ -36,7 +38,7 @@ from ..objectives.sigreg import epps_pulley, sample_directions
 from ..theory.theorem1 import cw_quadrature, rate_gap
 from .evaluation import extract_features, knn_probe, stratified_split
 
-__all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "StepContext",
+__all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "patch_pca", "StepContext",
            "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "orthonormal_bases",
            "knn_monitor_split", "build_monitors"]
 
@@ -104,6 +106,8 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
       ``U^l``: the subspaces alone, as Eq. (6) assumes. For AoT-ADMM the state is ``Z`` (Algorithm 1), elsewhere the tokens.
     * ``zeros``: fraction of exact zeros of the pooled state (AoT-ADMM's ``V^l``; CRATE's ISTA output);
       ``l1``: its mean absolute entry (``||V^l||_1`` per entry).
+    * ``erank``: the effective rank (:func:`rankme`) of the layer's output tokens, all images' tokens as rows,
+      centred: how many directions of ``R^d`` the tokens spread over (compression lowers it).
     * AoT-ADMM only: ``primal`` = ``||Z^l - V^l||_F / ||Z^l||_F``, the coefficients ``a, b, c`` and their
       initial values ``a0, b0, c0``, and ``tau_mean / tau_min / tau_max`` against ``tau0 = lambda / rho``.
     """
@@ -129,7 +133,8 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
         else:
             z_in, z_out, v = before.tokens, after.tokens, after.tokens
         row = {"rc_in": _rate(z_in, U, eps), "rc_out": _rate(z_out, U, eps),
-               "zeros": float((v == 0).double().mean()), "l1": float(v.abs().double().mean())}
+               "zeros": float((v == 0).double().mean()), "l1": float(v.abs().double().mean()),
+               "erank": rankme(z_out.reshape(-1, z_out.shape[-1]) - z_out.reshape(-1, z_out.shape[-1]).mean(0))}
         if isinstance(block, ADMMLayer):
             a, b, c = block.coefficients().tolist()
             a0, b0, c0 = admm_coefficients(block.eta, block.gamma, block.rho)
@@ -139,6 +144,35 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
                        tau_max=float(tau.max()), tau0=block.lambd / block.rho)
         rows.append(row)
     return rows
+
+
+@torch.no_grad()
+def patch_pca(encoder: nn.Module, images: torch.Tensor, n_components: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    """PCA of the final patch tokens (the class token left out) of ``images``, fitted over all their patches:
+    ``(scores, explained)``, ``scores`` ``(B, N - 1, n_components)`` and ``explained`` the fraction of the
+    patches' variance each component carries. A component's sign is arbitrary; each is signed so that the
+    patches on the image border score lower on average than the others (objects tend to sit inside the frame),
+    which makes the first component read "foreground" where the encoder separates one."""
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        tokens = encoder.forward_tokens(images)[:, 1:].double()
+    finally:
+        encoder.train(was_training)
+    b, n, d = tokens.shape
+    side = math.isqrt(n)
+    if side * side != n:
+        raise ValueError(f"patch_pca needs a square grid of patches, got {n} patch tokens")
+    x = tokens.reshape(-1, d)
+    x = x - x.mean(0)
+    _, s, vh = torch.linalg.svd(x, full_matrices=False)
+    scores = (x @ vh[:n_components].T).reshape(b, n, n_components)
+    border = torch.ones(side, side, dtype=torch.bool)
+    border[1:-1, 1:-1] = False
+    border = border.flatten()
+    flip = scores[:, border].mean((0, 1)) > scores[:, ~border].mean((0, 1))
+    scores[..., flip] *= -1
+    return scores, (s[:n_components] ** 2 / (s**2).sum())
 
 
 @torch.no_grad()
