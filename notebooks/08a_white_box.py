@@ -40,9 +40,9 @@ run_record_box(seed=0)
 # 4. **Patch features that separate the object.** A PCA of the patch tokens over many
 #    images should give a first component that marks foreground against background.
 #
-# The encoders are the recorded Imagenette runs: AoT-ADMM and CRATE are
-# {ref}`ch-transfer`'s Table 2 pretraining runs (each family's pick of the learning
-# rate), AoT was trained for this chapter with the same recipe and no tuning
+# The encoders are the recorded Imagenette runs: AoT-ADMM and CRATE are the Table 2
+# pretraining runs of {ref}`ch-transfer` (each family's pick of the learning rate), AoT
+# was trained for this chapter with the same recipe and no tuning
 # (`configs/cpu/whitebox/aot_imagenette.yaml`). All were pretrained with LeJEPA for 20
 # epochs on 3,000 images at 128 px, patch 16: an $8\times8$ grid of patches. That is a
 # small fraction of the paper's ImageNet pretraining, so a prediction that does not show
@@ -251,7 +251,10 @@ if images is not None:
     by = {r["family"]: r for r in summary}
     every_layer = [f for f, r in by.items() if r["lower_t"] == len(t)]
     sparse = {f: r["zeros_t"] for f, r in by.items()}
-    zeros_init = [r["zeros_i"] for r in by.values()]
+    # the families with a sparsifying step: zeros in their state already at init.
+    zeros_init = {f: r["zeros_i"] for f, r in by.items() if r["zeros_i"] > 0}
+    expanding = {s.label: [i + 1 for i, r in enumerate(audits[s.label, "trained"])
+                           if r["rc_out"] >= r["rc_in"]] for s in subjects}
     display(Markdown("\n".join([
         "* **Compression.** Trained, "
         + "; ".join(f"{f}: {r['lower_t']} of {len(t)} layers lower $R^c$ "
@@ -259,8 +262,9 @@ if images is not None:
         + ". "
         + ("Every layer compresses in " + ", ".join(every_layer) + "."
            if every_layer else
-           "In no family does every layer compress: the prediction holds for the "
-           "later layers, not for the first ones."),
+           "In no family does every layer compress; the trained layers that do not: "
+           + "; ".join(f"{f} {', '.join(map(str, ls))}" for f, ls in expanding.items())
+           + "."),
         "* **Sparsity.** Fraction of exact zeros in the last layer's sparse state: "
         + ", ".join(f"{f} {z:.2f}" for f, z in sparse.items())
         + ". Training "
@@ -269,14 +273,14 @@ if images is not None:
            else "moved it by 0.1 or more in "
            + ", ".join(f for f, r in by.items()
                        if abs(r["zeros_t"] - r["zeros_i"]) >= 0.1))
-        + f". At initialisation it is already {min(zeros_init):.2f}"
-        f"–{max(zeros_init):.2f}: a ReLU-type step zeroes the "
-        "negative part of roughly symmetric inputs before any training.",
-        "* **Attention.** "
-        + ", ".join(f"{label} {focus[label, 'trained'][-1]:.2f} trained against "
-                    f"{focus[label, 'initial'][-1]:.2f} at initialisation"
-                    for label in by)
-        + " of the attention on the top eighth of the patches (0.125 is uniform).",
+        + ". At initialisation it is already "
+        + ", ".join(f"{f} {z:.2f}" for f, z in zeros_init.items())
+        + ": a ReLU-type step zeroes the negative part of roughly symmetric inputs "
+        "before any training.",
+        "* **Attention.** The last layer's share of attention on the top eighth of "
+        "the patches (0.125 is uniform), trained against initialisation: "
+        + ", ".join(f"{label} {focus[label, 'trained'][-1]:.2f} against "
+                    f"{focus[label, 'initial'][-1]:.2f}" for label in by) + ".",
         "* **Patch features.** The first component carries "
         + ", ".join(f"{label} {pcas[label, 'trained'][1][0]:.2f}" for label in by)
         + " of the patch variance trained ("
