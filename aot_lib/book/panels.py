@@ -1,7 +1,7 @@
 """The book's control panels (:mod:`aot_lib.book.controls`): one function per panel, each computing its grid with
 the package's own functions when the chapter runs, so a chapter's cell is one call.
 
-* :func:`admm_panel` — chapter 3: η, γ, ρ, λ → the two ADMM iterations of the paper's Eq. (16);
+* :func:`admm_panel` — chapter 3: η, γ, ρ, λ → the two ADMM iterations, exact and MSSA (the paper's Eq. (18) in layer form);
 * :func:`spectrum_panel` — chapter 2: a covariance's spectrum → SIGReg against the coding-rate gap (Theorem 1);
 * :func:`size_panel` — chapter 4: depth, width and image setting → parameters and FLOPs of each family;
 * :func:`margin_panel` — chapter 1: the parity margin → every parity verdict;
