@@ -187,10 +187,10 @@ for r in rows:
         one_sided=r["noninferiority"] and r["noninferiority"] + late))
 display(Table(
     glance,
-    [Col("claim", "comparison (A − B, points)"),
-     Col("paper", "paper", "+.2f", paper=True),
-     Col("ours"), Col("interval", "95 % CI"), Col("seeds"), Col("verdict"),
-     Col("ahead", "ahead (CI excludes 0)"),
+    # the verdict first after the claim: on a phone it shows before any scroll
+    [Col("claim", "comparison (A − B, points)"), Col("verdict"),
+     Col("ahead", "ahead (CI excludes 0)"), Col("ours"), Col("interval", "95 % CI"),
+     Col("paper", "paper", "+.2f", paper=True), Col("seeds"),
      Col("one_sided", "as non-inferiority"), Col("chapter", "where")],
     caption="The paper's claims at CPU scale: A − B in top-1 points",
     notes=["Parity claims are judged as the analysis plan (results/cpu/plan.yaml) "

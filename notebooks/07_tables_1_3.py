@@ -160,16 +160,17 @@ def cell_row(fam: str, data: str) -> dict:
     )
 
 
+# the result and the paper's beside it first: on a phone they show before any scroll
 COLS = [
     Col("model"),
+    Col("linear", "linear top-1 (%), mean ± std"),
+    Col("paper", "linear top-1 (%), Tiny", ".2f", paper=True),
     Col("data"),
     Col("seeds"),
     Col("params", "params (M)", ".2f"),
     Col("flops", "GFLOPs", ".3f"),
-    Col("linear", "linear top-1 (%), mean ± std"),
     Col("paper_params", "params (M), Tiny", ".2f", paper=True),
     Col("paper_flops", "GFLOPs, Tiny", ".2f", paper=True),
-    Col("paper", "linear top-1 (%), Tiny", ".2f", paper=True),
 ]
 display(
     Table(

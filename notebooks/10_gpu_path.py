@@ -68,7 +68,8 @@ for f in sorted(PAPER.glob("*/*.yaml")):
                      after=needs.get(stage) or ""))
 Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command"),
              Col("after", "reads")],
-      caption="The paper's experiments, one command each (configs/paper/)")
+      caption="The paper's experiments, one command each (configs/paper/)",
+      phone="list")
 
 # %% [markdown]
 # (sec-gpu-many)=

@@ -65,7 +65,7 @@ article.querySelectorAll('table').forEach((t, i) => {
   const title = t.closest('.aot-table-wrap')?.querySelector('.aot-table-title')?.innerText
              || t.querySelector('caption')?.innerText || '';
   const heads = [...t.querySelectorAll('thead th')].map((h) => h.innerText.trim().replace(/\s+/g, ' '));
-  const first = t.querySelector('tr')?.cells[0];
+  const first = [...t.querySelectorAll('tr')].find(r => r.getClientRects().length)?.cells[0];  // a shown row
   const cell = t.querySelector('td') || t.querySelector('th');
   const boxRect = box.getBoundingClientRect();
   out.push({

@@ -106,6 +106,8 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
     from PIL import Image
 
     shutil.copy(ROOT / "book" / "_static" / "aot.css", folder / "aot.css")
+    from aot_lib.book.wide_cells import link_images
+
     outputs = "".join(f'<div class="output text_html">{t._repr_html_()}</div>' for t in tables)
     for i, width in enumerate(figures):
         Image.new("RGB", (width, 200), "white").save(folder / f"fig{i}.png")
@@ -113,6 +115,7 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
                     f'<img alt="" src="fig{i}.png" /><figcaption><p><span class="caption-number">Fig. 1.{i + 1} '
                     f'</span><span class="caption-text">{"A caption long enough to wrap. " * 12}</span></p>'
                     '</figcaption></figure></div>')
+    outputs = link_images(outputs)  # as the book's build does (aot_lib.book.wide_cells): a tap enlarges
     (folder / "index.html").write_text(
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -218,3 +221,24 @@ def test_every_figure_image_opens_at_full_size_on_a_tap():
         '<figure class="align-default" id="fig-a">\n<a class="aot-enlarge" href="../_images/a.png" title="open '
         'the figure at full size"><img alt="../_images/a.png" src="../_images/a.png" /></a>\n'
         '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')
+
+
+def test_on_a_phone_a_list_table_reads_as_labelled_lines_where_a_grid_would_scroll(tmp_path):
+    """Table(..., phone="list") (chapter 10's GPU commands): at 420 px each row becomes its cells one under the
+    other, labelled by their headers, so nothing scrolls sideways; the same rows as a grid need scrolling there.
+    At 1280 px both are the same grid."""
+    _needs_chromium()
+    rows = [("Table 1", f"paper_t1_run{i}", "aot_admm_tiny", "cifar10",
+             f"aot pretrain -c configs/paper/table1/run{i}.yaml && aot probe -c configs/paper/table1/run{i}.yaml",
+             "") for i in range(3)]
+    cols = [Col("table"), Col("run"), Col("model"), Col("data"), Col("command"), Col("after", "reads")]
+    _book_page(tmp_path, Table(rows, cols, caption="as a grid"), Table(rows, cols, caption="as a list", phone="list"))
+    measured = check_tables.measure(tmp_path)["index.html"]
+    grid, listed = measured[420]["tables"]
+    assert grid["overflow"] > 0 and listed["overflow"] == 0, measured[420]["tables"]
+    assert measured[420]["page_scroll_width"] == 420
+    assert measured[1280]["tables"][0]["table_width"] == measured[1280]["tables"][1]["table_width"]
+    with pytest.raises(ValueError) as e:
+        Table(rows, cols, phone="stack")
+    assert str(e.value) == ("phone must be 'scroll' (the table scrolls in its box) or 'list' (each row a list of "
+                            "labelled lines), got 'stack'")

@@ -112,7 +112,14 @@ class Table:
         columns: Sequence[Col | str],
         caption: str | None = None,
         notes: Sequence[str] | str = (),
+        phone: str = "scroll",
     ):
+        if phone not in ("scroll", "list"):
+            raise ValueError(f"phone must be 'scroll' (the table scrolls in its box) or 'list' (each row a list of "
+                             f"labelled lines), got {phone!r}")
+        #: On a phone: "scroll" keeps the grid and lets it scroll in its box; "list" shows each row as its cells
+        #: one under the other, each labelled with its header (a table of commands reads as a list).
+        self.phone = phone
         self.columns = [c if isinstance(c, Col) else Col(c) for c in columns]
         keys = [c.key for c in self.columns]
         self.rows: list[dict[str, Any]] = []
@@ -167,7 +174,7 @@ class Table:
         out = [f'<div class="aot-table-wrap{wide} tex2jax_process">']
         if self.caption:
             out.append(f'<p class="aot-table-title"><strong>{esc(self.caption)}</strong></p>')
-        out.append('<table class="aot-table">')
+        out.append('<table class="aot-table aot-table-list">' if self.phone == "list" else '<table class="aot-table">')
         if any(self.header(c) for c in self.columns):
             out.append("<thead><tr>")
             for c in self.columns:
@@ -180,7 +187,8 @@ class Table:
             out.append("<tr>")
             for c, text in zip(self.columns, cells):
                 style = f"text-align: {self._align(c)};" + (PAPER_STYLE if c.paper else "")
-                out.append(f'<td{self._classes(c)} style="{style}">{_breakable(text)}</td>')
+                label = f' data-label="{esc(self.header(c))}"' if self.phone == "list" else ""
+                out.append(f'<td{self._classes(c)}{label} style="{style}">{_breakable(text)}</td>')
             out.append("</tr>")
         out.append("</tbody></table>")
         for note in self.notes:
