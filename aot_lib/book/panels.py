@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from aot_lib.book.controls import Choice, Panel, html_table, lookup_panel
+from aot_lib.book.controls import Choice, Panel, _plain, html_table, lookup_panel
 
 __all__ = ["admm_panel", "spectrum_panel", "size_panel", "margin_panel", "attention_panel", "curves_panel",
            "COLOURS"]
@@ -337,7 +337,7 @@ def curves_panel(curves: Mapping[tuple[str, str], Mapping[str, Sequence[float]]]
         xs = [np.asarray(c["step"], float) for _, c in runs] + [np.asarray([math.nan])] * (width - len(runs))
         ys = [np.asarray(c[col], float) for _, c in runs] + [np.asarray([math.nan])] * (width - len(runs))
         labels = [run for run, _ in runs] + [""] * (width - len(runs))
-        return {"lines": {"xs": [_round(x) for x in xs], "ys": [_round(y) for y in ys], "label": labels,
+        return {"lines": {"xs": [_plain(x) for x in xs], "ys": [_plain(y) for y in ys], "label": labels,
                           "colour": [COLOURS[i % len(COLOURS)] for i in range(width)]}}
 
     def draw(t):
@@ -352,6 +352,3 @@ def curves_panel(curves: Mapping[tuple[str, str], Mapping[str, Sequence[float]]]
     return lookup_panel([Choice("family", "family", families, families[0]),
                          Choice("quantity", "quantity", list(QUANTITIES), list(QUANTITIES)[0])], state, draw)
 
-
-def _round(x: np.ndarray) -> list:
-    return [None if not np.isfinite(v) else float(f"{v:.5g}") for v in x.tolist()]

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 FIGURE_WIDTH_IN = 9.0
 
 __all__ = ["FIGURE_WIDTH_IN", "plot_claims_forest", "plot_admm_history", "draw_layer", "LAYER_DIAGRAMS", "plot_views", "plot_sigreg_scaling",
-           "plot_training_curves", "plot_monitors", "plot_cls_attention"]
+           "plot_training_curves", "plot_monitors", "plot_cls_attention", "show_image"]
 
 _PANELS = [
     ("objective", "$R^c(Z|U)+\\lambda\\|V\\|_1$", "log"),
@@ -119,17 +119,14 @@ def plot_views(images, views, mean, std, title: str | None = None, view_names=No
     (what :class:`aot_lib.data.augment.BatchedMultiCrop` returns); ``mean``/``std``: 3-tuples.
     """
     import matplotlib.pyplot as plt
-    import torch
 
     n, cols = images.shape[0], len(views) + 1
-    m = torch.tensor(mean).view(3, 1, 1)
-    s = torch.tensor(std).view(3, 1, 1)
     scale = min(scale, FIGURE_WIDTH_IN / cols)
     fig, axes = plt.subplots(n, cols, figsize=(scale * cols, scale * n + 0.5), squeeze=False)
     for i in range(n):
         axes[i, 0].imshow(images[i].permute(1, 2, 0))
         for v, view in enumerate(views):
-            axes[i, v + 1].imshow((view[i] * s + m).clamp(0, 1).permute(1, 2, 0))
+            show_image(axes[i, v + 1], view[i], mean, std)
     for ax in axes.flat:
         ax.axis("off")
     names = view_names or ["image"] + [f"view {k}" for k in range(1, cols)]
@@ -246,21 +243,27 @@ def plot_monitors(rows: list[Mapping[str, str]], limit: float | None = None, tit
     return fig
 
 
+def show_image(ax, image, mean, std) -> None:
+    """A normalised ``(3, H, W)`` image drawn as the encoder saw it (its normalisation undone)."""
+    import torch
+
+    m = torch.tensor(mean).view(3, 1, 1)
+    s = torch.tensor(std).view(3, 1, 1)
+    ax.imshow((image.cpu() * s + m).clamp(0, 1).permute(1, 2, 0).numpy())
+
+
 def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
     """Chapter 6: the class token's attention to the patches (``(L, B, K, N-1)`` from
     :func:`aot_lib.training.monitors.cls_attention`, averaged over heads), one row per image, one column per layer,
     beside the image."""
     import matplotlib.pyplot as plt
-    import torch
 
     att = attention.mean(2)  # (L, B, N-1)
     L, B = att.shape[:2]
     side = min(1.3, FIGURE_WIDTH_IN / (L + 1))
     fig, axes = plt.subplots(B, L + 1, figsize=(side * (L + 1), side * B), squeeze=False)
-    m = torch.tensor(mean).view(3, 1, 1)
-    s = torch.tensor(std).view(3, 1, 1)
     for b in range(B):
-        axes[b, 0].imshow((images[b].cpu() * s + m).clamp(0, 1).permute(1, 2, 0).numpy())
+        show_image(axes[b, 0], images[b], mean, std)
         for layer in range(L):
             axes[b, layer + 1].imshow(att[layer, b].reshape(grid).cpu().numpy(), cmap="magma")
             if b == 0:

@@ -64,18 +64,12 @@ def attention_mass_on_top(attention: torch.Tensor, fraction: float = 0.125) -> f
     return float(a.topk(k, dim=-1).values.sum(-1).mean())
 
 
-def _show(ax, image, mean, std):
-    m = torch.tensor(mean).view(3, 1, 1)
-    s = torch.tensor(std).view(3, 1, 1)
-    ax.imshow((image.cpu() * s + m).clamp(0, 1).permute(1, 2, 0).numpy())
-
-
 def plot_head_attention(maps: Mapping[str, torch.Tensor], image: torch.Tensor, mean, std, grid: tuple[int, int]):
     """One row per encoder: the image, then the class token's attention of each head of the last layer
     (``maps[name]`` ``(K, N-1)``), on one colour scale with its bar."""
     import matplotlib.pyplot as plt
 
-    from .plotting import FIGURE_WIDTH_IN
+    from .plotting import FIGURE_WIDTH_IN, show_image
 
     n_heads = next(iter(maps.values())).shape[0]
     top = max(float(m.max()) for m in maps.values())
@@ -83,7 +77,7 @@ def plot_head_attention(maps: Mapping[str, torch.Tensor], image: torch.Tensor, m
     fig, axes = plt.subplots(len(maps), n_heads + 1, figsize=(FIGURE_WIDTH_IN, side * len(maps) + 0.3),
                              squeeze=False)
     for r, (name, m) in enumerate(maps.items()):
-        _show(axes[r, 0], image, mean, std)
+        show_image(axes[r, 0], image, mean, std)
         axes[r, 0].set_ylabel(name.replace(", ", "\n"), fontsize=8)
         for k in range(n_heads):
             shown = axes[r, k + 1].imshow(m[k].reshape(grid).cpu().numpy(), cmap="viridis", vmin=0, vmax=top)
@@ -105,7 +99,7 @@ def plot_patch_pca(pcas: Mapping[str, torch.Tensor], images: torch.Tensor, mean,
     to its 1st-99th percentile over all images)."""
     import matplotlib.pyplot as plt
 
-    from .plotting import FIGURE_WIDTH_IN
+    from .plotting import FIGURE_WIDTH_IN, show_image
 
     n_img = images.shape[0]
     names = list(pcas)
@@ -117,7 +111,7 @@ def plot_patch_pca(pcas: Mapping[str, torch.Tensor], images: torch.Tensor, mean,
         hi = torch.quantile(pcas[name].reshape(-1, scores.shape[-1]), 0.99, dim=0)
         scaled = ((scores - lo) / (hi - lo)).clamp(0, 1)
         for b in range(n_img):
-            _show(axes[b, 3 * c], images[b], mean, std)
+            show_image(axes[b, 3 * c], images[b], mean, std)
             axes[b, 3 * c + 1].imshow(scaled[b, :, 0].reshape(grid).numpy(), cmap="gray", vmin=0, vmax=1)
             axes[b, 3 * c + 2].imshow(scaled[b, :, 1:4].reshape(*grid, 3).numpy())
         axes[0, 3 * c + 1].set_title(f"{name}\nPC 1", fontsize=8)
