@@ -311,7 +311,8 @@ Table(
 # * the finite-sample `aot_lib.SIGReg` on $N$ samples, divided by $N$, minus the bias;
 # * the coding-rate gap $R(I)-R(\Sigma)$ with $\epsilon=0.5$.
 #
-# Their ratio must tend to the constant of {eq}`eq-sup-proportionality`.
+# Their ratio must tend to the constant of {eq}`eq-sup-proportionality`. The table lists
+# them, {numref}`fig-sigreg-scaling` draws them.
 
 # %%
 dim, eps = 8, 0.5

@@ -169,7 +169,7 @@ Table([(name, float(step.norm()), drop) for (name, step), drop
 # the same $\eta$, a third run shortens the MSSA step to the exact gradient's length at
 # $Z^0$ by dividing $\gamma$ by the size ratio above, which changes the branch weights
 # of {eq}`eq-layer-updates` to $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$
-# with that $\gamma$:
+# with that $\gamma$ ({numref}`fig-admm-history`):
 
 # %%
 matched = {**defaults, "gamma": defaults["gamma"] / size}
@@ -252,7 +252,7 @@ Table(rows, [Col("gradient")] + norm_cols,
 # the collapse to zero.
 #
 # Where the tokens are after the iterations plotted above, on one coordinate of the
-# first subspace ($e_1$) and one of the second ($e_4$):
+# first subspace ($e_1$) and one of the second ($e_4$) ({numref}`fig-admm-tokens`):
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The tokens on one coordinate of the first subspace ($e_1$) and one of the second ($e_4$), coloured by the subspace they were drawn from: at the start, after the exact-gradient iterations and after the MSSA iterations at full step length.", "name": "fig-admm-tokens"}}
 fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 3.2), sharex=True, sharey=True)
@@ -272,8 +272,8 @@ plt.show()
 #
 # $\eta$, $\gamma$, $\rho$ and $\lambda$ fix the initial branch coefficients
 # $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$ of {eq}`eq-layer-updates` and the
-# threshold $\tau=\lambda/\rho$. The figure below varies two at a time around the
-# defaults; the panel after it lets you move all four.
+# threshold $\tau=\lambda/\rho$. {numref}`fig-admm-grid` varies two at a time around
+# the defaults; the panel after it lets you move all four.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Two hyper-parameters at a time around the defaults: one panel per $(\\rho,\\lambda)$, $\\gamma=1$. Solid: the exact gradient; dashed: MSSA. Blue: energy on each token's own subspace; green: the fraction of zeros in $V$.", "name": "fig-admm-grid"}}
 grid_lambda = [0.0, 0.1, 0.3]

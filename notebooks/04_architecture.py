@@ -48,7 +48,8 @@ from aot_lib.book.plotting import FIGURE_WIDTH_IN, draw_layer
 from aot_lib.book.tables import Col, Table
 
 
-# Parameters of one layer: the formula the diagram prints and the table checks against
+# Parameters of one layer: the formula the diagram ({numref}`fig-layers`) prints and the
+# table checks against
 # the live modules, at two widths.
 LAYER_PARAMS = {  # diagram name: (model, state, formula as text, formula in d)
     "AoT-ADMM": ("aot_admm_tiny", "state (Z, V, W)", "2d² + 4d + 3",

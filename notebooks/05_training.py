@@ -79,7 +79,8 @@ RESULTS = ROOT / "results"
 # The images are CIFAR-10's test images and Imagenette's validation images when the data
 # folder is configured (`AOT_DATA`; a CIFAR-10 that torchvision downloaded into it is
 # found too). Without it, the same views are cut from real photographs that ship with
-# scikit-image, resized to CIFAR's 32 px and to the ImageNet setting's 160 px.
+# scikit-image, resized to CIFAR's 32 px and to the ImageNet setting's 160 px
+# ({numref}`fig-views-cifar` and {numref}`fig-views-imagenet`).
 
 
 # %% tags=["hide-input"]
@@ -161,7 +162,8 @@ if have_runs and superseded(main_run):
 # CIFAR-10 in `$AOT_DATA`: the official training and test images, re-encoded as JPEG
 # (quality 75) to ship small; `data.download=true` trains on the official PNG set
 # instead, where a network is available. The record, with the encoder and schedule read
-# from the run's own config (`config.yaml` in the run folder):
+# from the run's own config (`config.yaml` in the run folder), then its curves
+# ({numref}`fig-main-run-curves`):
 
 # %% tags=["hide-input"]
 if have_runs:

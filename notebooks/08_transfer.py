@@ -259,7 +259,8 @@ display(
 # cached features of un-augmented images, its learning rate chosen on a validation split
 # carved from the training images; not the paper's protocol (SimCLR/BYOL-style, on
 # augmented images {cite:p}`chen2020simclr,grill2020byol`), which costs as many passes
-# of the encoder as it has epochs.
+# of the encoder as it has epochs. The pretraining curves are in
+# {numref}`fig-imagenette-curves`.
 
 # %% tags=["hide-input"]
 size = {}  # family -> parameters (M) of the encoder as pretrained (128 px, patch 16)

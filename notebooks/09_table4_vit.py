@@ -284,7 +284,7 @@ display(
 #
 # The teacher and the label-only student minimise a cross-entropy against the labels.
 # The distilled student's loss is the average of that and the cross-entropy against the
-# teacher's labels, so its curve is on a different scale.
+# teacher's labels, so its curve is on a different scale ({numref}`fig-table4-curves`).
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Training loss of the first recorded seed of each supervised stage: the ViT-T teacher, and the ReLU student with and without distillation. The teacher's loss includes label smoothing 0.1, so it cannot fall as low as the students'.", "name": "fig-table4-curves"}}
 curves = {

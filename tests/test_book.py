@@ -541,3 +541,13 @@ def test_training_curves_draw_the_panels_every_run_has():
     assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [[2.3, 1.9, 1.5], [3.0, 2.0]]
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b"]
     plt.close("all")
+
+
+def test_every_figure_is_cited_by_its_number():
+    """A numbered figure the text never cites is a figure the reader meets unannounced: every name a chapter gives
+    a figure (its cell's mystnb.figure metadata) is cited with {numref} somewhere in the chapters."""
+    texts = {p.name: p.read_text() for p in CHAPTERS}
+    names = {(f, n) for f, t in texts.items() for n in re.findall(r'"name": "(fig-[^"]+)"', t)}
+    cited = {n for t in texts.values() for n in re.findall(r"\{numref\}`([^`<]+)`", t)}
+    assert names, "no figures found: the metadata pattern changed"
+    assert sorted((f, n) for f, n in names if n not in cited) == []
