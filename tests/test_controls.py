@@ -208,3 +208,11 @@ def test_the_curves_panel_shows_every_run_of_the_chosen_family():
     assert a_sigreg["ys"] == [[5.0, 2.0], [5.1, 2.1]] and a_sigreg["label"] == ["seed 0", "seed 1"]
     b_loss = panel.states["1,0"]["lines"]  # B has one run: the second line is empty, so the lines' count is fixed
     assert b_loss["ys"] == [[3.0, 2.0], [None]] and b_loss["label"] == ["seed 0", ""]
+
+
+def test_a_column_of_labels_stays_text_and_numbers_are_rounded_with_gaps():
+    from aot_lib.book.controls import plain_column
+
+    assert plain_column(["1", "2.5", "nan"]) == ["1", "2.5", "nan"]  # labels that look like numbers stay labels
+    assert plain_column([1.234567, float("nan"), 3]) == [1.2346, None, 3.0]  # NaN: a gap in a line
+    assert plain_column([[1.0, 2.0], [3.0]]) == [[1.0, 2.0], [3.0]]  # ragged lines, already plain

@@ -21,14 +21,13 @@ JupyterLab the output carries BokehJS inline, so the same cell works there witho
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Choice", "Panel", "lookup_panel", "BOKEH_FILES", "CONTROL_TAG", "VIEW_NAME", "LOOKUP_JS", "setup",
+__all__ = ["Choice", "Panel", "lookup_panel", "plain_column", "BOKEH_FILES", "CONTROL_TAG", "VIEW_NAME", "LOOKUP_JS", "setup",
            "building_book", "html_table"]
 
 #: BokehJS files a page with a panel loads, in order (from ``bokeh/server/static/js`` in the installed wheel).
@@ -138,7 +137,7 @@ def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, An
     states: dict[str, Any] = {}
     for idx in itertools.product(*(range(len(c.values)) for c in choices)):
         value = state(*(c.values[i] for c, i in zip(choices, idx)))
-        states[",".join(map(str, idx))] = {k: (v if isinstance(v, str) else {c: _plain(x) for c, x in v.items()})
+        states[",".join(map(str, idx))] = {k: (v if isinstance(v, str) else {c: plain_column(x) for c, x in v.items()})
                                            for k, v in value.items()}
     default = states[",".join(str(list(c.values).index(c.default)) for c in choices)]
     names = set(default)
@@ -161,12 +160,14 @@ def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, An
     return Panel(column(controls, view, sizing_mode="stretch_width"), states)
 
 
-def _plain(x):
+def plain_column(x):
     """A column as JSON-able lists: floats rounded to 5 significant digits (the page weight of a grid), NaN as
     None (a gap in a line); strings, and ragged lists already made plain, as they are; a column of 2-D images as
     float32 arrays (Bokeh sends them as typed arrays)."""
     import numpy as np
 
+    if not hasattr(x, "dtype") and any(isinstance(v, str) for v in x):  # labels stay text, even "1" or "nan"
+        return list(x)
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):  # strings, or a ragged list of lists
@@ -211,6 +212,3 @@ def setup(app):
     app.connect("build-finished", _copy_bokeh)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
-
-def _json_size(panel: Panel) -> int:  # page weight of a panel's states, for the benchmarks and the closing note
-    return len(json.dumps(panel.states, separators=(",", ":"), default=lambda a: a.tolist()))

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from aot_lib.book.controls import Choice, Panel, _plain, html_table, lookup_panel
+from aot_lib.book.controls import Choice, Panel, html_table, lookup_panel, plain_column
 
 __all__ = ["admm_panel", "spectrum_panel", "size_panel", "margin_panel", "attention_panel", "curves_panel",
            "COLOURS"]
@@ -337,7 +337,7 @@ def curves_panel(curves: Mapping[tuple[str, str], Mapping[str, Sequence[float]]]
         xs = [np.asarray(c["step"], float) for _, c in runs] + [np.asarray([math.nan])] * (width - len(runs))
         ys = [np.asarray(c[col], float) for _, c in runs] + [np.asarray([math.nan])] * (width - len(runs))
         labels = [run for run, _ in runs] + [""] * (width - len(runs))
-        return {"lines": {"xs": [_plain(x) for x in xs], "ys": [_plain(y) for y in ys], "label": labels,
+        return {"lines": {"xs": [plain_column(x) for x in xs], "ys": [plain_column(y) for y in ys], "label": labels,
                           "colour": [COLOURS[i % len(COLOURS)] for i in range(width)]}}
 
     def draw(t):
