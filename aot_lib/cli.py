@@ -35,8 +35,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_ in [("pretrain", "LeJEPA pretraining"), ("probe", "linear and k-NN probes of a pretrained encoder"),
                         ("finetune", "full fine-tuning (or supervised training from scratch)"),
-                        ("distill", "hard-label knowledge distillation"), ("show-config", "print the resolved config")]:
+                        ("distill", "hard-label knowledge distillation"),
+                        ("baseline", "the probes' floor: the config's encoder untrained, or raw pixels"),
+                        ("show-config", "print the resolved config")]:
         s = sub.add_parser(name, help=help_)
+        if name == "baseline":
+            s.add_argument("kind", choices=["init", "pixels"],
+                           help="init: the encoder at its initialisation seed; pixels: the normalised pixels")
         s.add_argument("--config", "-c", help="YAML config (see configs/)")
         s.add_argument("--data-root", help="where the data lives (default: $AOT_DATA)")
         s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
@@ -102,6 +107,12 @@ def _run(args) -> int:
     cfg = load_config(args.config, overrides)
     if args.command == "show-config":
         print(dump_config(cfg), end="")
+        return 0
+    if args.command == "baseline":
+        from .training.baselines import baseline
+
+        result = baseline(cfg, args.kind)
+        print(json.dumps({k: v for k, v in result.items() if k not in ("hardware", "data")}, indent=2, default=str))
         return 0
     from . import train
 

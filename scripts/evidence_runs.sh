@@ -21,11 +21,21 @@
 #             results/cpu/search/
 #   whitebox  the white-box chapter's AoT encoder on Imagenette (Table 2's recipe; AoT-ADMM's and CRATE's are Table 2's
 #             recorded runs); results/cpu/
+#   baselines the probes' floor (issue 36): every Tables 1/3 config's encoder at its initialisation seed, and raw
+#             pixels at each of those seeds, probed alike (aot baseline); results/cpu/baselines/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run() { scripts/run_configs.sh "$@" || echo "== FAILED: scripts/run_configs.sh $*"; }
+baseline() {  # KIND CONFIG: probe the baseline and record it in results/cpu/baselines/ (skipped once recorded)
+  local py=${PYTHON:-.venv/bin/python} name
+  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$1" "$2")
+  if [ -f "results/cpu/baselines/$name/run.json" ]; then echo "== $1 $2: recorded in results/cpu/baselines/$name, skipped"; return; fi
+  echo "== $1 $2 -> runs/$name ($(date -u +%H:%M:%S))"
+  { $py -m aot_lib.cli baseline "$1" -c "$2" run.progress=false && $py -m aot_lib.cli record "runs/$name" "results/cpu/baselines/$name"; } \
+    || echo "== FAILED: baseline $1 $2"
+}
 
 for group in "$@"; do
   case $group in
@@ -50,12 +60,19 @@ for group in "$@"; do
       done ;;
     whitebox)
       run results/cpu configs/cpu/whitebox/aot_imagenette.yaml ;;
+    baselines)
+      for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
+        baseline init "$cfg"
+      done
+      for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
+        baseline pixels "$cfg"
+      done ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, whitebox, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, whitebox, baselines, controls)" >&2; exit 2 ;;
   esac
 done

@@ -180,7 +180,11 @@ def _data_digest(data) -> str:
 def feature_cache_key(checkpoint: Path, train, test, size: int, mean, std) -> str:
     """What cached features depend on: the checkpoint's bytes, both splits' images and labels, the
     resolution and the normalisation. Any change gives another key (a new cache file)."""
-    parts = [_file_digest(checkpoint), _data_digest(train), _data_digest(test) if test is not None else "no test",
+    return _cache_key(_file_digest(checkpoint), train, test, size, mean, std)
+
+
+def _cache_key(source: str, train, test, size: int, mean, std) -> str:
+    parts = [source, _data_digest(train), _data_digest(test) if test is not None else "no test",
              str(size), repr(tuple(mean)),
              repr(tuple(std)), "v1"]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
@@ -209,10 +213,22 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     ckpt_path = Path(checkpoint) if checkpoint else run_dir(cfg) / "last.ckpt"
     encoder, ckpt = load_encoder(ckpt_path)
     pcfg = ckpt["config"]
-    d = ckpt_path.parent
-    device = "cuda" if resolve_fabric_kwargs(cfg["fabric"])["accelerator"] == "cuda" else "cpu"
     mean, std = normalization_for(pcfg)  # the statistics the encoder was trained with
-    size = pcfg["views"]["global_size"]
+    result = probe_features(cfg, encoder, pcfg["views"]["global_size"], mean, std, ckpt_path.parent,
+                            source=_file_digest(ckpt_path), train_encoder=encoder,
+                            head={"checkpoint": str(ckpt_path), "pretrain_step": ckpt["step"]})
+    result.update(commit=git_commit(), wall_time_s=round(time.time() - t0, 2), hardware=hardware_summary())
+    write_json(ckpt_path.parent / "probe.json", result)
+    return result
+
+
+def probe_features(cfg: dict, encoder: nn.Module, size: int, mean, std, folder: Path, source: str,
+                   head: dict, train_encoder: nn.Module | None = None) -> dict:
+    """The probes of ``cfg['probe']`` on ``encoder.forward_features`` of the configured data (the test split
+    only with ``probe.test=true``), the features cached in ``folder`` under a key of ``source`` (what the
+    encoder is) and the data; the result starts with ``head``. ``train_encoder``: the encoder the standard
+    protocol trains a head on (it reads augmented images, not the cache)."""
+    device = "cuda" if resolve_fabric_kwargs(cfg["fabric"])["accelerator"] == "cuda" else "cpu"
     pc = cfg["probe"]
     if pc["test"]:
         train, test = load_train_test(cfg)
@@ -220,8 +236,7 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     else:
         train, test = load_data(cfg, "train"), None
         splits = (("train", train),)
-    key = feature_cache_key(ckpt_path, train, test, size, mean, std)
-    cache = d / f"features-{key}.pt"
+    cache = Path(folder) / f"features-{_cache_key(source, train, test, size, mean, std)}.pt"
     feats = None
     if cache.exists():
         try:
@@ -234,7 +249,7 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
         torch_save(feats, cache)
     trf, try_ = feats["train"]
     tef, tey = feats["test"] if test is not None else (None, None)
-    result = {"checkpoint": str(ckpt_path), "pretrain_step": ckpt["step"], "train_images": len(try_),
+    result = {**head, "train_images": len(try_),
               "test_images": len(tey) if tey is not None else 0, "dataset": cfg["data"]["name"],
               "data": {"train": train.provenance, "test": test.provenance if test is not None else None},
               "protocol": PROTOCOLS[pc["protocol"]], "probe": dict(pc), "feature_cache": cache.name}
@@ -243,7 +258,10 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     if pc["protocol"] == "standard":
         if test is None:
             raise ValueError("probe.protocol=standard has no validation mode; use probe.test=true or the quick protocol")
-        result.update(standard_linear_probe(encoder, train, test, size, mean, std, epochs=pc["epochs"],
+        if train_encoder is None:
+            raise ValueError("probe.protocol=standard trains on augmented images through an encoder; this source has "
+                             "none, so use probe.protocol=quick")
+        result.update(standard_linear_probe(train_encoder, train, test, size, mean, std, epochs=pc["epochs"],
                                             lr=pc["standard_lr"], batch_size=pc["standard_batch_size"],
                                             seed=seed, device=device, progress=cfg["run"]["progress"]))
     else:
@@ -254,6 +272,4 @@ def probe(cfg: dict, checkpoint: str | os.PathLike | None = None) -> dict:
     result.update(knn_val_probe(trf, try_, pc["val_fraction"], seed, **knn))
     if test is not None:
         result.update(knn_probe(trf, try_, tef, tey, **knn))
-    result.update(commit=git_commit(), wall_time_s=round(time.time() - t0, 2), hardware=hardware_summary())
-    write_json(d / "probe.json", result)
     return result

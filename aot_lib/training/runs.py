@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -66,14 +66,15 @@ RESUMABLE_KEYS = ("description", "model.compile", "run.out_dir", "run.ckpt_every
                   "monitor.")  # monitors measure without gradients or random draws: the trajectory is the same
 
 
-def config_differences(old: dict, new: dict) -> list[tuple[str, Any, Any]]:
-    """``(key, old, new)`` for every key that differs and may not change on resume."""
+def config_differences(old: dict, new: dict, allowed: Sequence[str] = RESUMABLE_KEYS) -> list[tuple[str, Any, Any]]:
+    """``(key, old, new)`` for every key that differs and is not ``allowed`` to (by default: may not change on
+    resume); a key ending in ``.`` allows its whole section."""
     from .config import flatten
 
     a, b = flatten(old), flatten(new)
     out = []
     for key in sorted(set(a) | set(b)):
-        if any(key == k or (k.endswith(".") and key.startswith(k)) for k in RESUMABLE_KEYS):
+        if any(key == k or (k.endswith(".") and key.startswith(k)) for k in allowed):
             continue
         if a.get(key) != b.get(key):
             out.append((key, a.get(key, "<absent>"), b.get(key, "<absent>")))
