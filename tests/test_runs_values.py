@@ -132,14 +132,14 @@ def test_second_launch_is_refused_at_once_and_the_lock_is_released_on_exit(tmp_p
 
 # ----------------------------------------------------------------------------- record
 
-def test_run_json_of_a_first_and_a_second_launch(tmp_path, env):
+def test_run_json_of_a_first_and_a_second_launch(tmp_path, env, monkeypatch):
     cfg = _cfg(tmp_path, "run.seed=7")
     with runs.RunFolder(cfg, "distill") as rf:
         path = rf.path
         assert (path / "config.yaml").read_text() == dump_config(cfg)
         first = _json(path / "run.json")
         assert re.match(STAMP, first.pop("started")) and re.match(STAMP, first.pop("updated"))
-        assert first == {"kind": "distill", "commit": "c0ffee", "seed": 7, "hardware": {"cpu": "toy"},
+        assert first == {"kind": "distill", "commit": "c0ffee", "launch_commits": ["c0ffee"], "seed": 7, "hardware": {"cpu": "toy"},
                          "fabric": {"accelerator": "cpu", "devices": 1, "num_nodes": 1, "strategy": "auto",
                                     "precision": "32-true"},
                          "launches": 1, "wall_time_s_before": 0.0, "status": "running", "wall_time_s": 0.0}
@@ -160,9 +160,11 @@ def test_run_json_of_a_first_and_a_second_launch(tmp_path, env):
     (path / "run.json").write_text(json.dumps(record))
     (path / "last.ckpt").write_bytes(b"x")  # a run to resume
     env.now = 2000.0
+    monkeypatch.setattr(runs, "git_commit", lambda: "beef")  # resumed from a later commit
     with runs.RunFolder(cfg, "distill") as rf:
         second = _json(path / "run.json")
         assert second["started"] == "2000-01-01T00:00:00+0000" and second["launches"] == 2
+        assert second["launch_commits"] == ["c0ffee", "beef"] and second["commit"] == "beef"
         assert second["wall_time_s_before"] == 2.5 and second["wall_time_s"] == 2.5 and second["status"] == "running"
         env.now = 2001.0
         rf.update()

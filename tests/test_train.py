@@ -63,6 +63,21 @@ def test_pretrain_checkpoint_probe_smoke(setup):
         assert torch.equal(torch.load(cached)[split][0], torch.load(recorded)[split][0])
 
 
+def test_relaunching_a_finished_run_leaves_it_finished_and_recordable(setup, capsys):
+    """A second launch of a finished pretraining run does nothing, and run.json says finished as before (with
+    the launch counted), so aot record still takes it; it used to stay "running" and be refused."""
+    data, out = setup
+    cfg = tiny_config(data, out, "optim.max_steps=2")
+    first = train.pretrain(cfg)
+    before = json.loads((out / "tiny" / "run.json").read_text())
+    assert train.pretrain(cfg) == json.loads(json.dumps(first))
+    assert f"{out / 'tiny'} already finished at step 2; nothing to do" in capsys.readouterr().out
+    after = json.loads((out / "tiny" / "run.json").read_text())
+    assert after["status"] == "finished" and after["finished"] == before["finished"] and after["launches"] == 2
+    assert after["started"] == before["started"] and after["wall_time_s"] >= before["wall_time_s"]
+    assert {p.name for p in train.record_run(out / "tiny", out / "record", allow_dirty=True)} >= {"run.json"}
+
+
 def test_resume_equals_uninterrupted(setup):
     data, out = setup
     full = tiny_config(data, out, "run.name=full", "optim.max_steps=6", "run.ckpt_every=100")

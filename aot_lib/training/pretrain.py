@@ -8,6 +8,7 @@ resumed run continues the loss trajectory of an uninterrupted one.
 from __future__ import annotations
 
 import json
+import time
 
 import torch
 from torch.profiler import record_function
@@ -122,6 +123,9 @@ def _pretrain_worker(fabric, cfg: dict, run: RunFolder) -> dict:
     if result.get("paused"):
         return result
     if result.get("already_finished") and (run.path / "metrics.json").exists():
+        # this launch found nothing to do: the run is finished as it was (entering the folder marked it running,
+        # and a record that stays "running" cannot be recorded)
+        run.finish(finished=run.previous.get("finished") or time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         return json.loads((run.path / "metrics.json").read_text())
     metrics = {**result, "steps_per_epoch": spe, "train_images": n, "data": dict(provenance)}
     metrics.pop("already_finished", None)

@@ -102,6 +102,7 @@ class RunFolder:
         self.path = run_dir(cfg)
         self.ckpt = self.path / "last.ckpt"
         self.record: dict = {}
+        self.previous: dict = {}
         self._lock = None
         self.t0 = time.time()
         self.main = _is_rank_zero()
@@ -169,13 +170,19 @@ class RunFolder:
                                   "settings, or start a new run (another run.name, or run.resume=false run.overwrite=true)")
         else:
             atomic_write(cfg_file, lambda tmp: tmp.write_text(dump_config(self.cfg)), "run config", RUN_ELSEWHERE)
-        previous = {}
+        previous = {}  # kept as self.previous: what run.json said before this launch
         if (self.path / "run.json").exists():
             try:
                 previous = json.loads((self.path / "run.json").read_text())
             except (OSError, ValueError):
                 previous = {}
-        self.record = {"kind": self.kind, "commit": git_commit(), "seed": self.cfg["run"]["seed"],
+        self.previous = previous
+        commit = git_commit()
+        # "commit" is this launch's; "launch_commits" keeps every launch's, so a run resumed from a later commit
+        # still names the one it started from (records from before this key have the last launch's alone)
+        before = previous.get("launch_commits") or ([previous["commit"]] if previous.get("commit") else [])
+        self.record = {"kind": self.kind, "commit": commit, "launch_commits": [*before, commit],
+                       "seed": self.cfg["run"]["seed"],
                        "hardware": hardware_summary(), "fabric": resolve_fabric_kwargs(self.cfg["fabric"]),
                        "started": previous.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        "launches": previous.get("launches", 0) + 1,
@@ -193,7 +200,7 @@ class RunFolder:
         write_json(self.path / "run.json", self.record, "run record", RUN_ELSEWHERE)
 
     def finish(self, status: str = "finished", **fields) -> None:
-        self.update(status=status, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields)
+        self.update(**{"status": status, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields})
 
     def write_result(self, name: str, obj: dict) -> Path | None:
         return write_json(self.path / name, obj, "result file", RUN_ELSEWHERE) if self.main else None
