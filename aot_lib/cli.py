@@ -137,7 +137,15 @@ def _first_failed_write(e: BaseException) -> BaseException | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    # section.key=value overrides may come after an option too (`aot baseline init -c c.yaml run.seed=1`): argparse
+    # fills a positional list once, so the ones it leaves over join the overrides; anything else is refused as before
+    args, extra = parser.parse_known_args(argv)
+    stray = [a for a in extra if a.startswith("-") or "=" not in a]
+    if stray or (extra and not hasattr(args, "overrides")):
+        parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
+    if extra:
+        args.overrides = [*args.overrides, *extra]
     try:
         return _run(args)
     except KeyboardInterrupt:

@@ -117,15 +117,21 @@ def test_a_finished_baseline_is_returned_not_redone_and_another_config_is_refuse
         baseline(cfg, "trained")
 
 
-def test_cli_baseline(tiny, capsys):
+def test_cli_baseline_takes_overrides_after_its_options(tiny, capsys):
+    """argparse fills the positional overrides list once (after ``kind``); the ones after ``-c`` must still count,
+    as the evidence script passes them, and a stray word or option is still refused."""
     from aot_lib.cli import main
-
-    cfg, tmp = tiny
     from aot_lib.training.config import dump_config
 
+    cfg, tmp = tiny
     path = tmp / "tiny.yaml"
     path.write_text(dump_config(cfg))
-    assert main(["baseline", "pixels", "-c", str(path)]) == 0
+    assert main(["baseline", "pixels", "-c", str(path), "run.seed=5", "run.progress=false"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["baseline"] == "pixels" and "hardware" not in out
-    assert (tmp / "runs" / "baseline_pixels_imagefolder_seed3" / "probe.json").is_file()
+    assert json.loads((tmp / "runs" / "baseline_pixels_imagefolder_seed5" / "run.json").read_text())["seed"] == 5
+    for argv, bad in ((["baseline", "pixels", "-c", str(path), "stray"], "stray"),
+                      (["baseline", "pixels", "-c", str(path), "--nope"], "--nope"), (["models", "run.seed=1"], "run.seed=1")):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2 and capsys.readouterr().err.endswith(f"error: unrecognized arguments: {bad}\n")
