@@ -140,3 +140,19 @@ def test_the_command_line_prints_each_problem_and_fails(tmp_path, capsys):
     assert main(["check-html", str(tmp_path)]) == 0
     assert main(["check-htm", str(tmp_path)]) == 2
     assert capsys.readouterr().err.endswith("usage: python -m aot_lib.book check-html BUILD_HTML_DIR\n")
+
+
+def test_check_html_flags_a_titled_table_the_build_did_not_number():
+    from aot_lib.book.check_html import check_html
+
+    loose = '<p>text</p>\n<div class="aot-table-wrap"><p class="aot-table-title"><strong>Final &amp; losses</strong></p>'
+    assert check_html(loose, "p.html") == [
+        "p.html:2: the table 'Final & losses' is not numbered: give it Table(..., name='tbl-...') and cite it "
+        "with {numref}"]
+    # in a dropdown box (a page's record) a table is titled by its box; after the box closes the rule applies again
+    boxed = f"<details><summary>How</summary>{loose}</details>"
+    assert check_html(boxed) == []
+    assert len(check_html(boxed + loose)) == 1
+    numbered = ('<div class="aot-numbered-table" id="tbl-x"><p><span class="caption-number">Table 1 </span>'
+                '<span class="caption-text">Final</span></p><div class="aot-table-wrap"><table></table></div></div>')
+    assert check_html(numbered) == []

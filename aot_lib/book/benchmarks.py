@@ -102,8 +102,8 @@ def _target_cell(row: Mapping, other: str) -> str:
     return "—" if t is None else f"≤ {t:.2f}: {row[f'met_{other}']} of {row['recordings']}"
 
 
-def family_speed_table(runs: Sequence[Mapping]) -> Table:
-    """:func:`family_speed_rows` as a table with units."""
+def family_speed_table(runs: Sequence[Mapping], name: str | None = None) -> Table:
+    """:func:`family_speed_rows` as a table with units; ``name``: its label in the book (:class:`Table`)."""
     rows = family_speed_rows(runs)
     for r in rows:
         for other in ("aot", "crate"):
@@ -127,6 +127,7 @@ def family_speed_table(runs: Sequence[Mapping]) -> Table:
                "and attention).",
                "Targets: the ratios benchmarks/bench_families.py judges each recording against (set by this "
                "project, not the paper)."],
+        name=name,
     )
 
 
@@ -136,7 +137,7 @@ def _machine(hw: Mapping) -> str:
     return ", ".join(str(p) for p in parts if p)
 
 
-def trainer_records_table(records: Sequence[Mapping]) -> Table:
+def trainer_records_table(records: Sequence[Mapping], name: str | None = None) -> Table:
     """``bench_trainer.py`` recordings, one row each, oldest first: commit, date, config and its overrides,
     step time, throughput, and the share of the CPU's measured matrix-product ceiling the step reaches."""
     rows = []
@@ -156,10 +157,11 @@ def trainer_records_table(records: Sequence[Mapping]) -> Table:
                "slower than without); images/s: the batch over that. Achieved GFLOP/s: the step's counted FLOPs "
                "(forward and backward, every view) per second; the ceiling: the fastest of several timings of a "
                "large fp32 matrix product on the same machine."],
+        name=name,
     )
 
 
-def trainer_phase_table(b: Mapping) -> Table:
+def trainer_phase_table(b: Mapping, name: str | None = None) -> Table:
     """Where one ``bench_trainer.py`` step goes: seconds per step and share, phase by phase (the trainer's
     profiler scopes)."""
     secs, share = b["profile_s_per_step"], b["profile_share"]
@@ -168,6 +170,7 @@ def trainer_phase_table(b: Mapping) -> Table:
         [Col("phase"), Col("s", "s per step", ".3f"), Col("share", "share (%)", ".1f")],
         caption=f"Where a step of {b['config']} goes (commit {str(b.get('commit', 'unknown'))[:8]})",
         notes=[b["note"]] if b.get("note") else [],
+        name=name,
     )
 
 

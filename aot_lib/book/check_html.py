@@ -57,6 +57,11 @@ _MATH = re.compile(r"""<(span|div)\b[^>]*\bclass\s*=\s*["'][^"']*\bmath\b[^"']*[
 _DOLLAR_MATH = re.compile(r"\$\$.+?\$\$|\$(?!\s)[^$\n]+?(?<!\s)\$", re.DOTALL)
 
 
+# the title a Table keeps in its HTML when the build did not number it (aot_lib.book.numbered_tables lifts a
+# numbered table's title into its caption)
+_TABLE_TITLE = re.compile(r'<p class="aot-table-title"><strong>(.*?)</strong></p>', re.S)
+
+
 def _blank(m: re.Match) -> str:
     """A match replaced by spaces (newlines kept), so that offsets and line numbers stay."""
     return re.sub(r"[^\n]", " ", m.group(0))
@@ -70,7 +75,8 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
     """Problems in one built page: scripts, stylesheets or images loaded from another host
     (the book must read offline), paths of the machine that built it, cell outputs that
     print a raw dict or JSON object instead of a table or a line wider than the page, table
-    cells holding a Python dict/list repr, and ``$...$`` LaTeX outside typeset math."""
+    cells holding a Python dict/list repr, ``$...$`` LaTeX outside typeset math, and a titled table in the text
+    that the build did not number."""
     problems = []
     for m in _TEXT_OUTPUT.finditer(text):
         out = html.unescape(re.sub(r"<[^>]+>", "", m.group(1)))
@@ -94,6 +100,12 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
                         f"show it with IPython's Math): {_excerpt(m.group(0))[:80]}")
     for m in _EXTERNAL.finditer(text):
         problems.append(f"{name}: loads {m.group(1) or m.group(2)} from another host")
+    for m in _TABLE_TITLE.finditer(text):
+        if text.count("<details", 0, m.start()) > text.count("</details>", 0, m.start()):
+            continue  # a table folded into a dropdown box (a page's record) is titled by its box, not numbered
+        line = text.count("\n", 0, m.start()) + 1
+        problems.append(f"{name}:{line}: the table '{_excerpt(m.group(1))[:60]}' is not numbered: give it "
+                        "Table(..., name='tbl-...') and cite it with {numref}")
     return problems + machine_paths(text, name)
 
 

@@ -565,7 +565,7 @@ def picked_lr(rows: list[dict]) -> dict[tuple[str, str], float | None]:
     return picks
 
 
-def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption: str):
+def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption: str, name: str | None = None):
     """One table's equal sweep as a book table (every point's validation linear probe and k-NN, each family's pick
     marked; a family with a point not recorded yet has no pick) and the picks: ``(Table, picked_lr(rows))``."""
     from .tables import Col, Table
@@ -581,7 +581,8 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
          Col("knn", "k-NN, val. (%)", ".2f"), Col("picked", "")],
         caption=caption,
         notes=[*(["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else []),
-               _read_test_note(rows)])
+               _read_test_note(rows)],
+        name=name)
     return shown, picks
 
 

@@ -113,7 +113,19 @@ class Table:
         caption: str | None = None,
         notes: Sequence[str] | str = (),
         phone: str = "scroll",
+        name: str | None = None,
     ):
+        if name is not None:
+            from .numbered_tables import NAME_PATTERN
+
+            if not re.fullmatch(NAME_PATTERN, name):
+                raise ValueError(f"table name {name!r}: give tbl- and lower-case words joined by hyphens, e.g. "
+                                 "'tbl-final-losses' (the label {numref} cites)")
+            if not caption:
+                raise ValueError(f"table {name}: a numbered table needs a caption (its title under the number)")
+        #: The label the book numbers this table by and ``{numref}`` cites (:mod:`aot_lib.book.numbered_tables`);
+        #: a table without one is not numbered (the tables folded into a page's record boxes).
+        self.name = name
         if phone not in ("scroll", "list"):
             raise ValueError(f"phone must be 'scroll' (the table scrolls in its box) or 'list' (each row a list of "
                              f"labelled lines), got {phone!r}")
@@ -171,7 +183,8 @@ class Table:
         # The title sits above the table rather than in <caption>, which a narrow table
         # would squeeze into its own width.
         wide = " aot-table-wide" if self.width_chars() > WIDE_CHARS else ""
-        out = [f'<div class="aot-table-wrap{wide} tex2jax_process">']
+        mark = f' data-aot-table="{self.name}"' if self.name else ""
+        out = [f'<div class="aot-table-wrap{wide} tex2jax_process"{mark}>']
         if self.caption:
             out.append(f'<p class="aot-table-title"><strong>{esc(self.caption)}</strong></p>')
         out.append('<table class="aot-table aot-table-list">' if self.phone == "list" else '<table class="aot-table">')
@@ -218,6 +231,7 @@ def key_value_table(
     caption: str | None = None,
     key_header: str = "",
     value_header: str = "",
+    name: str | None = None,
 ) -> Table:
     """A two-column table of named values (a run record, a benchmark's settings)."""
     pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
@@ -225,4 +239,5 @@ def key_value_table(
         [(k, format_value(v)) for k, v in pairs],
         [Col("key", key_header, align="left"), Col("value", value_header, align="left")],
         caption=caption,
+        name=name,
     )
