@@ -108,11 +108,12 @@ Table(
      Col("diff", "Rᶜ − R (nats)", ".2f"), Col("l0", "non-zeros per token", ".1f")],
     caption=f"{N} tokens of equal total energy in d = {d}: K = {K} subspaces of "
     f"dimension {p}, ε = {eps}",
+    name="tbl-intro-toy-rates",
 )
 
 # %% [markdown]
-# The objective is *minimised*. Read the table column by column; the cell below checks
-# every direction stated here:
+# The objective is *minimised*. Read {numref}`tbl-intro-toy-rates` column by column;
+# the cell below checks every direction stated here:
 #
 # * **The rates prefer isotropic tokens.** Spread over all $d$ directions, the
 #   isotropic tokens have the largest global rate $R$ and, since only part of their
@@ -155,7 +156,8 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # (sec-results-at-a-glance)=
 # ## Results at a glance
 #
-# Each claim of the paper that this book tests at CPU scale, with the paper's own gap,
+# {numref}`tbl-intro-claims` lists each claim of the paper that this book tests at CPU
+# scale, with the paper's own gap,
 # ours (the mean of the seed-by-seed differences and its 95 % Student-$t$ interval) and
 # the verdict, computed from the recorded runs under `results/cpu/` when this page was
 # built (`aot_lib.book.evidence.claim_rows`). A parity claim is made for the smaller
@@ -193,6 +195,7 @@ display(Table(
      Col("paper", "paper", "+.2f", paper=True), Col("seeds"),
      Col("one_sided", "as non-inferiority"), Col("chapter", "where")],
     caption="The paper's claims at CPU scale: A − B in top-1 points",
+    name="tbl-intro-claims",
     notes=["Parity claims are judged as the analysis plan (results/cpu/plan.yaml) "
            "says, against its margin for each table ("
            + ", ".join(f"Table {t[-1]}: ±{m:.2f} points" for t, m in margins.items())
@@ -205,18 +208,22 @@ display(Table(
 # %% [markdown]
 # The same claims as one picture, in {numref}`fig-claims-forest`: each interval against
 # 0, the plan's parity margin and the paper's own gap. An interval that leaves the band
-# on one side, or leaves 0 behind, says more than its verdict word: who is ahead.
+# on one side, or leaves 0 behind, says more than its verdict word: who is ahead. Under
+# them is the floor the accuracies stand on: how far pretraining lifts the same probe
+# above an untrained encoder and above raw pixels ({ref}`sec-table1-cpu`).
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). The paper's claims are above the dashed line, our controls below it; $\\dagger$ marks a claim the plan judges post hoc, its runs recorded before the plan was written.", "name": "fig-claims-forest"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). The paper's claims are above the dashed line, our controls below it; $\\dagger$ marks a claim the plan judges post hoc, its runs recorded before the plan was written. Below it, on its own scale, the floor (green): what pretraining adds over each seed's untrained encoder and over raw pixels, the same probe paired by seed; descriptive, not judged.", "name": "fig-claims-forest"}}
 from aot_lib.book.plotting import plot_claims_forest
 
-plot_claims_forest(rows);
+floors = evidence.floor_rows(ROOT / "results" / "cpu", evidence.TABLE13_CELLS,
+                             evidence.TABLE13_NAMES, evidence.TABLE13_DATA)
+plot_claims_forest(rows, floors);
 
 # %% [markdown]
-# How much a parity verdict rests on the margin: each parity claim read against margins
-# of 0.5 to 2 points, against the plan's, and against a margin relative to accuracy
-# (the plan's margin times our B side's accuracy over the paper's). The plan's column
-# judges; the others are readings, not verdicts.
+# How much a parity verdict rests on the margin: {numref}`tbl-intro-margins` reads each
+# parity claim against margins of 0.5 to 2 points, against the plan's, and against a
+# margin relative to accuracy (the plan's margin times our B side's accuracy over the
+# paper's). The plan's column judges; the others are readings, not verdicts.
 
 # %% tags=["hide-input"]
 sensitivity = evidence.margin_sensitivity(rows)
@@ -227,6 +234,7 @@ display(Table(
      Col("plan", "plan's margin", ".2f"),
      Col("relative", "relative margin", ".2f"), Col("relative_verdict", "at it")],
     caption="Parity verdicts as the margin moves",
+    name="tbl-intro-margins",
     notes=["Verdicts from the same intervals as the results table; only the margin "
            "changes. The relative margin shrinks with accuracy: it is "
            + ("tighter than the plan's for every claim here"

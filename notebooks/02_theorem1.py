@@ -251,6 +251,8 @@ display(equations(("L(v)", L), ("L(1+s)", sp.Symbol("C_w") * s**2 + sp.O(s**3)))
 # \lim_{\Sigma\to I}\frac{\mathcal L_{\mathrm{SIGReg}}(\Sigma)}{R(I)-R(\Sigma)}
 #   =\frac{8C_w}{\theta^2d(d+2)}.
 # $$ (eq-sup-proportionality)
+#
+# {numref}`tbl-theorem1-limit-ratio` evaluates this constant at two widths.
 
 # %%
 dd, ee = sp.symbols("d epsilon", positive=True)
@@ -263,7 +265,8 @@ for d_, e_ in [(8, 0.5), (128, 0.5)]:
     assert math.isclose(value, theory.limit_ratio(d_, e_), rel_tol=1e-12)
     rows.append((d_, e_, value))
 Table(rows, [Col("d", "d"), Col("eps", "ε"), Col("ratio", "limit ratio", ".4e")],
-      caption="The limit ratio at two widths (SymPy; equal to theory.limit_ratio)")
+      caption="The limit ratio at two widths (SymPy; equal to theory.limit_ratio)",
+      name="tbl-theorem1-limit-ratio")
 
 # %% [markdown]
 # (sec-quadrature)=
@@ -272,7 +275,8 @@ Table(rows, [Col("d", "d"), Col("eps", "ε"), Col("ratio", "limit ratio", ".4e")
 # `aot_lib.SIGReg` does not integrate over $\mathbb R$: it uses the trapezoid rule with
 # 17 nodes on $[0,3]$ (doubled by symmetry), and it sees $N$ samples, not the law.
 #
-# * **Quadrature.** The rule's $C_w$ differs from the exact one by the amount below.
+# * **Quadrature.** The rule's $C_w$ differs from the exact one by the amount in
+#   {numref}`tbl-theorem1-quadrature`.
 # * **Finite $N$.**
 #   $\mathbb E|\hat\varphi(t)-\varphi(t)|^2=|\varphi-\varphi_{\mathcal N}|^2
 #   +(1-|\varphi|^2)/N$, so the statistic $T_N/N$ over-estimates the population
@@ -294,6 +298,7 @@ Table(
     [Col("n", "nodes on [0, 3]"), Col("cw", "C_w (trapezoid)", ".8f"),
      Col("err", "relative error", "+.2e")],
     caption="The trapezoid rule's C_w against the exact value",
+    name="tbl-theorem1-quadrature",
     notes=f"Bias of T_N/N at the optimum: {bias:.4f} / N.",
 )
 
@@ -311,8 +316,9 @@ Table(
 # * the finite-sample `aot_lib.SIGReg` on $N$ samples, divided by $N$, minus the bias;
 # * the coding-rate gap $R(I)-R(\Sigma)$ with $\epsilon=0.5$.
 #
-# Their ratio must tend to the constant of {eq}`eq-sup-proportionality`. The table lists
-# them, {numref}`fig-sigreg-scaling` draws them.
+# Their ratio must tend to the constant of {eq}`eq-sup-proportionality`.
+# {numref}`tbl-theorem1-monte-carlo` lists them, {numref}`fig-sigreg-scaling` draws
+# them.
 
 # %%
 dim, eps = 8, 0.5
@@ -356,6 +362,7 @@ Table(
      Col("to_limit", "ratio / limit", ".5f")],
     caption=rf"\(d={dim}\), \(\epsilon={eps}\); predicted limit "
     rf"\(8C_w/(\theta^2d(d+2))={limit:.5e}\)",
+    name="tbl-theorem1-monte-carlo",
 )
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Left: population SIGReg, $\\mathcal L^{(2)}$, the coding-rate gap $R(I)-R(\\Sigma)$ and the finite-sample SIGReg (divided by $N$, bias removed) against $\\lVert\\Sigma-I\\rVert_F^2$, with the $1/N$ noise floor dotted; a finite-sample value below zero (noise, at the smallest distances) has no place on a log scale and is left out. Right: the ratios to the gap, against the limit of {eq}`eq-sup-proportionality` (dashed).", "name": "fig-sigreg-scaling"}}
@@ -364,9 +371,10 @@ plot_sigreg_scaling(frob2, rows, limit, N)
 plt.show()
 
 # %% [markdown]
-# The assertions below state the tolerances reached. The log-log slopes are 1 to within
-# 2 %. The population SIGReg is averaged over random directions, so its ratio to the
-# limit carries a Monte Carlo error of a few standard errors of
+# The assertions below state the tolerances reached, and
+# {numref}`tbl-theorem1-fit-checks` the values they check. The log-log slopes are 1 to
+# within 2 %. The population SIGReg is averaged over random directions, so its ratio to
+# the limit carries a Monte Carlo error of a few standard errors of
 # $\mathbb E_a[(a^\top Ba)^2]$; the exact $\mathcal L^{(2)}$ has none and must reach the
 # limit up to its $O(\lVert A\rVert_F)$ correction.
 
@@ -399,6 +407,7 @@ key_value_table(
       f"{pop_ratio:.5f}  (direction Monte Carlo s.e. {mc_se:.1e})"),
      (f"(SIGReg⁽²⁾ / gap) / limit at ‖A‖_F = {scales[0]:.1e}", f"{exact_ratio:.6f}")],
     caption="Fits and ratios checked by the assertions",
+    name="tbl-theorem1-fit-checks",
 )
 
 # %% [markdown]
@@ -465,7 +474,8 @@ plt.show()
 #
 # On the tangent space of $\mathcal S$ (traceless matrices) the two gradients are
 # $\frac{4C_w}{d(d+2)}A$ and $\frac{\theta^2}{2}A+O(\lVert A\rVert_F^2)$ (the
-# paper's Eq. (A.26)): their cosine tends to 1.
+# paper's Eq. (A.26)): their cosine tends to 1
+# ({numref}`tbl-theorem1-gradient-alignment`).
 
 # %%
 rows = []
@@ -487,6 +497,7 @@ Table(
      Col("rel", "|P∇gap − θ²/2 A| / |θ²/2 A|", ".2e")],
     caption="Projected gradients of the two objectives (P: projection onto traceless "
     "matrices)",
+    name="tbl-theorem1-gradient-alignment",
 )
 
 # %% [markdown]
@@ -496,7 +507,7 @@ Table(
 # Take laws with the *same* covariance $I_d$: Gaussian, uniform on $[-\sqrt3,\sqrt3]^d$,
 # and Rademacher $\pm1$. The coding rate depends on the covariance only, so it cannot
 # tell them apart; SIGReg sees the higher cumulants (kurtosis $-1.2$ and $-2$ per
-# coordinate).
+# coordinate), as {numref}`tbl-theorem1-same-covariance-laws` shows.
 
 # %%
 n_mc = pick(4096, 16384)
@@ -519,6 +530,7 @@ Table(
     [Col("law"), Col("R", "R(Z) (nats)", ".4f"),
      Col("T", "SIGReg statistic T_N", ".3f")],
     caption=f"Three laws with covariance I (d = {dim}, N = {n_mc:,})",
+    name="tbl-theorem1-same-covariance-laws",
 )
 
 # %% [markdown]
@@ -536,10 +548,10 @@ Table(
 #    eigenvalues $1\pm s$ with $0\le s\le1$. Write $\rho(s)$ in closed form and find
 #    its minimum and maximum. Where do $k_1$ and $k_2$ sit: at the optimum or on the
 #    boundary?
-# 4. **Same covariance, different SIGReg.** Add a fourth law with covariance $I$ to the
-#    last table: a Gaussian mixture $\tfrac12\mathcal N(\pm m\,e_1, \cdot)$ rescaled to
-#    unit variance. How does its SIGReg compare with the uniform and Rademacher laws as
-#    $m$ grows?
+# 4. **Same covariance, different SIGReg.** Add a fourth law with covariance $I$ to
+#    {numref}`tbl-theorem1-same-covariance-laws`: a Gaussian mixture
+#    $\tfrac12\mathcal N(\pm m\,e_1, \cdot)$ rescaled to unit variance. How does its
+#    SIGReg compare with the uniform and Rademacher laws as $m$ grows?
 #
 # ## What we learned
 #

@@ -137,7 +137,7 @@ print(f"cos(exact, MSSA approximation) = {cos:.3f};  "
 # At the same $\eta$ the MSSA step is therefore about that many times longer than the
 # exact one. To see direction and size apart, take one step of each from $Z^0$ with the
 # *same length* $\eta\lVert\nabla_ZR^c\rVert$, and one MSSA step at the same $\eta$,
-# and compare how much each lowers $R^c$:
+# and compare how much each lowers $R^c$ ({numref}`tbl-admm-one-step`):
 
 # %%
 eta, eps = defaults["eta"], defaults["eps"]
@@ -160,6 +160,7 @@ Table([(name, float(step.norm()), drop) for (name, step), drop
       [Col("step"), Col("len", "step length ‖ΔZ‖", ".3f"),
        Col("drop", "decrease of Rᶜ", ".4f")],
       caption=f"One step from Z⁰ (Rᶜ(Z⁰) = {Rc0:.3f} nats)",
+      name="tbl-admm-one-step",
       notes=[f"Same length: the MSSA direction lowers Rᶜ by "
              f"{matched_drop / exact_drop:.2f} of the exact step's decrease "
              f"(cosine {cos:.2f})."])
@@ -169,7 +170,7 @@ Table([(name, float(step.norm()), drop) for (name, step), drop
 # the same $\eta$, a third run shortens the MSSA step to the exact gradient's length at
 # $Z^0$ by dividing $\gamma$ by the size ratio above, which changes the branch weights
 # of {eq}`eq-layer-updates` to $(1-\eta\gamma-\eta\rho,\ \eta\gamma,\ \eta\rho)$
-# with that $\gamma$ ({numref}`fig-admm-history`):
+# with that $\gamma$ ({numref}`tbl-admm-three-runs` and {numref}`fig-admm-history`):
 
 # %%
 matched = {**defaults, "gamma": defaults["gamma"] / size}
@@ -202,6 +203,7 @@ Table(
      Col("align", "own-subspace energy, end", ".3f")],
     caption=f"ADMM on compression + sparsity (η = 0.25, ρ = 1, λ = 0.1; γ = 1, "
     f"matched: γ = {matched['gamma']:.4f})",
+    name="tbl-admm-three-runs",
 )
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The three ADMM runs of the table above, iteration by iteration ($\\eta=0.25$, $\\rho=1$, $\\lambda=0.1$): the objective, the primal and dual residuals, the fraction of zeros in $V$ and each token's energy on its own subspace. The matched-length MSSA run (green) lies on the exact one (blue); where the full-length MSSA run's primal residual falls to about $10^{-15}$, $Z=V$ to rounding: no entry of $V$ is thresholded there (its fraction of zeros is 0).", "name": "fig-admm-history"}}
@@ -212,9 +214,10 @@ plt.show()
 # All three runs drive the objective below half its start and make $V$ sparse; in the
 # exact and the matched runs $Z$ and $V$ stay close (primal residual under 5 % of
 # $\lVert Z^0\rVert_F$) and the dual residual decays (all asserted above). They differ
-# in **where** the tokens go, and the table separates the two reasons. The exact
-# gradient of $R^c$ acts inside each subspace only, so the thresholding removes the
-# off-subspace noise and the tokens settle onto their own subspaces. The MSSA step at
+# in **where** the tokens go, and {numref}`tbl-admm-three-runs` separates the two
+# reasons. The exact gradient of $R^c$ acts inside each subspace only, so the
+# thresholding removes the off-subspace noise and the tokens settle onto their own
+# subspaces. The MSSA step at
 # the same $\eta$ replaces, with branch weight $\eta\gamma$, each token's projection by
 # a softmax-weighted *average* of all tokens' projections; a step that many times too
 # long smooths the tokens toward one another — the rank collapse of pure attention
@@ -230,7 +233,7 @@ plt.show()
 #
 # Compression plus sparsity alone is minimised by $Z=V=0$: nothing in the
 # paper's Eq. (5) keeps the representation expanded. Running the iterations
-# well past the network's depth shows it:
+# well past the network's depth shows it ({numref}`tbl-admm-collapse-to-zero`):
 
 # %%
 steps = (0, 12, 40, 80)
@@ -242,7 +245,8 @@ for grad in ("exact", "mssa"):
     rows.append([grad] + norms)
 norm_cols = [Col(f"t{t}", f"‖Zᵗ‖_F at t = {t}", ".3f") for t in steps]
 Table(rows, [Col("gradient")] + norm_cols,
-      caption="Without an expansion term the iterates shrink to zero")
+      caption="Without an expansion term the iterates shrink to zero",
+      name="tbl-admm-collapse-to-zero")
 
 # %% [markdown]
 # This is why the expansion term has to come from somewhere else. In AoT-ADMM it comes

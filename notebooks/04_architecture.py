@@ -87,7 +87,7 @@ plt.show()
 # threshold $\tau=\mathrm{softplus}(\tau_{\text{raw}})$ initialised to $\lambda/\rho$
 # ($d$; the softplus keeps it positive, so the $V$-step stays a shrinkage) and three
 # branch logits. Counting
-# them from the live modules:
+# them from the live modules ({numref}`tbl-architecture-layer-params`):
 
 # %%
 widths = (192, 384)
@@ -101,15 +101,17 @@ assert extra == [d + 3 for d in widths]  # AoT-ADMM over AoT: the threshold and 
 Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
              *[Col(f"n{d}", f"counted, d = {d}") for d in widths]],
       caption="Parameters of one layer: the formula, and the module counted at two "
-      "widths")
+      "widths",
+      name="tbl-architecture-layer-params")
 
 # %% [markdown]
 # (sec-paper-tables)=
 # ## The paper's tables, recomputed
 #
 # Parameters and FLOPs below are computed now from the registered models (the three
-# white-box families and, for Table 4, the standard ViT {cite:p}`dosovitskiy2021vit`
-# and its MLP-free variant) with `aot_lib.count_params` and `aot_lib.count_flops`
+# white-box families and, for the paper's Table 4, the standard ViT
+# {cite:p}`dosovitskiy2021vit` and its MLP-free variant) with `aot_lib.count_params`
+# and `aot_lib.count_flops`
 # (`torch.utils.flop_counter`, two FLOPs per multiply-add, one image). The paper counts
 # the encoder **without the classification head** (the final LayerNorm and Linear):
 # official CRATE without its `mlp_head` has exactly the paper's 5.41 / 12.10 / 21.44 M,
@@ -117,6 +119,9 @@ Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
 # change. `count_params(m)` follows that convention; the column "+ head" is
 # `count_params(m, include_head=True)` with 10 classes. The shaded columns are the
 # paper's printed numbers (`aot_lib.book.paper`).
+# {numref}`tbl-architecture-cifar-counts` recomputes the CIFAR setting of the paper's
+# Tables 1, 3 and 4, {numref}`tbl-architecture-imagenet-counts` the ImageNet setting of
+# its Table 2.
 
 # %%
 # the paper's models, from the registry (a family of one's own has no paper numbers)
@@ -154,7 +159,9 @@ Table(
      Col("paper_params", "params (M)", paper=True, align="right"),
      Col("flops", "FLOPs (G)", ".3f"),
      Col("paper_flops", "FLOPs (G)", ".2f", paper=True)],
-    caption="Tables 1, 3 and 4: CIFAR setting (32 px, patch 8, 10 classes), one image",
+    caption="The paper's Tables 1, 3 and 4 setting: CIFAR (32 px, patch 8, "
+    "10 classes), one image",
+    name="tbl-architecture-cifar-counts",
 )
 
 # %%
@@ -166,7 +173,8 @@ for name, pp in paper.PARAMS_IMAGENET_M.items():
     rows.append((name, n, n / 1e6, pp))
 Table(rows, [Col("model"), Col("n", "params (exact)"), Col("m", "params (M)", ".3f"),
              Col("paper", "params (M)", ".2f", paper=True)],
-      caption="Table 2: ImageNet setting (128 px, patch 16)")
+      caption="The paper's Table 2 setting: ImageNet (128 px, patch 16)",
+      name="tbl-architecture-imagenet-counts")
 
 # %% [markdown]
 # Every cell matches the paper to its printed rounding, with two discrepancies worth
@@ -176,11 +184,11 @@ Table(rows, [Col("model"), Col("n", "params (exact)"), Col("m", "params (M)", ".
 #   ratio 4) in the CIFAR setting has 5,378,880 parameters without its head and
 #   5,381,194 with a 10-class head. The paper's 5.3 M looks truncated rather than
 #   rounded; ViT-S (21.37 → 21.4) and both ReLU variants round correctly under either
-#   convention, so Table 4 cannot tell them apart.
+#   convention, so the paper's Table 4 cannot tell them apart.
 # * **CRATE's FLOPs depend on how ISTA is written.** The official CRATE code computes
 #   $x+\eta D^\top x-\eta D^\top Dx$ with three matrix products ($Dx$, $D^\top(Dx)$,
 #   $D^\top x$); the paper's 0.31 / 0.69 / 1.22 G count exactly that. The same step
-#   written as $D^\top(x-Dx)$ needs two:
+#   written as $D^\top(x-Dx)$ needs two ({numref}`tbl-architecture-crate-ista-flops`):
 
 # %%
 rows = []
@@ -198,12 +206,14 @@ Table(rows, [Col("model"), Col("three", "ISTA, three products: FLOPs (G)", ".3f"
              Col("two", "two products: FLOPs (G)", ".3f"),
              Col("paper", "FLOPs (G)", ".2f", paper=True)],
       caption="CRATE's FLOPs with ISTA written two ways (same outputs: checked on "
-      "a 2-layer model)")
+      "a 2-layer model)",
+      name="tbl-architecture-crate-ista-flops")
 
 # %% [markdown]
 # Two more remarks on the paper's arithmetic. Its prose (Sec. 4.2) gives the parameters
-# AoT-ADMM removes from CRATE and the reductions they amount to; the table recomputes
-# both from the counts it prints, and the sentence under it is generated from the table.
+# AoT-ADMM removes from CRATE and the reductions they amount to;
+# {numref}`tbl-architecture-admm-savings` recomputes both from the counts the paper
+# prints, and the sentence under it is generated from the table.
 
 # %%
 rows = []
@@ -223,7 +233,7 @@ display(Table(
            Col("removed", "removed (M)", ".2f"), Col("pct", "removed (%)", ".1f"),
            Col("paper_removed", "removed (M)", ".2f", paper=True),
            Col("paper_pct", "saving stated (%)", ".1f", paper=True)],
-    caption="AoT-ADMM's savings over CRATE"))
+    caption="AoT-ADMM's savings over CRATE", name="tbl-architecture-admm-savings"))
 display(Markdown(
     "The removed counts the paper prints are right ("
     + ", ".join(f"{r['paper_removed']:.2f}" for r in rows) + " M), but as fractions of "
@@ -292,5 +302,6 @@ for scale in ["tiny", "small", "base"]:
 #   AoT is $d+3$ parameters per layer (the threshold and the branch logits) and no
 #   counted FLOPs (`torch.utils.flop_counter` counts matrix products; the ADMM update is
 #   element-wise).
-# * Every parameter and FLOP count in Tables 1–4 follows from this construction; the two
-#   places where the paper's prose disagrees with its own counts are listed above.
+# * Every parameter and FLOP count in the paper's Tables 1–4 follows from this
+#   construction; the two places where the paper's prose disagrees with its own counts
+#   are listed above.

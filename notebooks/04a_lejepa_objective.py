@@ -37,9 +37,9 @@ run_record_box(seed=0)
 # form of $\mathcal L_{\text{pred}}$, the weight, the quadrature, the factor $N$, the
 # number of slices, the value of $\alpha$, which embeddings form one SIGReg sample, or
 # the projection head. Those follow LeJEPA's two public implementations or are this
-# project's choices. The first table says which, with the values `aot_lib` uses by
-# default (`aot_lib.training.config.DEFAULTS`) and in the CPU recipe of
-# {ref}`ch-tables-1-3`, both read from the configs.
+# project's choices. {numref}`tbl-objective-provenance` says which, with the values
+# `aot_lib` uses by default (`aot_lib.training.config.DEFAULTS`) and in the CPU recipe
+# of {ref}`ch-tables-1-3`, both read from the configs.
 
 # %% tags=["hide-input"]
 import inspect
@@ -116,6 +116,7 @@ Table(rows, [Col("what"), Col("default", "aot_lib default"),
              Col("cpu", "CPU recipe"), Col("source", "from"),
              Col("where", "where")],
       caption="The pieces of the objective and where each comes from",
+      name="tbl-objective-provenance",
       notes=["LeJEPA's code: the minimal example of rbalestr-lab/lejepa (MINIMAL.md) "
              "and stable_pretraining/methods/lejepa.py of "
              "galilai-group/stable-pretraining.",
@@ -221,7 +222,8 @@ show_source(epps_pulley)
 # docstring bounds the rounding). Three checks, all in float64: the weights are those
 # of {eq}`eq-ep-quadrature`; the package's $T$ equals {eq}`eq-ep-quadrature` evaluated
 # with complex exponentials (NumPy, no recurrence); and the 17-node rule is close to the
-# integral over all of $\mathbb R$ (SciPy's adaptive quadrature).
+# integral over all of $\mathbb R$ (SciPy's adaptive quadrature); the three values are
+# in {numref}`tbl-objective-epps-pulley-check`.
 
 # %%
 t_max, n_points = DEFAULTS["loss"]["t_max"], DEFAULTS["loss"]["n_points"]
@@ -252,6 +254,7 @@ Table([("aot_lib.epps_pulley", T_package),
        ("the integral over ℝ, SciPy adaptive quadrature", T_exact)],
       [Col("how"), Col("T", "T", ".12f")],
       caption=f"T of one sample of N = {len(u)} from N(0.2, 1.3²)",
+      name="tbl-objective-epps-pulley-check",
       notes=[f"The {n_points}-node rule differs from the integral over ℝ by "
              f"{rule_error:+.2%} of it."])
 
@@ -273,7 +276,7 @@ Table([("aot_lib.epps_pulley", T_package),
 # the same at every batch size ({ref}`sec-quadrature` derives this bias for the
 # population form); away from it $T$ grows like $N$. A Monte Carlo check for
 # $\mathcal N(0,1)$ and $\mathcal N(0,1.5^2)$ ($\varphi(t)=e^{-v t^2/2}$) at two batch
-# sizes, 2,000 batches each:
+# sizes, 2,000 batches each ({numref}`tbl-objective-batch-size`):
 
 # %%
 reps, sizes = 2000, (64, 1024)
@@ -303,6 +306,7 @@ Table(rows, [Col("law"),
                  Col(f"mc{n}", f"mean T, N = {n}", ".3f"),
                  Col(f"ex{n}", f"exact, N = {n}", ".3f"))]],
       caption=f"The statistic at two batch sizes ({reps:,} batches each)",
+      name="tbl-objective-batch-size",
       notes=["exact: the expectation of the equation above.",
              f"Over ℝ instead of the {n_points}-node rule, the null value is "
              f"√(2π)(1 − 3^(−1/2)) = {math.sqrt(2 * math.pi) * (1 - 3**-0.5):.4f}."])
@@ -311,8 +315,8 @@ Table(rows, [Col("law"),
 # So the factor $N$ makes the statistic of a Gaussian batch the same number at any batch
 # size, while a non-Gaussian batch is penalised in proportion to $N$: the weight
 # $\alpha$ that balances $\mathcal L_{\text{SIGReg}}$ against $\mathcal L_{\text{pred}}$
-# is tied to the batch size: by the table above, a larger batch pushes harder toward
-# the Gaussian at the same $\alpha$.
+# is tied to the batch size: by {numref}`tbl-objective-batch-size`, a larger batch
+# pushes harder toward the Gaussian at the same $\alpha$.
 #
 # (sec-slicing)=
 # ## Slicing: many random directions
@@ -374,7 +378,8 @@ print(f"SIGReg of {Y.shape[0]} Gaussian embeddings in D = {D}: {first:.4f} "
 #
 # `LeJEPALoss(sigreg_sample=...)` offers both; `"per_view"` (the minimal example's) is
 # the default. The pooled sample has $VN$ points, so by {ref}`sec-times-n` it carries a
-# factor $VN$ instead of $N$. Three cases, with the same directions:
+# factor $VN$ instead of $N$. Three cases, with the same directions
+# ({numref}`tbl-objective-per-view-pooled`):
 
 # %%
 V, N, D = 4, 256, 8
@@ -403,7 +408,8 @@ assert abs(far / V - 1) < 0.1  # far from the null the factor V dominates
 Table(rows, [Col("views"), Col("pooled", "pooled", ".4f"),
              Col("per_view", "per view", ".4f"),
              Col("ratio", "pooled / per view", ".3f")],
-      caption=f"SIGReg of V = {V} views of N = {N} embeddings, both conventions")
+      caption=f"SIGReg of V = {V} views of N = {N} embeddings, both conventions",
+      name="tbl-objective-per-view-pooled")
 
 # %% [markdown]
 # For identical views the pooled value is exactly $V$ times the per-view one; for views
@@ -461,12 +467,12 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 # 3. **The null expectation by hand.** Show that
 #    $\mathbb E|\hat\varphi(t)-\varphi(t)|^2=(1-|\varphi(t)|^2)/N$ for i.i.d. samples,
 #    and derive $\int_{\mathbb R}(1-e^{-t^2})e^{-t^2/2}dt=\sqrt{2\pi}(1-3^{-1/2})$.
-#    Check the number in the note under the batch-size table.
+#    Check the number in the note under {numref}`tbl-objective-batch-size`.
 # 4. **Translating a weight.** stable-pretraining uses `lamb = 0.02` on the pooled
-#    statistic of $V=8$ views. Using {eq}`eq-per-view-pooled` and the table of
-#    {ref}`sec-per-view`, which $\alpha$ gives the per-view convention about the same
-#    pull toward the Gaussian early in training, far from the optimum? Which LeJEPA
-#    $\lambda$ is that, by {eq}`eq-alpha`?
+#    statistic of $V=8$ views. Using {eq}`eq-per-view-pooled` and
+#    {numref}`tbl-objective-per-view-pooled`, which $\alpha$ gives the per-view
+#    convention about the same pull toward the Gaussian early in training, far from the
+#    optimum? Which LeJEPA $\lambda$ is that, by {eq}`eq-alpha`?
 #
 # ## What we learned
 #
@@ -474,7 +480,7 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 #   \mathcal L_{\text{SIGReg}}$ with the mean of the global views as target and SIGReg
 #   as a sliced Epps–Pulley test; the weight $w$, the quadrature, the factor $N$, the
 #   slices, the sample convention, $\alpha$ and the projection head come from LeJEPA's
-#   code or from us, as the first table says.
+#   code or from us, as {numref}`tbl-objective-provenance` says.
 # * Every formula on this page is the code beside it: the package's values equal
 #   float64 references built another way (loops, complex exponentials, explicit
 #   means), and the 17-node rule stays within the tolerance asserted above of the

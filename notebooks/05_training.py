@@ -22,8 +22,8 @@ from aot_lib.book.pages import run_record_box
 run_record_box(seed=0)
 
 # %% [markdown]
-# The paper pretrains on an A100 for 800 epochs (Table 1). This chapter runs the same
-# pipeline — multi-crop views, the AoT-ADMM encoder ({ref}`ch-architecture`), the
+# The paper pretrains on an A100 for 800 epochs (its Table 1). This chapter runs the
+# same pipeline — multi-crop views, the AoT-ADMM encoder ({ref}`ch-architecture`), the
 # projection head,
 # $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}}$ (the paper's
 # Eq. (19); SIGReg is the expansion term of {ref}`ch-theorem1`), AdamW with warm-up
@@ -71,10 +71,10 @@ RESULTS = ROOT / "results"
 # ## The views LeJEPA sees
 #
 # Per image, the paper's CIFAR setting takes two global $32\times32$ and six local
-# $16\times16$ crops; its ImageNet setting (Table 2) two global $128\times128$ and two
-# local $64\times64$ crops of 160-px images, with blur and solarisation. Both are made
-# for the whole batch at once by `aot_lib.data.augment.BatchedMultiCrop`, with the view
-# settings of `configs/base/`.
+# $16\times16$ crops; its ImageNet setting (its Table 2) two global $128\times128$ and
+# two local $64\times64$ crops of 160-px images, with blur and solarisation. Both are
+# made for the whole batch at once by `aot_lib.data.augment.BatchedMultiCrop`, with the
+# view settings of `configs/base/` ({numref}`tbl-training-view-settings`).
 #
 # The images are CIFAR-10's test images and Imagenette's validation images when the data
 # folder is configured (`AOT_DATA`; a CIFAR-10 that torchvision downloaded into it is
@@ -114,6 +114,7 @@ Table(
     [Col("setting"), Col("global", "global views"), Col("local", "local views"),
      Col("images", "images shown")],
     caption="The two view settings (configs/base/cifar.yaml and imagenet.yaml)",
+    name="tbl-training-view-settings",
 )
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The CIFAR setting: each image (left; which images, the table above says), its two global $32\\times32$ views and its six local $16\\times16$ views, as `BatchedMultiCrop` makes them.", "name": "fig-views-cifar"}}
@@ -122,7 +123,7 @@ plot_views(cifar_images, cifar_views, cifar_cfg.mean, cifar_cfg.std,
            view_names=names)
 plt.show()
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The ImageNet setting of Table 2: each image, its two global $128\\times128$ views and its two local $64\\times64$ views, with blur and solarisation.", "name": "fig-views-imagenet"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The ImageNet setting of the paper's Table 2: each image, its two global $128\\times128$ views and its two local $64\\times64$ views, with blur and solarisation.", "name": "fig-views-imagenet"}}
 names = ["image", "global 1", "global 2", "local 1", "local 2"]
 plot_views(imagenet_images, imagenet_views, imagenet_cfg.mean, imagenet_cfg.std,
            view_names=names, scale=1.6)
@@ -162,8 +163,9 @@ if have_runs and superseded(main_run):
 # CIFAR-10 in `$AOT_DATA`: the official training and test images, re-encoded as JPEG
 # (quality 75) to ship small; `data.download=true` trains on the official PNG set
 # instead, where a network is available. The record, with the encoder and schedule read
-# from the run's own config (`config.yaml` in the run folder), then its curves
-# ({numref}`fig-main-run-curves`):
+# from the run's own config (`config.yaml` in the run folder)
+# ({numref}`tbl-training-run-record`), then its curves ({numref}`fig-main-run-curves`)
+# and its probes ({numref}`tbl-training-probe-accuracy`):
 
 # %% tags=["hide-input"]
 if have_runs:
@@ -185,6 +187,7 @@ if have_runs:
                       f"{hw['torch_threads']} threads, PyTorch {hw['torch']}")],
         caption="Run record (results/cpu/cpu_aot_admm_cifar10/run.json)"
         + (" (superseded)" if superseded(r) else ""),
+        name="tbl-training-run-record",
     ))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The recorded AoT-ADMM run on CIFAR-10: the total loss, the prediction loss $\\mathcal L_{\\mathrm{pred}}$ and the SIGReg statistic ({ref}`ch-objective`) against the training step.", "name": "fig-main-run-curves"}}
@@ -208,7 +211,8 @@ if have_runs:
         + (" (superseded)" if superseded(r) else ""),
         notes=[f"Test data: {test_data}.",
                "The paper's number is AoT-ADMM-Tiny (width 384, depth 12) after 800 "
-               "epochs on an A100 (Table 1)."],
+               "epochs on an A100 (the paper's Table 1)."],
+        name="tbl-training-probe-accuracy",
     ))
 
 # %% [markdown]
@@ -247,7 +251,8 @@ display(Markdown(
 # The benchmark scripts under `benchmarks/` write JSON to `results/benchmarks/`
 # (machine and commit in each); a file marked superseded is not shown.
 # `benchmarks/bench_trainer.py` times the trainer's own step on the CPU config of
-# {ref}`sec-main-run` and splits it by phase; most of a step is the encoder's forward
+# {ref}`sec-main-run` ({numref}`tbl-training-trainer-records`) and splits it by phase
+# ({numref}`tbl-training-step-phases`); most of a step is the encoder's forward
 # and backward pass, and the share of the CPU's measured matrix-product ceiling that the
 # step reaches is what {ref}`ch-gpu` scales its GPU estimates by.
 
@@ -255,8 +260,9 @@ display(Markdown(
 BENCH = RESULTS / "benchmarks"
 trainer = current([json.loads(f.read_text()) for f in BENCH.glob("trainer_*.json")])
 if trainer:
-    display(trainer_records_table(trainer))
-    display(trainer_phase_table(max(trainer, key=lambda b: b.get("date", ""))))
+    display(trainer_records_table(trainer, name="tbl-training-trainer-records"))
+    display(trainer_phase_table(max(trainer, key=lambda b: b.get("date", "")),
+                                name="tbl-training-step-phases"))
 else:
     print("no trainer benchmark recorded (run benchmarks/bench_trainer.py)")
 
@@ -270,18 +276,19 @@ else:
 # `benchmarks/bench_families.py` times one whole LeJEPA step per family, eager
 # (AoT-ADMM's state update fused into one autograd node, `aot_lib.models.fused`) and
 # with each family's layer compiled once and reused (`aot_lib.models.compile`), families
-# interleaved repeat by repeat, and was recorded several times (the table's caption says
-# how many). In the figure, blue bars are AoT-ADMM's step time over the other family's
-# (pooled over the recordings; each black dot is one recording), grey bars the same
-# ratio of the encoders' FLOPs, the red dashes the ratio `bench_families.py` sets as its
-# target (this project's, not the paper's), and the black line 1 (equal cost): a bar
-# below it means AoT-ADMM's step is the cheaper one ({numref}`fig-family-ratios`).
+# interleaved repeat by repeat, and was recorded several times
+# ({numref}`tbl-training-family-speed`; its caption says how many). In the figure, blue
+# bars are AoT-ADMM's step time over the other family's (pooled over the recordings;
+# each black dot is one recording), grey bars the same ratio of the encoders' FLOPs,
+# the red dashes the ratio `bench_families.py` sets as its target (this project's, not
+# the paper's), and the black line 1 (equal cost): a bar below it means AoT-ADMM's step
+# is the cheaper one ({numref}`fig-family-ratios`).
 
 # %% tags=["hide-input"]
 families = current([json.loads(f.read_text())
                     for f in sorted(BENCH.glob("families_run*.json"))])
 if families:
-    display(family_speed_table(families))
+    display(family_speed_table(families, name="tbl-training-family-speed"))
     peak = [b["peak_rss_mb"] for b in families if "peak_rss_mb" in b]
     if peak:
         print(f"peak memory (RSS) of a benchmark process: {min(peak):,.0f}–"

@@ -82,13 +82,14 @@ RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml
 # Later, r2 and r4 were probed again on the linear probe's **validation** split only
 # (10 % of the training set, held out by the probe), as the equal tuning of
 # {ref}`sec-equal-tuning` selects, and the pick re-checked on validation. Both probes of
-# each run stay in its record (`probe.json`, then `reprobes/`): the table shows the test
-# scores of each run's first probe and the validation score of its newest, and the
-# sentence below it ranks the runs both ways. One caveat a reader should weigh: these
-# runs are AoT-ADMM only. The learning rate was then swept for every family alike
-# ({ref}`sec-equal-tuning`), but the projector, the SIGReg slices and the
-# normalisation chosen here were not: CRATE and AoT use the settings that suited
-# AoT-ADMM, which can only favour AoT-ADMM in the comparisons of {ref}`ch-tables-1-3`.
+# each run stay in its record (`probe.json`, then `reprobes/`):
+# {numref}`tbl-recipe-tuning-runs` shows the test scores of each run's first probe and
+# the validation score of its newest, and the sentence below it ranks the runs both
+# ways. One caveat a reader should weigh: these runs are AoT-ADMM only. The learning
+# rate was then swept for every family alike ({ref}`sec-equal-tuning`), but the
+# projector, the SIGReg slices and the normalisation chosen here were not: CRATE and
+# AoT use the settings that suited AoT-ADMM, which can only favour AoT-ADMM in the
+# comparisons of {ref}`ch-tables-1-3`.
 
 # %% tags=["hide-input"]
 runs = {}
@@ -197,6 +198,7 @@ if rows:
          Col("norm", "App. A norm."), Col("steps"),
          Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("commit")],
         caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
+        name="tbl-recipe-tuning-runs",
         notes=["One seed per configuration: a difference under "
                f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself "
                "calls comparable) is read as no difference. The validation split alone "
@@ -257,10 +259,11 @@ if "r0_paper_lr" in runs:
 # (sec-recipe-10-epochs)=
 # ## The tuned recipe, 10 epochs
 #
-# The sweep's choice, r2 (its settings are its row above), became
-# `configs/cpu/recipe.yaml`; the AoT-ADMM, CRATE and AoT CPU configs share it. Its
-# 10-epoch AoT-ADMM run, against the bar this project set for a CPU recipe worth
-# reporting (at least 50 % linear probe in at most 35 minutes on two cores):
+# The sweep's choice, r2 (its settings are its row of {numref}`tbl-recipe-tuning-runs`),
+# became `configs/cpu/recipe.yaml`; the AoT-ADMM, CRATE and AoT CPU configs share it.
+# Its 10-epoch AoT-ADMM run ({numref}`tbl-recipe-ten-epoch-run`), against the bar this
+# project set for a CPU recipe worth reporting (at least 50 % linear probe in at most
+# 35 minutes on two cores):
 
 # %% tags=["hide-input"]
 SWEPT = ("optim.lr", "projector.out_dim", "loss.num_slices", "loss.sigreg_normalize")
@@ -286,6 +289,7 @@ if (main_dir / "probe.json").exists():
          Col("bar", "≥ 50 % in ≤ 35 min"), Col("commit")],
         caption=f"AoT-ADMM, {scale(load_config(main_dir / 'config.yaml'))}, the tuned "
                 "recipe",
+        name="tbl-recipe-ten-epoch-run",
         notes=[f"Wall times on {main['run']['hardware']['cpu_count']} CPU cores: "
                "pretraining, then the linear and k-NN probes (probe.json). They are "
                "as recorded, and other work may have shared the machine, which only "
@@ -300,7 +304,8 @@ else:
 #
 # The paper never states $\eta,\gamma,\rho,\lambda$; this project's defaults (the
 # defaults of `aot_lib.models.AoTADMM`, below) are a guess. Four short runs move them
-# one at a time from r2, which is the baseline row:
+# one at a time from r2, which is the baseline row of
+# {numref}`tbl-recipe-admm-hyperparameters`:
 
 # %% tags=["hide-input"]
 def admm_settings(cfg: dict) -> dict:
@@ -340,6 +345,7 @@ if len(admm_rows) > 1:
          Col("lambd", "λ (= ρτ at start)"), Col("abc", "(a, b, c) at start"),
          *SCORE_COLS],
         caption=f"ADMM hyper-parameters: AoT-ADMM, {scales(admm_rows)}",
+        name="tbl-recipe-admm-hyperparameters",
         notes=["One seed per row; scores as in the sweep table above.", UNREAD,
                *grids(admm_rows),
                "Every row has the same model size and FLOPs, so no wall time is shown "
@@ -453,7 +459,8 @@ if best and any(x.get("theorem1/rate_gap") for x in logged):
 # of the layer's input and output state with the layer's own subspaces (tokens at unit
 # RMS; MSSA was derived as a descent step on it), the fraction of exact zeros and the
 # mean $|V^\ell|$, the primal residual $\|Z^\ell-V^\ell\|/\|Z^\ell\|$, and the branch
-# coefficients and threshold against their ADMM starting values.
+# coefficients and threshold against their ADMM starting values
+# ({numref}`tbl-recipe-layer-audit`).
 
 # %% tags=["hide-input"]
 if best and "monitors" in r["metrics"]:
@@ -477,6 +484,7 @@ if best and "monitors" in r["metrics"]:
          Col("a", "a", ".3f"), Col("b", "b", ".3f"), Col("c", "c", ".3f"),
          Col("tau", "τ mean (min–max)")],
         caption=f"White-box audit of {best} after {r['metrics']['step']} steps",
+        name="tbl-recipe-layer-audit",
         notes=[f"ADMM start: a, b, c = {a0:.3f}, {b0:.3f}, {c0:.3f} (η = {eta}, "
                f"γ = {gamma}, ρ = {rho}) and τ = λ/ρ = {tau0:.3f}; "
                "τ = softplus(τ_raw) stays positive.",
@@ -542,7 +550,8 @@ if encoder is not None:
 # (sec-audit-control)=
 # ### Against the untrained network, with orthonormal bases
 #
-# Two controls for the audit above. First, $R^c(Z\mid U)$ of the paper's Eq. (6)
+# Two controls for the audit of {numref}`tbl-recipe-layer-audit`, both in
+# {numref}`tbl-recipe-audit-control`. First, $R^c(Z\mid U)$ of the paper's Eq. (6)
 # assumes each $U_k$ has orthonormal columns; the learned $U_k$ do not, so here each
 # head's basis is orthonormalised (QR) first, which measures the subspaces alone.
 # Second, the same table for the network at initialisation (the weights the run started
@@ -569,7 +578,8 @@ if encoder is not None:
          Col("tp", "‖Z−V‖/‖Z‖, trained", ".3f"),
          Col("ip", "‖Z−V‖/‖Z‖, at init.", ".3f")],
         caption="The audit with orthonormalised bases, trained against untrained "
-        f"({len(xa)} images: {img_source})"))
+        f"({len(xa)} images: {img_source})",
+        name="tbl-recipe-audit-control"))
     down_t = sum(c["t"] < 0 for c in control)
     down_i = sum(c["i"] < 0 for c in control)
     primal = [c["tp"] for c in control if c["tp"] is not None]
@@ -609,15 +619,16 @@ if encoder is not None:
 #    (`block.mssa.subspaces()`) and compare $R^c(Z\mid U)$ computed with it and with
 #    `aot_lib.training.monitors.orthonormal_bases(U)` on the same tokens. Explain the
 #    difference from $U_k^\top U_k \neq I$.
-# 3. **Ties.** With `aot_lib.book.stats.PAPER_LARGEST_GAP`, which runs of the recipe
-#    table are indistinguishable from the best, and would one more seed per run change
-#    that?
+# 3. **Ties.** With `aot_lib.book.stats.PAPER_LARGEST_GAP`, which runs of
+#    {numref}`tbl-recipe-tuning-runs` are indistinguishable from the best, and would one
+#    more seed per run change that?
 
 # %% [markdown]
 # ## What we learned
 #
-# * The tuning table says which knobs moved the linear probe in 3 epochs; the learning
-#   rate of an 800-epoch schedule is not the one of a 3-epoch schedule.
+# * {numref}`tbl-recipe-tuning-runs` says which knobs
+#   moved the linear probe in 3 epochs; the learning rate of an 800-epoch schedule is
+#   not the one of a 3-epoch schedule.
 # * The normalisation of Appendix A is measured, not assumed; the default follows the
 #   measurement and the paper's form is one switch away.
 # * The audit reads the trained network as the optimiser it was derived from: whether

@@ -72,14 +72,8 @@ from aot_lib.training.config import load_config
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 RESULTS = ROOT / "results" / "cpu"
-NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
-DATA = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
-CELLS = {
-    (fam, data): f"cpu_{fam}_{data}"
-    for fam in NAMES
-    for data in DATA
-    if (fam, data) != ("aot", "cifar100")
-}
+NAMES, DATA = evidence.TABLE13_NAMES, evidence.TABLE13_DATA
+CELLS = evidence.TABLE13_CELLS  # (family, data set) -> the pretrained cell's run name
 
 # %% [markdown]
 # (sec-equal-tuning)=
@@ -93,12 +87,13 @@ CELLS = {
 # final runs at its own best point. The split is seen unlabelled during pretraining,
 # like the rest of the training set; its labels are used only to choose. The sweep's
 # recorded runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists
-# them).
+# them); {numref}`tbl-sweep-tables-1-3` shows every point.
 
 # %% tags=["hide-input"]
 shown, picks = evidence.sweep_table(
     RESULTS, "Tables 1/3", NAMES,
-    "The equal learning-rate sweep: 3 epochs, validation scores only")
+    "The equal learning-rate sweep: 3 epochs, validation scores only",
+    name="tbl-sweep-tables-1-3")
 display(shown)
 
 final_lr = {
@@ -129,7 +124,11 @@ display(
 # the views, the initialisation and the SIGReg directions). Parameters and FLOPs are
 # counted on the encoders as these configs build them (without the classification head,
 # as the paper counts; FLOPs of one 32-px image, a multiply-add counted as two). The
-# columns marked as the paper's are its Tiny models after 800 epochs on an A100.
+# columns of {numref}`tbl-table1-cpu` marked as the paper's are its Tiny models after
+# 800 epochs on an A100. Under the pretrained rows is the floor every accuracy is read
+# against: the same probe on each seed's encoder at its initialisation, before any
+# pretraining step, and on the raw pixels (`aot baseline init|pixels`,
+# `results/cpu/baselines/`).
 
 # %% tags=["hide-input"]
 size = {}  # family -> (params in M, GFLOPs) at this chapter's width and depth
@@ -160,6 +159,32 @@ def cell_row(fam: str, data: str) -> dict:
     )
 
 
+def floor_rows(data: str, families) -> list[dict]:
+    """The probes' floor on ``data``: each family's encoders at initialisation, then raw
+    pixels (``aot baseline``; results/cpu/baselines/), probed as the pretrained runs."""
+    rows = []
+    for fam in families:
+        floor = evidence.floor_cells(RESULTS, CELLS[fam, data], data)
+        for what in ("untrained", "pixels") if fam == families[-1] else ("untrained",):
+            runs = floor[what]
+            if not runs:
+                continue
+            s = stats.summarize([r.top1 for r in runs])
+            label = f"{NAMES[fam]}, untrained" if what == "untrained" else "raw pixels"
+            rows.append(dict(
+                model=label,
+                data=DATA[data], n=s.n, linear=str(s),
+                seeds=", ".join(str(r.seed) for r in runs),
+                params=size[fam][0] if what == "untrained" else None,
+                flops=size[fam][1] if what == "untrained" else None))
+    return rows
+
+
+FLOOR_NOTE = (
+    "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
+    "encoder at its initialisation, and on the normalised pixels themselves (3,072 "
+    "values); chance is 10 % on CIFAR-10 and 1 % on CIFAR-100.")
+
 # the result and the paper's beside it first: on a phone they show before any scroll
 COLS = [
     Col("model"),
@@ -174,16 +199,35 @@ COLS = [
 ]
 display(
     Table(
-        [cell_row(f, d) for f, d in CELLS if f != "aot"],
+        [cell_row(f, d) for f, d in CELLS if f != "aot"]
+        + [r for d in DATA for r in floor_rows(d, ("aot_admm", "crate"))],
         COLS,
-        caption="Table 1 at CPU scale: LeJEPA pretraining (width 192, depth 6, "
-        "10 epochs), linear probe on the test split",
+        caption="The paper's Table 1 at CPU scale: LeJEPA pretraining (width 192, "
+        "depth 6, 10 epochs), linear probe on the test split",
+        name="tbl-table1-cpu",
         notes=[
             "mean ± sample standard deviation over the seeds listed; one seed has no "
-            "spread."
+            "spread.",
+            FLOOR_NOTE,
         ],
     )
 )
+
+# %% tags=["hide-input"]
+floors = evidence.floor_rows(RESULTS, CELLS, NAMES, DATA)
+display(Markdown(
+    "**What pretraining adds over the floor**, paired by seed: "
+    + "; ".join(
+        f"{f['label']} {f['diff'].mean:+.2f} points"
+        + (f" (95 % CI [{f['diff'].low:+.2f}, {f['diff'].high:+.2f}], "
+           f"{f['diff'].n} seeds)" if f["diff"].n > 1 else " (one seed)")
+        for f in floors)
+    + ". Every gap between families below is read against these: "
+    f"the largest floor gain is {max(f['diff'].mean for f in floors):.1f} points, "
+    f"the smallest {min(f['diff'].mean for f in floors):.1f}."
+    if floors else
+    "*The floor (untrained encoders and raw pixels) is not recorded yet: "
+    "`scripts/evidence_runs.sh baselines`.*"))
 
 # %% [markdown]
 # Each run of the table, as recorded (its wall time was taken on a 2-core machine that
@@ -201,6 +245,7 @@ display(
                     seed=r.seed,
                     top1=r.top1,
                     commit=r.commit[:10],
+                    numerics=evidence.numerics_label(r),
                     wall=r.wall_time_s / 60,
                 )
                 for key in CELLS
@@ -211,6 +256,7 @@ display(
                 Col("seed"),
                 Col("top1", "linear top-1 (%)", ".2f"),
                 Col("commit"),
+                Col("numerics", "torch, CPU, instruction set"),
                 Col("wall", "pretraining (min, shared machine)", ".1f"),
             ],
         ),
@@ -444,7 +490,8 @@ display(
 # The total loss $\mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal
 # L_{\text{SIGReg}}$ (the paper's Eq. (19)), its prediction part and the SIGReg
 # statistic, logged every 10 steps, for the seed-0 run of each family on CIFAR-10
-# ({numref}`fig-figure3-cpu`):
+# ({numref}`fig-figure3-cpu`), and where each ends in
+# {numref}`tbl-figure3-final-losses`:
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of the seed-0 CIFAR-10 runs of the three families, against the training step.", "name": "fig-figure3-cpu"}}
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}
@@ -484,6 +531,7 @@ display(
             Col("sigreg", "SIGReg", ".4f"),
         ],
         caption="Final losses on CIFAR-10, seed 0 (mean of the last 20 logged steps)",
+        name="tbl-figure3-final-losses",
     )
 )
 
@@ -497,14 +545,17 @@ display(
 # The paper's Table 3 has a CIFAR-100 half too; with this 10-epoch recipe it was not
 # tested (no AoT run on CIFAR-100 was recorded). The analysis plan
 # (`results/cpu/plan.yaml`) includes it for the 30-minute recipe.
+# {numref}`tbl-table3-cpu` shows the CIFAR-10 half.
 
 # %% tags=["hide-input"]
 display(
     Table(
-        [cell_row(f, "cifar10") for f in ("aot_admm", "aot")],
+        [cell_row(f, "cifar10") for f in ("aot_admm", "aot")]
+        + floor_rows("cifar10", ("aot_admm", "aot")),
         [c for c in COLS if c.key != "paper_flops"],
-        caption="Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
-        notes=["The paper's Table 3 prints no FLOPs."],
+        caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
+        name="tbl-table3-cpu",
+        notes=["The paper's Table 3 prints no FLOPs.", FLOOR_NOTE],
     )
 )
 display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))

@@ -40,13 +40,13 @@ run_record_box(seed=0)
 # 4. **Patch features that separate the object.** A PCA of the patch tokens over many
 #    images should give a first component that marks foreground against background.
 #
-# The encoders are the recorded Imagenette runs: AoT-ADMM and CRATE are the Table 2
-# pretraining runs of {ref}`ch-transfer` (each family's pick of the learning rate), AoT
-# was trained for this chapter with the same recipe and no tuning
-# (`configs/cpu/whitebox/aot_imagenette.yaml`). All were pretrained with LeJEPA for 20
-# epochs on 3,000 images at 128 px, patch 16: an $8\times8$ grid of patches. That is a
-# small fraction of the paper's ImageNet pretraining, so a prediction that does not show
-# here may still hold at scale; one that shows is worth more.
+# The encoders are the recorded Imagenette runs: AoT-ADMM and CRATE are the pretraining
+# runs of {ref}`ch-transfer`, the paper's Table 2 at CPU scale (each family's pick of
+# the learning rate), AoT was trained for this chapter with the same recipe and no
+# tuning (`configs/cpu/whitebox/aot_imagenette.yaml`). All were pretrained with LeJEPA
+# for 20 epochs on 3,000 images at 128 px, patch 16: an $8\times8$ grid of patches. That
+# is a small fraction of the paper's ImageNet pretraining, so a prediction that does not
+# show here may still hold at scale; one that shows is worth more.
 
 # %% tags=["hide-input"]
 import textwrap
@@ -77,9 +77,9 @@ for s in subjects:
 
 # %% [markdown]
 # The images are the first ten of every class in Imagenette's `val` folder, the split
-# Table 2's probe reports on: nothing here is tuned on them, they are only looked at.
-# Each is resized from 160 to 128 px and normalised as the encoders saw their training
-# views.
+# the probe of {ref}`ch-transfer` (the paper's Table 2 at CPU scale) reports on:
+# nothing here is tuned on them, they are only looked at. Each is resized from 160 to
+# 128 px and normalised as the encoders saw their training views.
 
 # %% tags=["hide-input"]
 images = None
@@ -135,9 +135,10 @@ if images is not None:
                              in attention.items()}, grid=grid))
 
 # %% [markdown]
-# How concentrated is it? The share of the class token's attention that falls on its
-# top eighth of the patches (8 of 64), averaged over heads and the 100 images: 0.125
-# would be uniform attention, 1 all of it on eight patches.
+# How concentrated is it? {numref}`tbl-whitebox-attention-focus` gives the share of the
+# class token's attention that falls on its top eighth of the patches (8 of 64),
+# averaged over heads and the 100 images: 0.125 would be uniform attention, 1 all of it
+# on eight patches.
 
 # %% tags=["hide-input"]
 if images is not None:
@@ -149,7 +150,7 @@ if images is not None:
                          *[Col(f"l{i}", f"layer {i + 1}", ".3f")
                            for i in range(n_layers)]],
                   caption="Share of the class token's attention on its top 8 of 64 "
-                  "patches"))
+                  "patches", name="tbl-whitebox-attention-focus"))
     gains = {s.label: focus[s.label, "trained"][-1] - focus[s.label, "initial"][-1]
              for s in subjects}
     display(Markdown(
@@ -167,7 +168,8 @@ if images is not None:
 # The last layer's patch tokens of all 100 images, one row per patch, centred; its first
 # principal component as grey levels (signed so that border patches score low), and the
 # next three as red, green and blue ({numref}`fig-wb-pca`). Where the first component
-# separates an object, the grey map shows its outline.
+# separates an object, the grey map shows its outline. How much of the variance each
+# component carries is in {numref}`tbl-whitebox-pca-variance`.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "PCA of the last layer's patch tokens, fitted over 100 Imagenette images per encoder: for three images, the first component (grey; border patches signed low) and components 2-4 as RGB, trained encoders beside AoT-ADMM at initialisation.", "name": "fig-wb-pca"}}
 if images is not None:
@@ -185,7 +187,7 @@ if images is not None:
                   [Col("family"), Col("which", "encoder"),
                    *[Col(f"pc{k}", f"PC {k + 1} (share)", ".3f") for k in range(4)]],
                   caption="Share of the patch tokens' variance per principal "
-                  "component"))
+                  "component", name="tbl-whitebox-pca-variance"))
 
 # %% [markdown]
 # Without segmentation masks for these images the foreground reading is by eye, not a
@@ -200,7 +202,8 @@ if images is not None:
 # exact zeros and the mean magnitude of the sparse state (AoT-ADMM's $V^\ell$, CRATE's
 # ISTA output, AoT's tokens), and the effective rank of the output tokens: the
 # exponential of the entropy of their normalised singular values, between 1 and
-# $d=192$ ({numref}`fig-wb-layers`).
+# $d=192$ ({numref}`fig-wb-layers`, summed up in
+# {numref}`tbl-whitebox-layer-summary`).
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "Per layer, for each family (colour), trained (solid) and at initialisation (dashed): the coding rate of the layer's output on its own subspaces, the fraction of zeros and mean magnitude of the sparse state, and the effective rank of the output tokens.", "name": "fig-wb-layers"}}
 if images is not None:
@@ -231,7 +234,8 @@ if images is not None:
         Col("zeros_t", "zeros, last layer", ".3f"),
         Col("zeros_i", "… at init.", ".3f"), Col("erank_t", "eff. rank, last", ".1f"),
         Col("erank_i", "… at init.", ".1f")],
-        caption=f"What the layers do, trained and at initialisation ({len(t)} layers)"))
+        caption=f"What the layers do, trained and at initialisation ({len(t)} layers)",
+        name="tbl-whitebox-layer-summary"))
     more = [r["family"] for r in summary if r["lower_t"] > r["lower_i"]]
     lower_rank = [r["family"] for r in summary if r["erank_t"] < r["erank_i"]]
     display(Markdown(

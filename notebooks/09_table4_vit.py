@@ -155,6 +155,7 @@ display(
                     seed=r.seed,
                     top1=r.top1,
                     commit=r.commit[:10],
+                    numerics=evidence.numerics_label(r),
                     wall=r.wall_time_s / 60,
                 )
                 for key, runs in cells.items()
@@ -166,6 +167,7 @@ display(
                 Col("seed"),
                 Col("top1", "top-1 (%)", ".2f"),
                 Col("commit"),
+                Col("numerics", "torch, CPU, instruction set"),
                 Col("wall", "training (min, shared machine)", ".1f"),
             ],
         ),
@@ -177,7 +179,8 @@ display(
 # ## The pretrained ViT-T
 #
 # The LeJEPA pretraining that the teacher and both students start from. Its own linear
-# probe shows what the three epochs learned before any label was used.
+# probe ({numref}`tbl-table4-pretraining`) shows what the three epochs learned before
+# any label was used.
 
 # %% tags=["hide-input"]
 # every seed of a cell is probed alike (evidence.cell_runs refuses otherwise), so the
@@ -205,6 +208,7 @@ display(
         ],
         [Col("model"), Col("seeds"), Col("linear", "linear top-1 (%), mean ± std")],
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
+        name="tbl-table4-pretraining",
         notes=probe_note,
     )
 )
@@ -213,8 +217,8 @@ display(
 # (sec-table4-table)=
 # ## Table 4
 #
-# The parameter counts are those of the models built here, with a 10-class head. The
-# paper's columns are its Tiny models, at depth 12.
+# The parameter counts in {numref}`tbl-table4-cpu` are those of the models built here,
+# with a 10-class head. The paper's columns are its Tiny models, at depth 12.
 
 # %% tags=["hide-input"]
 vit_m = params_m("table4/vit_tiny_lejepa.yaml")
@@ -252,8 +256,9 @@ display(
             Col("paper_params", "params (M), Tiny", ".1f", paper=True),
             Col("paper_top1", "CIFAR-10 (%), Tiny", ".2f", paper=True),
         ],
-        caption="Table 4 at CPU scale: ViT-T and its MLP-free student on CIFAR-10 "
-        "(depth 6, 5 epochs from a LeJEPA-pretrained ViT-T)",
+        caption="The paper's Table 4 at CPU scale: ViT-T and its MLP-free student on "
+        "CIFAR-10 (depth 6, 5 epochs from a LeJEPA-pretrained ViT-T)",
+        name="tbl-table4-cpu",
         notes=[
             "Top-1 on CIFAR-10 test images.",
             "The paper does not train the student without distillation; that row is "

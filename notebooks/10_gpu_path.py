@@ -13,8 +13,8 @@
 # (ch-gpu)=
 # # The paper's experiments on GPUs
 #
-# **This chapter:** the commands that run Tables 1–4 at the paper's scale on one GPU or
-# many, and what each configuration is estimated to cost in time and memory.
+# **This chapter:** the commands that run the paper's Tables 1–4 at its scale on one GPU
+# or many, and what each configuration is estimated to cost in time and memory.
 
 # %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
@@ -45,10 +45,11 @@ PAPER = ROOT / "configs" / "paper"
 # (sec-gpu-commands)=
 # ## One GPU
 #
-# One command per configuration. Pretraining configs are followed by the linear probe
-# of the same file; fine-tuning starts from the pretraining run's checkpoint and
-# distillation from the teacher's (their paths are in the configs). Table 2 pretrains on
-# ImageNet-1K streamed from litdata chunks: convert the ImageFolder tree once with
+# One command per configuration ({numref}`tbl-gpu-paper-commands`). Pretraining configs
+# are followed by the linear probe of the same file; fine-tuning starts from the
+# pretraining run's checkpoint and distillation from the teacher's (their paths are in
+# the configs). The paper's Table 2 pretrains on ImageNet-1K streamed from litdata
+# chunks: convert the ImageFolder tree once with
 # `aot convert /data/imagenet data/imagenet1k-litdata --split train` (README, "Streaming
 # ImageNet-scale data"), or point `data.root` at where the chunks are.
 
@@ -69,7 +70,7 @@ for f in sorted(PAPER.glob("*/*.yaml")):
 Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command"),
              Col("after", "reads")],
       caption="The paper's experiments, one command each (configs/paper/)",
-      phone="list")
+      phone="list", name="tbl-gpu-paper-commands")
 
 # %% [markdown]
 # (sec-gpu-many)=
@@ -104,6 +105,7 @@ Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command")
 # (`benchmarks/bench_estimates.py`); the time assumes an A100 reaches the same share of
 # its bf16 peak as the trainer measurably reaches of this CPU's matrix-product ceiling
 # (`benchmarks/bench_trainer.py`, chapter {ref}`ch-training`).
+# {numref}`tbl-gpu-cost-estimates` gives them config by config.
 
 # %% tags=["hide-input"]
 est_file = ROOT / "results" / "benchmarks" / "estimates_a100.json"
@@ -122,6 +124,7 @@ if est_file.exists():
          Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
          Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
         caption="Estimated pretraining cost of the paper's configs (not measured)",
+        name="tbl-gpu-cost-estimates",
         notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
                f"{est['utilisation_source']} (commit {est['commit'][:8]}); A100 bf16 "
                f"peak {est['a100_bf16_peak_flops'] / 1e12:g} TFLOP/s.",
@@ -147,11 +150,11 @@ else:
 # ## Exercises
 #
 # 1. **A budget.** From `results/benchmarks/estimates_a100.json`, add up the estimated
-#    A100-hours of Table 1 for the three Tiny models. How does the sum change if every
-#    run gets three seeds, as the CPU chapters use?
+#    A100-hours of the paper's Table 1 for the three Tiny models. How does the sum
+#    change if every run gets three seeds, as the CPU chapters use?
 # 2. **Resolution.** With `aot_lib.count_flops`, compare AoT-ADMM-Base's FLOPs per image
-#    at 128 and 224 px (patch 16). By what factor would Table 2's pretraining estimate
-#    grow at 224 px?
+#    at 128 and 224 px (patch 16). By what factor would the pretraining estimate for
+#    the paper's Table 2 grow at 224 px?
 
 # %% [markdown]
 # ## What we learned

@@ -135,7 +135,7 @@ def test_run_record_box_comes_right_after_the_summary(path):
 
 
 def test_cross_references_resolve():
-    """Every {ref} and {eq} target is defined in some chapter or page (the build checks
+    """Every {ref}, {numref} and {eq} target is defined in some chapter or page (the build checks
     this too, with -n; here it costs milliseconds)."""
     texts = [markdown_text(p) for p in CHAPTERS]
     texts += [p.read_text() for p in (ROOT / "book").glob("*.md")]
@@ -143,10 +143,12 @@ def test_cross_references_resolve():
     labels = set(re.findall(r"^\(([\w-]+)\)=\s*$", text, re.M))
     equations = set(re.findall(r"^\$\$\s*\(([\w-]+)\)\s*$", text, re.M))
     figures = {figure_of(c)["name"] for p in CHAPTERS for c in code_cells(p) if figure_of(c)}
+    # numbered tables: Table(..., name="tbl-...") in a chapter's code (aot_lib.book.numbered_tables)
+    tables = {n for p in CHAPTERS for n in re.findall(r'name="(tbl-[a-z0-9-]+)"', p.read_text())}
     for target in re.findall(r"\{ref\}`(?:[^`<]*<)?([\w-]+)>?`", text):
         assert target in labels, f"{{ref}} to an undefined label {target}"
     for target in re.findall(r"\{numref\}`(?:[^`<]*<)?([\w-]+)>?`", text):
-        assert target in figures, f"{{numref}} to an undefined figure {target}"
+        assert target in figures | tables, f"{{numref}} to an undefined figure or table {target}"
     for target in re.findall(r"\{eq\}`([\w-]+)`", text):
         assert target in equations, f"{{eq}} to an undefined equation {target}"
     assert equations, "the book restates the paper's equations with labels"
@@ -551,3 +553,14 @@ def test_every_figure_is_cited_by_its_number():
     cited = {n for t in texts.values() for n in re.findall(r"\{numref\}`([^`<]+)`", t)}
     assert names, "no figures found: the metadata pattern changed"
     assert sorted((f, n) for f, n in names if n not in cited) == []
+
+
+def test_every_numbered_table_is_cited_by_its_number():
+    """Likewise every table a chapter names (``Table(..., name="tbl-...")``, numbered by the build: tests/
+    test_numbered_tables.py) is cited with {numref}; a name given twice would number two tables alike."""
+    texts = {p.name: p.read_text() for p in CHAPTERS}
+    named = [(f, n) for f, t in texts.items() for n in re.findall(r'name="(tbl-[a-z0-9-]+)"', t)]
+    cited = {n for t in texts.values() for n in re.findall(r"\{numref\}`(?:[^`<]*<)?(tbl-[a-z0-9-]+)>?`", t)}
+    assert len(named) >= 40, f"only {len(named)} named tables found: the pattern changed, or tables lost their names"
+    assert sorted((f, n) for f, n in named if n not in cited) == []
+    assert sorted(n for n in {n for _, n in named} if sum(m == n for _, m in named) > 1) == []

@@ -430,3 +430,33 @@ def test_knn_curve_of_a_recorded_run_ends_at_the_monitor_value_its_record_states
     assert [e for _, e, _ in curve] == [float(k) for k in range(1, 11)]
     assert [s for s, _, _ in curve] == [195 * k for k in range(1, 11)]
     assert curve[-1][2] == record["metrics"]["monitors"]["knn/val_top1"]
+
+
+def test_floor_rows_pair_each_pretrained_seed_with_its_floor(tmp_path):
+    """What pretraining adds over the untrained encoder of the same seed and over raw pixels probed with the same
+    seed's split, paired by seed (differences worked out by hand); a cell without its floor recorded shows none."""
+    for seed, (trained, init, pixels) in enumerate([(51.0, 32.0, 39.0), (52.0, 31.0, 40.0), (50.0, 33.0, 41.0)]):
+        sfx = "" if seed == 0 else f"_seed{seed}"
+        _record(tmp_path, f"cpu_x_cifar10{sfx}", seed, trained)
+        _record(tmp_path / "baselines", f"baseline_init_cpu_x_cifar10{sfx}", seed, init, kind="baseline-init")
+        _record(tmp_path / "baselines", f"baseline_pixels_cifar10_seed{seed}", seed, pixels, kind="baseline-pixels")
+    _record(tmp_path, "cpu_y_cifar10", 0, 45.0)  # pretrained, its untrained encoder not recorded
+    rows = evidence.floor_rows(tmp_path, {("x", "cifar10"): "cpu_x_cifar10", ("y", "cifar10"): "cpu_y_cifar10",
+                                          ("z", "cifar10"): "cpu_z_cifar10"},
+                               {"x": "X", "y": "Y", "z": "Z"}, {"cifar10": "CIFAR-10"})
+    got = [(r["label"], r["floor"], r["diff"].n, r["diff"].mean) for r in rows]
+    # untrained: 19, 21, 17 -> mean 19; pixels: 12, 12, 9 -> mean 11; Y has pixels only (seed 0: 45 - 39)
+    assert got == [("X CIFAR-10: pretrained − untrained encoder", "untrained", 3, pytest.approx(19.0)),
+                   ("X CIFAR-10: pretrained − raw pixels", "pixels", 3, pytest.approx(11.0)),
+                   ("Y CIFAR-10: pretrained − raw pixels", "pixels", 1, pytest.approx(6.0))]
+    assert evidence.floor_cells(tmp_path, "cpu_y_cifar10", "cifar10")["untrained"] is None
+
+
+def test_numerics_label_says_what_was_not_recorded():
+    run = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"),
+                           (("torch", "2.14.1+cu130"), ("cpu_model", "Intel(R) Xeon(R) Processor"), ("cpu_isa", "AVX512")))
+    assert evidence.numerics_label(run) == "torch 2.14.1+cu130, Intel(R) Xeon(R) Processor, AVX512"
+    old = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"), (("torch", "2.15.0"),))
+    assert evidence.numerics_label(old) == "torch 2.15.0, CPU not recorded"
+    assert evidence.numerics_label(evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"))) == \
+        "torch not recorded, CPU not recorded"

@@ -53,7 +53,7 @@ def _cases():
         paper_tiny["model"]["name"], num_classes=0).blocks))
     return [
         ("07_tables_1_3", f"about {round(paper.SAVING_PCT_PROSE['tiny'])} % of the parameters"),
-        ("07_tables_1_3", f"(width {width}, depth {depth}, \"\n        \"{epochs} epochs)"),
+        ("07_tables_1_3", f"(width {width}, \"\n        \"depth {depth}, {epochs} epochs)"),
         ("07_tables_1_3", f"k-NN accuracy of {knn['knn_val']:,}\n# images of the validation split against a bank "
                           f"of {knn['knn_bank']:,} training images"),
         ("07_tables_1_3", f"{_words(epochs)} epochs at half "

@@ -153,3 +153,20 @@ def test_chapter_7_says_truly_that_table_3s_cifar100_half_was_not_tested_with_th
     assert "no AoT run on CIFAR-100 was recorded" in " ".join(prose.replace("#", " ").split())
     assert not list((RESULTS / "cpu").glob("cpu_aot_cifar100*"))  # true of the records
     assert "t3_cifar100_30min" in load_plan(RESULTS / "cpu" / "plan.yaml")  # and the plan includes it next
+
+
+def test_table2_lr_sensitivity_reads_the_superseded_chain_as_recorded():
+    """Issue 36: the switch to 4e-3 rested on 2 of 300 validation images and moved the seed-0 gaps from -0.01 / +0.26
+    to +0.88 / +0.40 (read here from the result files themselves)."""
+    got = evidence.table2_lr_sensitivity(RESULTS / "cpu")
+
+    def top1(name):
+        return json.loads((RESULTS / "cpu" / name / "finetune.json").read_text())["top1"]
+
+    assert got["val_images"] == 300 and got["images_apart"] == 2
+    for r, data in zip(got["rows"], ("cifar10", "cifar100")):
+        assert r["data"] == data
+        assert r["gap_superseded"] == top1(f"cpu_aot_admm_imagenette_ft_{data}") - top1(f"cpu_crate_imagenette_ft_{data}")
+        assert r["gap_picked"] == top1(f"cpu_aot_admm_imagenette_lr4e-3_ft_{data}") - top1(f"cpu_crate_imagenette_ft_{data}")
+    assert [round(r["gap_superseded"], 2) for r in got["rows"]] == [-0.01, 0.26]
+    assert [round(r["gap_picked"], 2) for r in got["rows"]] == [0.88, 0.40]

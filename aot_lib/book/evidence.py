@@ -23,12 +23,15 @@ from .recorded import RESULT_FILES, damaged as _damaged, evaluations, read_json 
 
 __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1_KEY", "cell_runs", "cell",
            "probe_settings", "probe_lr_picks", "wide_probe", "compare", "knn_curve", "NoKnnMonitor",
-           "seconds_per_step", "initial_encoder", "NUMERICS", "mixed_numerics", "MARGINS_SHOWN", "margin_sensitivity", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
+           "seconds_per_step", "initial_encoder", "NUMERICS", "numerics_label", "mixed_numerics", "MARGINS_SHOWN", "margin_sensitivity", "Claim", "CLAIMS", "planned", "claim_rows", "one_sided_tally",
            "one_sided_sentence", "SWEEPS", "sweep_rows",
-           "picked_lr", "sweep_table", "first_reaching"]
+           "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
+           "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
+           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
-TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1"}
+TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
+            "baseline-pixels": "linear_top1"}
 
 #: Config keys in which the seeds of one cell may differ: the seed itself, the name, the prose, the online k-NN
 #: monitor (which leaves the trajectory bitwise unchanged) and the probe section (a recorded run may have been
@@ -87,6 +90,15 @@ class SeedRun:
 #: What a run's float results depend on besides its config, commit and seed, as run.json records it: torch's
 #: version, the CPU model and the instruction set torch's kernels use (the last two recorded since bca2c65).
 NUMERICS = ("torch", "cpu_model", "cpu_isa")
+
+
+def numerics_label(run: SeedRun) -> str:
+    """What a run's float results were computed with, as its ``run.json`` records it: ``"torch 2.14.1+cu130,
+    Intel(R) Xeon(R) Processor, AVX512"``; a field not recorded then (the CPU, before bca2c65) says so."""
+    hw = dict(run.hardware)
+    parts = [f"torch {hw['torch']}" if "torch" in hw else "torch not recorded"]
+    parts.append(", ".join(hw[k] for k in ("cpu_model", "cpu_isa") if k in hw) or "CPU not recorded")
+    return ", ".join(parts)
 
 
 def mixed_numerics(runs_a: list[SeedRun], runs_b: list[SeedRun]) -> list[str]:
@@ -297,6 +309,50 @@ def compare(root: str | Path, a: str, b: str, what: str, claim: str, paper_value
             "mixed_numerics": mixed, "sentence": sentence}
 
 
+#: The pretrained cells of Tables 1 and 3 at CPU scale, ``(family, data set) -> run name``, with the names the book
+#: gives them; AoT was not trained on CIFAR-100 with the first recipe (chapter 7 says so).
+TABLE13_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
+TABLE13_DATA = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
+TABLE13_CELLS = {(fam, data): f"cpu_{fam}_{data}" for fam in TABLE13_NAMES for data in TABLE13_DATA
+                 if (fam, data) != ("aot", "cifar100")}
+
+#: Where the probes' floor is recorded under ``results/cpu`` (``aot baseline``; scripts/evidence_runs.sh baselines):
+#: ``baseline_init_<cell>[_seed<k>]``, a pretrained cell's encoders at initialisation, and
+#: ``baseline_pixels_<data set>_seed<k>``, raw pixels, each probed as the cell's runs are.
+BASELINES_DIR = "baselines"
+
+
+def floor_cells(root: str | Path, name: str, dataset: str) -> dict[str, list[SeedRun] | None]:
+    """The floor under pretrained cell ``name`` (on ``dataset``): ``{"untrained": its encoders at initialisation,
+    "pixels": raw pixels}``, each its seeds' runs, or None while not recorded."""
+    base = Path(root) / BASELINES_DIR
+    out: dict[str, list[SeedRun] | None] = {}
+    for what, cell_name in (("untrained", f"baseline_init_{name}"), ("pixels", f"baseline_pixels_{dataset}")):
+        try:
+            out[what] = cell_runs(base, cell_name)
+        except FileNotFoundError:
+            out[what] = None
+    return out
+
+
+def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Mapping[str, str],
+               datasets: Mapping[str, str]) -> list[dict]:
+    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor, paired by seed
+    (pretrained − untrained encoder of the same seed; pretrained − raw pixels probed with the same seed's split):
+    ``{"label", "family", "data", "floor", "diff"}``, a row per floor recorded. Descriptive: no claim is judged."""
+    rows = []
+    for (fam, data), name in cells.items():
+        if not (Path(root) / name).exists():
+            continue
+        trained = cell(root, name)
+        for floor, runs in floor_cells(root, name, data).items():
+            if runs:
+                what = "untrained encoder" if floor == "untrained" else "raw pixels"
+                rows.append(dict(label=f"{names[fam]} {datasets[data]}: pretrained − {what}", family=fam, data=data,
+                                 floor=floor, diff=stats.paired_difference(trained, {r.seed: r.top1 for r in runs})))
+    return rows
+
+
 class NoKnnMonitor(ValueError):
     """A recorded run made without the online k-NN monitor (``monitor.knn: false``): it has no learning curve."""
 
@@ -351,16 +407,14 @@ def seconds_per_step(benchmark: Mapping, setting: str = "w192", mode: str = "eag
 
 
 def initial_encoder(cfg: Mapping):
-    """The encoder a pretraining run of ``cfg`` starts from (the white-box audit's untrained control): built as
-    :func:`aot_lib.training.pretrain.pretrain` builds it, first thing after seeding with ``run.seed``. The caller's
-    random state is left as it was."""
+    """The encoder a pretraining run of ``cfg`` starts from (the white-box audit's untrained control, the probes'
+    floor): :func:`aot_lib.training.baselines.initial_encoder`, the caller's random state left as it was."""
     import torch
 
-    from ..training.builders import build_encoder
+    from ..training.baselines import initial_encoder as _initial
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg["run"]["seed"])
-        return build_encoder(dict(cfg))
+        return _initial(dict(cfg))
 
 
 @dataclass(frozen=True)
@@ -584,6 +638,33 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
                _read_test_note(rows)],
         name=name)
     return shown, picks
+
+
+#: Table 2's AoT-ADMM chain at the learning rate it first ran with (2e-3, the recipe's), recorded for seed 0 and marked
+#: superseded when the equal sweep picked 4e-3: pretraining, then its fine-tunings by data set.
+SUPERSEDED_T2_CHAIN = ("cpu_aot_admm_imagenette", {"cifar10": "cpu_aot_admm_imagenette_ft_cifar10",
+                                                   "cifar100": "cpu_aot_admm_imagenette_ft_cifar100"})
+
+
+def table2_lr_sensitivity(root: str | Path) -> dict:
+    """How much Table 2's verdicts rest on AoT-ADMM's learning rate: the superseded 2e-3 chain beside the picked
+    4e-3 one at seed 0 (the only seed the 2e-3 chain has), per data set the fine-tuned top-1 of both and AoT-ADMM −
+    CRATE with each (``rows``); and what the pick rested on, the sweep's validation scores of the two rates and
+    their difference in validation images (``val``, ``val_images``, ``images_apart``)."""
+    root = Path(root)
+    sweep = {r["lr"]: r for r in sweep_rows(root) if (r["table"], r["family"]) == ("Table 2", "aot_admm")}
+    low, high = sweep[0.002], sweep[0.004]
+    path, probe = _result(root / low["folder"], "pretrain")
+    val_images = round(probe["train_images"] * probe["linear_val_fraction"])
+    rows = []
+    for data, superseded_ft in SUPERSEDED_T2_CHAIN[1].items():
+        old = checked_accuracy(*_result(root / superseded_ft, "finetune"), "top1")
+        new = cell(root, f"cpu_aot_admm_imagenette{PRETRAIN_SUFFIX['aot_admm']}_ft_{data}")[0]
+        crate = cell(root, f"cpu_crate_imagenette_ft_{data}")[0]
+        rows.append(dict(data=data, superseded=old, picked=new, crate=crate, gap_superseded=old - crate,
+                         gap_picked=new - crate))
+    return {"rows": rows, "val": {0.002: low["val"], 0.004: high["val"]}, "val_images": val_images,
+            "images_apart": round((high["val"] - low["val"]) / 100 * val_images)}
 
 
 def _read_test_note(rows: list[dict]) -> str:

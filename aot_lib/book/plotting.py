@@ -1,7 +1,7 @@
 """Figures the book draws (matplotlib is imported lazily: it is an optional ``[book]`` dependency)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 #: The widest a book figure is drawn (inches). At matplotlib's 100 dpi that is 900 px, which the built
 #: book shows at full size at 1280 px (a figure may grow into the right margin up to 936 px, as wide tables
@@ -275,16 +275,22 @@ def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
     return fig
 
 
-def plot_claims_forest(rows: list[Mapping[str, Any]]):
+def plot_claims_forest(rows: list[Mapping[str, Any]], floors: Sequence[Mapping[str, Any]] = ()):
     """Chapter 1: every claim as one row of a forest plot (:func:`aot_lib.book.evidence.claim_rows`): our mean
     A − B with its 95 % interval (a dot alone for one seed), the plan's parity margin as a shaded band, the paper's
     own gap as a cross, and 0 as a line; the paper's claims above the line that separates our controls; † marks a
-    claim the plan judges post hoc. Points."""
+    claim the plan judges post hoc. Points. With ``floors`` (:func:`aot_lib.book.evidence.floor_rows`) a second
+    panel below, on its own scale: what pretraining adds over an untrained encoder and over raw pixels (green),
+    the floor the claims' gaps are read against; descriptive, not judged."""
     import matplotlib.pyplot as plt
 
     shown = [r for r in rows if r["diff"] is not None]
     order = [r for r in shown if r["claim"].paper_gap is not None] + [r for r in shown if r["claim"].paper_gap is None]
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN * 0.8, 0.42 * len(order) + 1.2))
+    floors = [f for f in floors if f["diff"] is not None]
+    heights = [0.42 * len(order) + 1.2] + ([0.42 * len(floors) + 0.9] if floors else [])
+    fig, axes = plt.subplots(len(heights), 1, figsize=(FIGURE_WIDTH_IN * 0.8, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    ax = axes[0][0]
     for y, r in enumerate(reversed(order)):
         c, d = r["claim"], r["diff"]
         if r["margin"] is not None:
@@ -308,5 +314,19 @@ def plot_claims_forest(rows: list[Mapping[str, Any]]):
     ax.legend(handles=[Line2D([], [], color="C0", marker="o", lw=2, label="ours, 95 % CI"),
                        Line2D([], [], color="C3", marker="x", lw=0, mew=2, label="paper's gap"),
                        Patch(color="0.85", label="parity margin (plan)")], fontsize=8, loc="lower right")
+    if floors:
+        fx = axes[1][0]
+        for y, f in enumerate(reversed(floors)):
+            d = f["diff"]
+            if d.n >= 2:
+                fx.plot([d.low, d.high], [y, y], color="C2", lw=2)
+            fx.plot(d.mean, y, "o", color="C2", ms=5)
+        fx.axvline(0, color="k", lw=0.8)
+        fx.set_xlim(left=min(0.0, *(f["diff"].low if f["diff"].n >= 2 else f["diff"].mean for f in floors)) - 1)
+        fx.set_yticks(range(len(floors)))
+        fx.set_yticklabels([f["label"] for f in reversed(floors)], fontsize=8)
+        fx.set_ylim(-0.6, len(floors) - 0.4)
+        fx.set_xlabel("the floor: pretrained − untrained encoder or raw pixels, same probe, paired by seed "
+                      "(points, 95 % CI)", fontsize=9)
     fig.tight_layout()
     return fig

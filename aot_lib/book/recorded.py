@@ -20,7 +20,8 @@ def superseded(run: Mapping) -> str:
     return (run.get("run") or {}).get("superseded") or ""
 
 
-RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json"}
+RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json",
+                "baseline-init": "probe.json", "baseline-pixels": "probe.json"}  # aot baseline: the probes' floor
 
 #: Where a recorded pretraining run's later probes go, beside its first ``probe.json`` and never over it:
 #: ``<run>/reprobes/1.json``, ``2.json``, … in the order they were made (scripts/reprobe.py). A record is never

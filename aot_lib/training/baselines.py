@@ -47,14 +47,14 @@ class PixelFeatures(nn.Module):
 
 
 def initial_encoder(cfg: dict) -> nn.Module:
-    """The encoder exactly as ``aot pretrain`` starts it: the run's seed set the way Fabric sets it, then the
-    LeJEPA model built (encoder first), as in the pretraining worker; no data or view is drawn before it."""
-    from lightning_fabric.utilities.seed import seed_everything
+    """The encoder exactly as ``aot pretrain`` starts it: torch's generator seeded with ``run.seed`` (as Fabric's
+    ``seed_everything`` seeds it), then the encoder built, the first thing the pretraining worker draws."""
+    import torch
 
-    from .pretrain import build_lejepa_model
+    from .builders import build_encoder
 
-    seed_everything(cfg["run"]["seed"], verbose=False)
-    return build_lejepa_model(cfg).encoder
+    torch.manual_seed(cfg["run"]["seed"])
+    return build_encoder(cfg)
 
 
 def baseline_name(cfg: dict, kind: str) -> str:
