@@ -103,7 +103,7 @@ gen = torch.Generator().manual_seed(0)
 cifar_views = BatchedMultiCrop(cifar_cfg)(cifar_images, gen)
 imagenet_views = BatchedMultiCrop(imagenet_cfg)(imagenet_images, gen)
 if missing:
-    display(Admonition("Data not configured",
+    display(Admonition("Sample photographs",
                        data_missing_note(*missing) + " " + photo_note,
                        kind="note"))
 Table(

@@ -197,7 +197,8 @@ for name, root in (
         try:
             prov = describe_split(name, split, root)
         except DataError:
-            rows.append((name, split, None, "not configured: set AOT_DATA"))
+            rows.append((name, split, None,
+                         "not on this machine (AOT_DATA); the records need none"))
             continue
         rows.append(
             (name, prov["split_dir"] or split, prov["n_images"], data_label(prov, name))

@@ -376,6 +376,10 @@ def test_run_record_box_is_a_collapsed_table_without_paths(monkeypatch):
 def test_data_messages_name_the_setting_not_the_path():
     note = data_missing_note("CIFAR-10")
     assert "AOT_DATA" in note and not check_html(note)
+    # a note, not an error: it says what stands in and that the recorded results do not need the data
+    assert note.startswith("These pictures are sample photographs that ship with scikit-image, because CIFAR-10 is "
+                           "not on this machine; the page's recorded results do not need the data.")
+    assert "not configured" not in note
     assert data_label({"label": "CIFAR-10 (official)"}, "x") == "CIFAR-10 (official)"
     assert data_label({"label": "ImageFolder folder /root/data/x"}, "fallback") == "fallback"
     assert data_label(None, "fallback") == "fallback"
@@ -515,9 +519,9 @@ def test_run_status_and_notices():
     smoke = {"recorded": False, "dir": Path("c"), "run": {}}
     assert [run_status(r) for r in (rec, old, smoke)] == ["recorded", "superseded", "smoke"]
     notes = run_notices([rec, old, smoke], missing=["d"])
-    assert [n.title for n in notes] == ["Data not configured", "Trained now, at smoke scale", "Superseded"]
+    assert [n.title for n in notes] == ["Not recorded yet", "Trained now, at smoke scale", "Superseded"]
     assert [n.kind for n in notes[:2]] == ["warning", "note"]
-    assert notes[0].text.startswith("d: not recorded") and notes[1].text.startswith("c: no recorded run")
+    assert notes[0].text.startswith("d: not recorded yet") and notes[1].text.startswith("c: no recorded run")
     assert notes[2].text == "b: the code changed"
     assert run_notices([rec]) == []
 

@@ -139,14 +139,14 @@ def data_label(provenance: Mapping | None, fallback: str) -> str:
 
 
 def data_missing_note(*what: str) -> str:
-    """What a page says when data sets are not configured: the setting, not the paths tried."""
-    names = " and ".join(what) or "The data"
+    """What a page says when data sets are not on this machine: that the pictures stand in, not that anything
+    failed (a page's recorded results never need the data), and the setting that brings the data in."""
+    names = " and ".join(what) or "the data"
     verb, them = ("are", "them") if len(what) > 1 else ("is", "it")
-    return (f"{names} {verb} not configured on this machine, so this section uses the sample "
-            "photographs that ship with scikit-image. To use "
-            f"{them}, set AOT_DATA to a folder holding {them} (see the README) and build "
-            "again; data.download=true in a training config fetches CIFAR through "
-            "torchvision once.")
+    return (f"These pictures are sample photographs that ship with scikit-image, because {names} {verb} not on "
+            "this machine; the page's recorded results do not need the data. To show "
+            f"{them} here, set AOT_DATA to a folder holding {them} (see the README) and build again; "
+            "data.download=true in a training config fetches CIFAR through torchvision once.")
 
 
 # ----------------------------------------------------------------------------- real photographs

@@ -189,9 +189,10 @@ def run_notices(runs: Iterable[Mapping], missing: Iterable[str] = ()) -> list:
     notes = []
     if missing:
         notes.append(Admonition(
-            "Data not configured",
-            f"{', '.join(missing)}: not recorded, and its data set is not configured, so nothing can be "
-            "trained here: set AOT_DATA to the data folder (see the README).", kind="warning"))
+            "Not recorded yet",
+            f"{', '.join(missing)}: not recorded yet, and its data set is not on this machine, so it could not "
+            "be trained while the page was built: set AOT_DATA to the data folder (see the README) to train it "
+            "at smoke scale here.", kind="warning"))
     live = [r["dir"].name for r in runs if not r["recorded"]]
     if live:
         notes.append(Admonition(
