@@ -170,3 +170,41 @@ def test_table2_lr_sensitivity_reads_the_superseded_chain_as_recorded():
         assert r["gap_picked"] == top1(f"cpu_aot_admm_imagenette_lr4e-3_ft_{data}") - top1(f"cpu_crate_imagenette_ft_{data}")
     assert [round(r["gap_superseded"], 2) for r in got["rows"]] == [-0.01, 0.26]
     assert [round(r["gap_picked"], 2) for r in got["rows"]] == [0.88, 0.40]
+
+
+def test_the_floor_is_recorded_for_every_table_1_3_cell_and_paired_by_seed():
+    """Issue 36, item 4: every pretrained cell of Tables 1/3 has its untrained-encoder and raw-pixel probes recorded
+    at each of its seeds (results/cpu/baselines/), and what pretraining adds is the mean of the per-seed differences
+    read here straight from the probe files (the pretrained run's newest probe, the baseline's only one)."""
+    import statistics
+
+    cpu = RESULTS / "cpu"
+    rows = evidence.floor_rows(cpu, evidence.TABLE13_CELLS, evidence.TABLE13_NAMES, evidence.TABLE13_DATA)
+    assert len(rows) == 2 * len(evidence.TABLE13_CELLS)
+    for r in rows:
+        name = evidence.TABLE13_CELLS[r["family"], r["data"]]
+        diffs = []
+        for seed in (0, 1, 2):
+            trained = cpu / (name if seed == 0 else f"{name}_seed{seed}")
+            if not trained.exists():
+                continue
+            base = cpu / "baselines" / (f"baseline_init_{trained.name}" if r["floor"] == "untrained"
+                                        else f"baseline_pixels_{r['data']}_seed{seed}")
+            floor = json.loads((base / "probe.json").read_text())
+            assert json.loads((base / "run.json").read_text())["seed"] == seed and floor["test_images"] > 0
+            diffs.append(json.loads(evaluations(trained)[-1].read_text())["linear_top1"] - floor["linear_top1"])
+        assert r["diff"].n == len(diffs) >= 2
+        assert r["diff"].mean == pytest.approx(statistics.mean(diffs), abs=1e-9)
+
+
+def test_the_forest_plot_draws_the_floor_in_a_panel_of_its_own():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from aot_lib.book.plotting import plot_claims_forest
+
+    cpu = RESULTS / "cpu"
+    floors = evidence.floor_rows(cpu, evidence.TABLE13_CELLS, evidence.TABLE13_NAMES, evidence.TABLE13_DATA)
+    fig = plot_claims_forest(evidence.claim_rows(cpu), floors)
+    assert len(fig.axes) == 2
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()][::-1] == [f["label"] for f in floors]

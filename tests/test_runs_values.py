@@ -289,6 +289,17 @@ def test_config_differences_lists_what_may_not_change():
     assert runs.config_differences(new, new) == []
 
 
+def test_a_key_added_to_the_package_since_is_no_difference_at_its_default():
+    """A run started before model.imports existed (its config.yaml lacks the key) resumes under today's config,
+    which holds the default []; the same key set to something else is still a difference, as is one removed."""
+    old = {"model": {"name": "crate_tiny"}}
+    assert runs.config_differences(old, {"model": {"name": "crate_tiny", "imports": []}}) == []
+    assert runs.config_differences(old, {"model": {"name": "crate_tiny", "imports": ["mypkg"]}}) == [
+        ("model.imports", "<absent>", ["mypkg"])]
+    assert runs.config_differences({"model": {"name": "crate_tiny", "imports": []}}, old) == [
+        ("model.imports", [], "<absent>")]
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 class FakeFabric:

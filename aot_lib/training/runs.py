@@ -68,13 +68,17 @@ RESUMABLE_KEYS = ("description", "model.compile", "run.out_dir", "run.ckpt_every
 
 def config_differences(old: dict, new: dict, allowed: Sequence[str] = RESUMABLE_KEYS) -> list[tuple[str, Any, Any]]:
     """``(key, old, new)`` for every key that differs and is not ``allowed`` to (by default: may not change on
-    resume); a key ending in ``.`` allows its whole section."""
-    from .config import flatten
+    resume); a key ending in ``.`` allows its whole section. A key the old config lacks because it was added to
+    the package since (e.g. ``model.imports``) is no difference while the new config holds its default: the run was
+    made with the behaviour that default stands for."""
+    from .config import DEFAULTS, flatten
 
-    a, b = flatten(old), flatten(new)
+    a, b, defaults = flatten(old), flatten(new), flatten(DEFAULTS)
     out = []
     for key in sorted(set(a) | set(b)):
         if any(key == k or (k.endswith(".") and key.startswith(k)) for k in allowed):
+            continue
+        if key not in a and key in defaults and b.get(key) == defaults[key]:
             continue
         if a.get(key) != b.get(key):
             out.append((key, a.get(key, "<absent>"), b.get(key, "<absent>")))
