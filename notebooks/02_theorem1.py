@@ -567,3 +567,94 @@ Table(
 #   resolve the covariance any more.
 # * SIGReg is strictly more than $R(Z)$: equal covariance, different law, different
 #   SIGReg. {ref}`ch-admm` turns to the other two terms of {eq}`eq-srr`.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# ```{math}
+# :label: eq-srr
+# :enumerator: 1.1
+# \min_{f}\ \mathbb{E}_{Z=f(X)}\bigl[\,R^c(Z\mid U_{[K]}) - R(Z)
+#   + \lambda\lVert Z\rVert_0\,\bigr],
+# ```
+#
+# (ch-objective)=
+# ###### The training objective: LeJEPA written down
+#
+# :::{figure}
+# :label: tbl-theorem1-limit-ratio
+# :kind: table
+# :enumerator: 2.1
+# The limit ratio at two widths (SymPy; equal to theory.limit_ratio)
+# :::
+#
+# :::{figure}
+# :label: tbl-theorem1-quadrature
+# :kind: table
+# :enumerator: 2.2
+# The trapezoid rule's C_w against the exact value
+# :::
+#
+# :::{figure}
+# :label: tbl-theorem1-monte-carlo
+# :kind: table
+# :enumerator: 2.3
+# \(d=8\), \(\epsilon=0.5\); predicted limit \(8C_w/(\theta^2d(d+2))=1.28255e-02\)
+# :::
+#
+# :::{figure}
+# :label: fig-sigreg-scaling
+# :enumerator: 2.1
+# Left: population SIGReg, $\mathcal L^{(2)}$, the coding-rate gap $R(I)-R(\Sigma)$ and
+# the finite-sample SIGReg (divided by $N$, bias removed) against
+# $\lVert\Sigma-I\rVert_F^2$, with the $1/N$ noise floor dotted; a finite-sample value
+# below zero (noise, at the smallest distances) has no place on a log scale and is left
+# out. Right: the ratios to the gap, against the limit of (2.4) (dashed).
+# :::
+#
+# :::{figure}
+# :label: tbl-theorem1-fit-checks
+# :kind: table
+# :enumerator: 2.4
+# Fits and ratios checked by the assertions
+# :::
+#
+# :::{figure}
+# :label: fig-spectrum-panel
+# :enumerator: 2.2
+# A covariance moved away from $I$ along a chosen spectrum (drop-down list) by a chosen
+# distance (slider): its eigenvalues (left; dotted: $I$) and its population SIGReg
+# against the coding-rate gap (right), the whole path of that spectrum in blue, this
+# $\Sigma$ in red, the slope of the limit dashed. Computed for every setting when the
+# page was built.
+# :::
+#
+# :::{figure}
+# :label: fig-rho-scatter
+# :enumerator: 2.3
+# $\rho(\Sigma)=\mathcal L^{(2)}/(R(I)-R(\Sigma))$ over the sampled covariances of
+# $\mathcal S$, against their distance to $I$; dashed: the limit at $\Sigma=I$.
+# :::
+#
+# :::{figure}
+# :label: tbl-theorem1-gradient-alignment
+# :kind: table
+# :enumerator: 2.5
+# Projected gradients of the two objectives (P: projection onto traceless matrices)
+# :::
+#
+# :::{figure}
+# :label: tbl-theorem1-same-covariance-laws
+# :kind: table
+# :enumerator: 2.6
+# Three laws with covariance I (d = 8, N = 4,096)
+# :::
+#
+# (ch-admm)=
+# ###### ADMM, unrolled step by step

@@ -421,3 +421,82 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 #   length it keeps them about as well as the exact gradient. The size of the step,
 #   which the network learns through its branch weights ({ref}`ch-architecture`), is
 #   what matters.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-theorem1)=
+# ###### Theorem 1 and the Proposition, verified
+#
+# ```{math}
+# :label: eq-srr
+# :enumerator: 1.1
+# \min_{f}\ \mathbb{E}_{Z=f(X)}\bigl[\,R^c(Z\mid U_{[K]}) - R(Z)
+#   + \lambda\lVert Z\rVert_0\,\bigr],
+# ```
+#
+# (ch-architecture)=
+# ###### The architecture: AoT-ADMM next to CRATE and AoT
+#
+# :::{figure}
+# :label: tbl-admm-one-step
+# :kind: table
+# :enumerator: 3.1
+# One step from Z⁰ (Rᶜ(Z⁰) = 8.790 nats)
+# :::
+#
+# :::{figure}
+# :label: tbl-admm-three-runs
+# :kind: table
+# :enumerator: 3.2
+# ADMM on compression + sparsity (η = 0.25, ρ = 1, λ = 0.1; γ = 1, matched: γ = 0.0313)
+# :::
+#
+# :::{figure}
+# :label: fig-admm-history
+# :enumerator: 3.1
+# The three ADMM runs of the table above, iteration by iteration ($\eta=0.25$, $\rho=1$,
+# $\lambda=0.1$): the objective, the primal and dual residuals, the fraction of zeros in
+# $V$ and each token’s energy on its own subspace. The matched-length MSSA run (green)
+# lies on the exact one (blue); where the full-length MSSA run’s primal residual falls
+# to about $10^{-15}$, $Z=V$ to rounding: no entry of $V$ is thresholded there (its
+# fraction of zeros is 0).
+# :::
+#
+# :::{figure}
+# :label: tbl-admm-collapse-to-zero
+# :kind: table
+# :enumerator: 3.3
+# Without an expansion term the iterates shrink to zero
+# :::
+#
+# :::{figure}
+# :label: fig-admm-tokens
+# :enumerator: 3.2
+# The tokens on one coordinate of the first subspace ($e_1$) and one of the second
+# ($e_4$), coloured by the subspace they were drawn from: at the start, after the
+# exact-gradient iterations and after the MSSA iterations at full step length.
+# :::
+#
+# :::{figure}
+# :label: fig-admm-grid
+# :enumerator: 3.3
+# Two hyper-parameters at a time around the defaults: one panel per $(\rho,\lambda)$,
+# $\gamma=1$. Solid: the exact gradient; dashed: MSSA. Blue: energy on each token’s own
+# subspace; green: the fraction of zeros in $V$.
+# :::
+#
+# :::{figure}
+# :label: fig-admm-panel
+# :enumerator: 3.4
+# The two iterations for every $(\eta,\gamma,\rho,\lambda)$ of a small grid (move the
+# sliders). Solid: the exact gradient; dashed: MSSA. Left: each token’s energy on its
+# own subspace; right: the fraction of zeros in $V$. A setting with
+# $\eta(\gamma+\rho)\ge 1$ runs nothing and says why.
+# :::

@@ -305,3 +305,84 @@ for scale in ["tiny", "small", "base"]:
 # * Every parameter and FLOP count in the paper's Tables 1–4 follows from this
 #   construction; the two places where the paper's prose disagrees with its own counts
 #   are listed above.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# ```{math}
+# :label: eq-srr
+# :enumerator: 1.1
+# \min_{f}\ \mathbb{E}_{Z=f(X)}\bigl[\,R^c(Z\mid U_{[K]}) - R(Z)
+#   + \lambda\lVert Z\rVert_0\,\bigr],
+# ```
+#
+# ```{math}
+# :label: eq-layer-updates
+# :enumerator: 3.2
+# \begin{split}
+# \begin{aligned}
+# Z^{\ell+1} &amp;= (1-\eta\gamma-\eta\rho)\,Z^\ell
+#   +\eta\gamma\,\mathrm{MSSA}(Z^\ell\mid U^\ell)+\eta\rho\,(V^\ell-W^\ell)\\
+# V^{\ell+1} &amp;= \mathrm{ReLU}\bigl(Z^{\ell+1}+W^\ell-\lambda/\rho\bigr)\\
+# W^{\ell+1} &amp;= W^\ell+Z^{\ell+1}-V^{\ell+1}
+# \end{aligned}
+# \end{split}
+# ```
+#
+# (ch-admm)=
+# ###### ADMM, unrolled step by step
+#
+# (ch-theorem1)=
+# ###### Theorem 1 and the Proposition, verified
+#
+# :::{figure}
+# :label: tbl-architecture-layer-params
+# :kind: table
+# :enumerator: 4.1
+# Parameters of one layer: the formula, and the module counted at two widths
+# :::
+#
+# :::{figure}
+# :label: tbl-architecture-cifar-counts
+# :kind: table
+# :enumerator: 4.2
+# The paper's Tables 1, 3 and 4 setting: CIFAR (32 px, patch 8, 10 classes), one image
+# :::
+#
+# :::{figure}
+# :label: tbl-architecture-imagenet-counts
+# :kind: table
+# :enumerator: 4.3
+# The paper's Table 2 setting: ImageNet (128 px, patch 16)
+# :::
+#
+# :::{figure}
+# :label: tbl-architecture-crate-ista-flops
+# :kind: table
+# :enumerator: 4.4
+# CRATE's FLOPs with ISTA written two ways (same outputs: checked on a 2-layer model)
+# :::
+#
+# :::{figure}
+# :label: tbl-architecture-admm-savings
+# :kind: table
+# :enumerator: 4.5
+# AoT-ADMM's savings over CRATE
+# :::
+#
+# :::{figure}
+# :label: fig-size-panel
+# :enumerator: 4.2
+# Parameters (without the classification head) and forward FLOPs per image of the three
+# white-box families at a chosen width, image setting and depth; the table under the
+# bars gives the numbers. Computed for every setting when the page was built.
+# :::
+#
+# (sec-views)=
+# ###### The views LeJEPA sees

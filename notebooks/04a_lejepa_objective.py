@@ -489,3 +489,46 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 #   the batch size, and pooling the views multiplies it by about $V$. A value of
 #   $\alpha$ only means something together with the batch size and the sample
 #   convention.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# :::{figure}
+# :label: tbl-objective-provenance
+# :kind: table
+# :enumerator: 5.1
+# The pieces of the objective and where each comes from
+# :::
+#
+# (ch-tables-1-3)=
+# ###### Tables 1 and 3 and Figure 3, at CPU scale
+#
+# :::{figure}
+# :label: tbl-objective-epps-pulley-check
+# :kind: table
+# :enumerator: 5.2
+# T of one sample of N = 64 from N(0.2, 1.3²)
+# :::
+#
+# (sec-quadrature)=
+# ###### What the 17-node quadrature and the finite batch do to it
+#
+# :::{figure}
+# :label: tbl-objective-batch-size
+# :kind: table
+# :enumerator: 5.3
+# The statistic at two batch sizes (2,000 batches each)
+# :::
+#
+# :::{figure}
+# :label: tbl-objective-per-view-pooled
+# :kind: table
+# :enumerator: 5.4
+# SIGReg of V = 4 views of N = 256 embeddings, both conventions
+# :::

@@ -329,3 +329,103 @@ if families:
 #   a baseline for anyone extending it on small hardware.
 # * The views of {ref}`sec-views` are what the encoder of {ref}`ch-architecture` must
 #   serve at two resolutions ({ref}`sec-two-resolutions`).
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-architecture)=
+# ###### The architecture: AoT-ADMM next to CRATE and AoT
+#
+# (ch-theorem1)=
+# ###### Theorem 1 and the Proposition, verified
+#
+# :::{figure}
+# :label: tbl-training-view-settings
+# :kind: table
+# :enumerator: 6.1
+# The two view settings (configs/base/cifar.yaml and imagenet.yaml)
+# :::
+#
+# :::{figure}
+# :label: fig-views-cifar
+# :enumerator: 6.1
+# The CIFAR setting: each image (left; which images, the table above says), its two
+# global $32\times32$ views and its six local $16\times16$ views, as BatchedMultiCrop
+# makes them.
+# :::
+#
+# :::{figure}
+# :label: fig-views-imagenet
+# :enumerator: 6.2
+# The ImageNet setting of the paper’s Table 2: each image, its two global $128\times128$
+# views and its two local $64\times64$ views, with blur and solarisation.
+# :::
+#
+# (ch-recipe-audit)=
+# ###### A CPU recipe, Appendix A’s normalisation, and a white-box audit
+#
+# :::{figure}
+# :label: tbl-training-run-record
+# :kind: table
+# :enumerator: 6.2
+# Run record (results/cpu/cpu_aot_admm_cifar10/run.json)
+# :::
+#
+# :::{figure}
+# :label: fig-main-run-curves
+# :enumerator: 6.3
+# The recorded AoT-ADMM run on CIFAR-10: the total loss, the prediction loss $\mathcal
+# L_{\mathrm{pred}}$ and the SIGReg statistic (The training objective: LeJEPA written
+# down) against the training step.
+# :::
+#
+# :::{figure}
+# :label: tbl-training-probe-accuracy
+# :kind: table
+# :enumerator: 6.3
+# Linear and k-NN probes on CIFAR-10
+# :::
+#
+# (ch-tables-1-3)=
+# ###### Tables 1 and 3 and Figure 3, at CPU scale
+#
+# :::{figure}
+# :label: tbl-training-trainer-records
+# :kind: table
+# :enumerator: 6.4
+# The trainer's step on a CPU config, recorded by benchmarks/bench_trainer.py
+# :::
+#
+# :::{figure}
+# :label: tbl-training-step-phases
+# :kind: table
+# :enumerator: 6.5
+# Where a step of configs/cpu/aot_admm_cifar10.yaml goes (commit 8f8579ce)
+# :::
+#
+# (ch-gpu)=
+# ###### The paper’s experiments on GPUs
+#
+# :::{figure}
+# :label: tbl-training-family-speed
+# :kind: table
+# :enumerator: 6.6
+# One LeJEPA step per family, 3 recordings of benchmarks/bench_families.py
+# :::
+#
+# :::{figure}
+# :label: fig-family-ratios
+# :enumerator: 6.4
+# AoT-ADMM’s cost over AoT’s (left) and over CRATE’s (right) per setting and mode:
+# step-time ratio (blue; each black dot one recording), encoder FLOP ratio (grey),
+# bench_families.py’s target (red dashes) and equal cost (black line).
+# :::
+#
+# (sec-two-resolutions)=
+# ###### One encoder, two resolutions

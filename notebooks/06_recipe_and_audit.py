@@ -634,3 +634,85 @@ if encoder is not None:
 # * The audit reads the trained network as the optimiser it was derived from: whether
 #   its layers still lower the compression term, how sparse $V$ is, and how far the
 #   learned coefficients and thresholds moved from the ADMM values they started at.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-training)=
+# ###### Training AoT-ADMM with LeJEPA, at CPU scale
+#
+# (sec-equal-tuning)=
+# ###### One tuning budget for every family
+#
+# :::{figure}
+# :label: tbl-recipe-tuning-runs
+# :kind: table
+# :enumerator: 7.1
+# CPU recipe sweep: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
+# :::
+#
+# (ch-tables-1-3)=
+# ###### Tables 1 and 3 and Figure 3, at CPU scale
+#
+# :::{figure}
+# :label: tbl-recipe-ten-epoch-run
+# :kind: table
+# :enumerator: 7.2
+# AoT-ADMM, width 192, depth 6, CIFAR-10, 10 epochs, the tuned recipe
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-admm-hyperparameters
+# :kind: table
+# :enumerator: 7.3
+# ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
+# :::
+#
+# :::{figure}
+# :label: fig-monitors
+# :enumerator: 7.1
+# The monitors of the run named above, on its fixed batch. Left: SIGReg per sample and
+# its covariance part (log scale) with the rate gap $R(I)-R(\hat\Sigma)$ (dashed, right
+# axis). Middle: covariance part over rate gap, against Theorem 1’s limit at $\Sigma=I$
+# (dotted). Right: RankMe of the encoder’s features and of the projector’s embeddings.
+# :::
+#
+# (ch-admm)=
+# ###### ADMM, unrolled step by step
+#
+# :::{figure}
+# :label: tbl-recipe-layer-audit
+# :kind: table
+# :enumerator: 7.4
+# White-box audit of cpu_aot_admm_cifar10 after 1950 steps
+# :::
+#
+# :::{figure}
+# :label: fig-cls-attention
+# :enumerator: 7.2
+# The class token’s attention to the patches (heads averaged; brighter: more attention),
+# one row per image, one column per layer, beside the image as the encoder sees it.
+# :::
+#
+# :::{figure}
+# :label: fig-attention-panel
+# :enumerator: 7.3
+# The class token’s attention to the patches of the same four images, per layer and per
+# head (or their mean), for the trained encoder and for its initialisation; one colour
+# scale for both, its bar on the right. Computed for every setting when the page was
+# built.
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-audit-control
+# :kind: table
+# :enumerator: 7.5
+# The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
+# (official splits, JPEG q75 re-encoding), test images)
+# :::

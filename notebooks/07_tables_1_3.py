@@ -625,3 +625,82 @@ display(
         "width and depth cannot show whether the paper's ranking at 800 epochs holds."
     )
 )
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-recipe-audit)=
+# ###### A CPU recipe, Appendix A’s normalisation, and a white-box audit
+#
+# (sec-quick-probe)=
+# ###### The quick probe protocol
+#
+# :::{figure}
+# :label: tbl-sweep-tables-1-3
+# :kind: table
+# :enumerator: 8.1
+# The equal learning-rate sweep: 3 epochs, validation scores only
+# :::
+#
+# :::{figure}
+# :label: tbl-table1-cpu
+# :kind: table
+# :enumerator: 8.2
+# The paper's Table 1 at CPU scale: LeJEPA pretraining (width 192, depth 6, 10 epochs),
+# linear probe on the test split
+# :::
+#
+# :::{figure}
+# :label: tbl-table1-floor-gains
+# :kind: table
+# :enumerator: 8.3
+# What pretraining adds over the floor: mean of the per-seed differences with its 95 %
+# CI
+# :::
+#
+# (ch-training)=
+# ###### Training AoT-ADMM with LeJEPA, at CPU scale
+#
+# :::{figure}
+# :label: fig-knn-curves
+# :enumerator: 8.1
+# Validation k-NN accuracy of every recorded CIFAR-10 run with the online monitor, one
+# line per run (family and seed in the legend; runs recorded before the monitor existed
+# have none), against the epoch (left) and against the modelled pretraining time, steps
+# $\times$ the family’s benchmarked step time (right).
+# :::
+#
+# :::{figure}
+# :label: fig-figure3-cpu
+# :enumerator: 8.2
+# The paper’s Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of
+# the seed-0 CIFAR-10 runs of the three families, against the training step.
+# :::
+#
+# :::{figure}
+# :label: tbl-figure3-final-losses
+# :kind: table
+# :enumerator: 8.4
+# Final losses on CIFAR-10, seed 0 (mean of the last 20 logged steps)
+# :::
+#
+# :::{figure}
+# :label: fig-curves-panel
+# :enumerator: 8.3
+# The logged training curves of every recorded CIFAR-10 run of the chosen family (one
+# line per seed) for the chosen quantity: the total loss of the paper’s Eq. (19), its
+# prediction part, or the SIGReg statistic, against the step.
+# :::
+#
+# :::{figure}
+# :label: tbl-table3-cpu
+# :kind: table
+# :enumerator: 8.5
+# The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10
+# :::

@@ -485,3 +485,67 @@ display(
         "the first table."
     )
 )
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# :::{figure}
+# :label: tbl-transfer-table2-cpu
+# :kind: table
+# :enumerator: 9.5
+# The paper's Table 2 at CPU scale: Imagenette pretraining, full fine-tuning on CIFAR at
+# 64 px for 5 epochs, beside training from scratch
+# :::
+#
+# :::{figure}
+# :label: tbl-transfer-stages
+# :kind: table
+# :enumerator: 9.1
+# The paper's Table 2 in two stages: the paper-scale and CPU-scale configs (AoT-ADMM;
+# CRATE's are the same but for the model)
+# :::
+#
+# (sec-objective-provenance)=
+# ###### What the paper states, and what is ours
+#
+# :::{figure}
+# :label: tbl-transfer-data
+# :kind: table
+# :enumerator: 9.2
+# The data sets this chapter reads, as found in this build
+# :::
+#
+# (sec-equal-tuning)=
+# ###### One tuning budget for every family
+#
+# :::{figure}
+# :label: tbl-transfer-sweep
+# :kind: table
+# :enumerator: 9.3
+# The learning-rate sweep of the paper's Table 2: Imagenette, 20 epochs, validation only
+# :::
+#
+# (ch-training)=
+# ###### Training AoT-ADMM with LeJEPA, at CPU scale
+#
+# :::{figure}
+# :label: tbl-transfer-pretraining
+# :kind: table
+# :enumerator: 9.4
+# LeJEPA pretraining on the Imagenette subset (width 192, depth 6), probed on its 1,000
+# validation images
+# :::
+#
+# :::{figure}
+# :label: fig-imagenette-curves
+# :enumerator: 9.1
+# LeJEPA pretraining on the Imagenette subset, first recorded seed of each family at its
+# picked learning rate (a family whose run is not recorded yet is missing): total loss,
+# prediction loss and SIGReg statistic against the step.
+# :::

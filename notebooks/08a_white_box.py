@@ -314,3 +314,68 @@ if images is not None:
 # * At CPU scale the white-box predictions hold in part, as the summary above says
 #   prediction by prediction; the untrained network is the control that tells which part
 #   comes from training and which from the architecture alone.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-transfer)=
+# ###### Table 2 at CPU scale: pretrain on ImageNet-style images, fine-tune on CIFAR
+#
+# :::{figure}
+# :label: fig-wb-heads
+# :enumerator: 10.1
+# The class token’s attention to the 64 patches in the last layer, one column per head,
+# one row per encoder (the image on the left); one colour scale, its bar on the right.
+# :::
+#
+# :::{figure}
+# :label: fig-wb-attention-panel
+# :enumerator: 10.2
+# The class token’s attention to the patches of four images for a chosen encoder
+# (family, trained or at initialisation), layer and head (or their mean); one colour
+# scale for all, its bar on the right. Computed for every setting when the page was
+# built.
+# :::
+#
+# :::{figure}
+# :label: tbl-whitebox-attention-focus
+# :kind: table
+# :enumerator: 10.1
+# Share of the class token's attention on its top 8 of 64 patches
+# :::
+#
+# :::{figure}
+# :label: fig-wb-pca
+# :enumerator: 10.3
+# PCA of the last layer’s patch tokens, fitted over 100 Imagenette images per encoder:
+# for three images, the first component (grey; border patches signed low) and components
+# 2-4 as RGB, trained encoders beside AoT-ADMM at initialisation.
+# :::
+#
+# :::{figure}
+# :label: tbl-whitebox-pca-variance
+# :kind: table
+# :enumerator: 10.2
+# Share of the patch tokens' variance per principal component
+# :::
+#
+# :::{figure}
+# :label: fig-wb-layers
+# :enumerator: 10.4
+# Per layer, for each family (colour), trained (solid) and at initialisation (dashed):
+# the coding rate of the layer’s output on its own subspaces, the fraction of zeros and
+# mean magnitude of the sparse state, and the effective rank of the output tokens.
+# :::
+#
+# :::{figure}
+# :label: tbl-whitebox-layer-summary
+# :kind: table
+# :enumerator: 10.3
+# What the layers do, trained and at initialisation (6 layers)
+# :::

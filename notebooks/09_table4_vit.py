@@ -343,3 +343,38 @@ display(
         + evidence.one_sided_sentence(claims)
     )
 )
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# (ch-tables-1-3)=
+# ###### Tables 1 and 3 and Figure 3, at CPU scale
+#
+# :::{figure}
+# :label: tbl-table4-pretraining
+# :kind: table
+# :enumerator: 11.1
+# LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start
+# :::
+#
+# :::{figure}
+# :label: tbl-table4-cpu
+# :kind: table
+# :enumerator: 11.2
+# The paper's Table 4 at CPU scale: ViT-T and its MLP-free student on CIFAR-10 (depth 6,
+# 5 epochs from a LeJEPA-pretrained ViT-T)
+# :::
+#
+# :::{figure}
+# :label: fig-table4-curves
+# :enumerator: 11.1
+# Training loss of the first recorded seed of each supervised stage: the ViT-T teacher,
+# and the ReLU student with and without distillation. The teacher’s loss includes label
+# smoothing 0.1, so it cannot fall as low as the students’.
+# :::

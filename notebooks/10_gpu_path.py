@@ -164,3 +164,29 @@ else:
 # * The estimates put AoT-ADMM's pretraining at under half of CRATE's cost at every
 #   size — they follow the FLOP counts by construction; whether a GPU turns that into
 #   wall-clock time is the measurement this project could not make without one.
+
+# %% [markdown] tags=["remove-cell"]
+# % aot-jupyterlab-key
+# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % the book leaves this cell out (its tag remove-cell).
+# ##### This chapter's references, as the book numbers them
+#
+# In the book these are links; in JupyterLab this cell gives them their numbers and
+# titles.
+#
+# :::{figure}
+# :label: tbl-gpu-paper-commands
+# :kind: table
+# :enumerator: 12.1
+# The paper's experiments, one command each (configs/paper/)
+# :::
+#
+# (ch-training)=
+# ###### Training AoT-ADMM with LeJEPA, at CPU scale
+#
+# :::{figure}
+# :label: tbl-gpu-cost-estimates
+# :kind: table
+# :enumerator: 12.2
+# Estimated pretraining cost of the paper's configs (not measured)
+# :::

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from aot_lib.book.check_html import check_html
+from aot_lib.book.jupyterlab_key import KEY_MARK
 from aot_lib.book.pages import Dropdown, data_label, data_missing_note, run_record_box
 from aot_lib.book.recorded import is_recorded, load_recorded_run
 from aot_lib.book.tables import Col, Table
@@ -36,12 +37,18 @@ def chapter_id(p):
     return p.name
 
 
+def book_cells(path):
+    """The chapter's cells as the book shows them: without its JupyterLab key (aot_lib.book.jupyterlab_key), a
+    remove-cell the build leaves out."""
+    return [c for c in jupytext.read(path).cells if not c.source.lstrip().startswith(KEY_MARK)]
+
+
 def code_cells(path):
-    return [c for c in jupytext.read(path).cells if c.cell_type == "code"]
+    return [c for c in book_cells(path) if c.cell_type == "code"]
 
 
 def markdown_text(path):
-    return "\n\n".join(c.source for c in jupytext.read(path).cells if c.cell_type == "markdown")
+    return "\n\n".join(c.source for c in book_cells(path) if c.cell_type == "markdown")
 
 
 # ----------------------------------------------------------------------------- structure
@@ -117,7 +124,7 @@ def test_chapter_opens_with_a_summary_and_ends_with_what_we_learned(path):
     assert len(summary) == 2, "the first cell says what the chapter shows (**This chapter:**)"
     paragraph = summary[1].split("\n\n")[0].strip()
     assert 1 <= len(paragraph.splitlines()) <= 2, "the summary is at most two lines"
-    last_md = [c for c in nb.cells if c.cell_type == "markdown"][-1].source
+    last_md = [c for c in book_cells(path) if c.cell_type == "markdown"][-1].source
     assert "## What we learned" in last_md
 
 

@@ -1,0 +1,104 @@
+"""The chapters' JupyterLab keys (aot_lib.book.jupyterlab_key): which references need one, what the built book's
+HTML says each target is, and the key cell written into a chapter and read back. Against the real build, CI runs
+``python -m aot_lib.book jupyterlab-key book/_build/html`` (exit 1 names a stale key)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+
+from aot_lib.book import jupyterlab_key as K
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHAPTER = '''# %% [markdown]
+# (ch-x)=
+# # X
+#
+# See {ref}`ch-y`, {ref}`sec-local`, {eq}`eq-here`, {eq}`eq-there`, {numref}`fig-a` and
+# {numref}`Tab. %s <tbl-b>`; {ref}`ch-y` again.
+#
+# $$ a = b $$ (eq-here)
+#
+# (sec-local)=
+# ## Local
+
+# %%
+print(1)
+'''
+
+# the forms Sphinx 7 and aot_lib.book.numbered_tables write (copied from the built book)
+HTML = '''<p><a class="reference internal" href="y.html#ch-y"><span class="std std-ref">Why &amp; how</span></a></p>
+<div class="math notranslate nohighlight" id="equation-eq-there">
+<span class="eqno">(2.3)<a class="headerlink" href="#equation-eq-there" title="Link to this equation">#</a></span>\\[
+c = d
+\\]</div>
+<figure class="align-default" id="fig-a">
+<a class="aot-enlarge" href="../_images/a.png"><img alt="" src="../_images/a.png" /></a>
+<figcaption>
+<p><span class="caption-number">Fig. 1.2 </span><span class="caption-text">Loss of <span class="math notranslate nohighlight">\\(Z\\)</span>, per step</span><a class="headerlink" href="#fig-a" title="Link to this image">#</a></p>
+</figcaption>
+</figure>
+<div class="aot-numbered-table tex2jax_process" id="tbl-b">
+<p><span class="caption-number">Table 1.3 </span><span class="caption-text">The paper's Table 1</span></p>
+<div class="output text_html"></div></div>
+'''
+
+
+def test_needed_targets_are_what_jupyterlab_cannot_resolve_in_the_notebook(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text(CHAPTER)
+    # ch-y and eq-there are other chapters'; every numref (figures and tables are outputs); the local ones are not
+    assert K.needed_targets(path) == [("ref", "ch-y"), ("eq", "eq-there"), ("numref", "fig-a"), ("numref", "tbl-b")]
+
+
+def test_book_targets_read_titles_numbers_captions_and_latex(tmp_path):
+    (tmp_path / "x.html").write_text(HTML)
+    got = K.book_targets(tmp_path)
+    assert got == {"ch-y": K.Target("section", "ch-y", None, "Why & how"),
+                   "eq-there": K.Target("equation", "eq-there", "2.3", "c = d"),
+                   "fig-a": K.Target("figure", "fig-a", "1.2", "Loss of $Z$, per step"),
+                   "tbl-b": K.Target("table", "tbl-b", "1.3", "The paper's Table 1")}
+
+
+def test_the_key_is_written_as_the_last_cell_read_back_and_rewritten_in_place(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text(CHAPTER)
+    (tmp_path / "x.html").write_text(HTML)
+    key = K.chapter_key(path, K.book_targets(tmp_path))
+    assert "(ch-y)=\n###### Why & how" in key and ":label: eq-there\n:enumerator: 2.3\nc = d" in key
+    assert ":label: fig-a\n:enumerator: 1.2\nLoss of $Z$, per step\n:::" in key
+    assert ":label: tbl-b\n:kind: table\n:enumerator: 1.3\nThe paper's Table 1\n:::" in key
+    assert K.write_key(path, key) and not K.write_key(path, key)  # the second time nothing changes
+    cells = jupytext.read(path).cells
+    assert cells[-1].metadata["tags"] == ["remove-cell"] and cells[-1].source == key
+    assert K._split(path)[1] == key and all(len(line) <= 88 for line in path.read_text().splitlines())
+    assert K.write_key(path, key.replace("Why & how", "Why")) and path.read_text().count(K.KEY_MARK) == 1
+    # the chapter's own cells are untouched by writing its key
+    assert jupytext.read(path).cells[:-1] == jupytext.read(tmp_path / "x.py").cells[:-1]
+    assert K._split(path)[0].rstrip("\n") == CHAPTER.rstrip("\n")
+
+
+def test_a_target_the_build_does_not_show_is_refused_by_name(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text(CHAPTER)
+    try:
+        K.chapter_key(path, {})
+    except ValueError as e:
+        assert str(e) == ("x.py: the built book shows no target ch-y, eq-there, fig-a, tbl-b; build the book from "
+                          "this checkout, then write the keys")
+    else:
+        raise AssertionError("a key with no targets was written")
+
+
+def test_every_chapter_has_a_key_for_exactly_the_references_it_needs():
+    """Without a build: each chapter's key defines the labels its references need, in order of first use, so a
+    reference added without rewriting the key is caught here (the numbers and titles: CI, against the build)."""
+    import re
+
+    for path in K.chapters(ROOT):
+        _, key = K._split(path)
+        assert key is not None, f"{path.name} has no JupyterLab key: build the book, then run python -m " \
+                                "aot_lib.book jupyterlab-key book/_build/html --write"
+        defined = re.findall(r"^\(([\w-]+)\)=$|^:label: ([\w-]+)$", key, re.M)
+        assert [a or b for a, b in defined] == [label for _, label in K.needed_targets(path)], path.name
