@@ -159,7 +159,7 @@ def cell_row(fam: str, data: str) -> dict:
     )
 
 
-def floor_rows(data: str, families) -> list[dict]:
+def floor_table_rows(data: str, families) -> list[dict]:
     """The probes' floor on ``data``: each family's encoders at initialisation, then raw
     pixels (``aot baseline``; results/cpu/baselines/), probed as the pretrained runs."""
     rows = []
@@ -200,7 +200,7 @@ COLS = [
 display(
     Table(
         [cell_row(f, d) for f, d in CELLS if f != "aot"]
-        + [r for d in DATA for r in floor_rows(d, ("aot_admm", "crate"))],
+        + [r for d in DATA for r in floor_table_rows(d, ("aot_admm", "crate"))],
         COLS,
         caption="The paper's Table 1 at CPU scale: LeJEPA pretraining (width 192, "
         "depth 6, 10 epochs), linear probe on the test split",
@@ -572,7 +572,7 @@ display(
 display(
     Table(
         [cell_row(f, "cifar10") for f in ("aot_admm", "aot")]
-        + floor_rows("cifar10", ("aot_admm", "aot")),
+        + floor_table_rows("cifar10", ("aot_admm", "aot")),
         [c for c in COLS if c.key != "paper_flops"],
         caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
         name="tbl-table3-cpu",

@@ -654,7 +654,7 @@ def table2_lr_sensitivity(root: str | Path) -> dict:
     root = Path(root)
     sweep = {r["lr"]: r for r in sweep_rows(root) if (r["table"], r["family"]) == ("Table 2", "aot_admm")}
     low, high = sweep[0.002], sweep[0.004]
-    path, probe = _result(root / low["folder"], "pretrain")
+    _, probe = _result(root / low["folder"], "pretrain")
     val_images = round(probe["train_images"] * probe["linear_val_fraction"])
     rows = []
     for data, superseded_ft in SUPERSEDED_T2_CHAIN[1].items():

@@ -26,11 +26,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KEY_MARK", "needed_targets", "book_targets", "key_cell", "chapter_key", "write_key", "main"]
+__all__ = ["KEY_MARK", "KEY_HEADER", "Target", "chapters", "needed_targets", "book_targets", "key_cell", "chapter_key", "write_key", "main"]
 
 #: The first line of a key cell (a MyST comment, so neither JupyterLab nor the book shows it).
 KEY_MARK = "% aot-jupyterlab-key"
-_HEADER = ("# %% [markdown] tags=[\"remove-cell\"]",)
+#: The key cell's header in the percent format: a Markdown cell myst-nb leaves out of the book.
+KEY_HEADER = '# %% [markdown] tags=["remove-cell"]'
 _LABEL = re.compile(r"^\((?P<label>[\w-]+)\)=\s*$", re.M)
 _EQ_LABEL = re.compile(r"\$\$\s*\((?P<label>[\w-]+)\)\s*$", re.M)
 _ROLE = re.compile(r"\{(?P<role>ref|numref|eq)\}`(?:[^`<]*<)?(?P<label>[\w-]+)>?`")
@@ -142,7 +143,7 @@ def chapter_key(path: Path, targets: dict[str, Target]) -> str:
 def _split(path: Path) -> tuple[str, str | None]:
     """The chapter's text before its key cell, and the key cell's Markdown (None without one)."""
     text = path.read_text()
-    m = re.search(r"\n# %% \[markdown\] tags=\[\"remove-cell\"\]\n# " + re.escape(KEY_MARK) + r".*\Z", text, re.S)
+    m = re.search("\n" + re.escape(KEY_HEADER) + "\n# " + re.escape(KEY_MARK) + r".*\Z", text, re.S)
     if not m:
         return text, None
     body = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in m.group(0).splitlines()[2:])
@@ -153,7 +154,7 @@ def write_key(path: Path, key: str) -> bool:
     """Put ``key`` as the chapter's last cell (replacing the old key); True when the file changed."""
     before, _ = _split(path)
     lines = [("# " + line) if line else "#" for line in key.splitlines()]
-    new = before.rstrip("\n") + "\n\n" + _HEADER[0] + "\n" + "\n".join(lines) + "\n"
+    new = before.rstrip("\n") + "\n\n" + KEY_HEADER + "\n" + "\n".join(lines) + "\n"
     if new == path.read_text():
         return False
     tmp = path.with_suffix(path.suffix + ".tmp")
