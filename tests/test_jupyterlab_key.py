@@ -74,8 +74,7 @@ def test_the_key_is_written_as_the_last_cell_read_back_and_rewritten_in_place(tm
     assert cells[-1].metadata["tags"] == ["remove-cell"] and cells[-1].source == key
     assert K._split(path)[1] == key and all(len(line) <= 88 for line in path.read_text().splitlines())
     assert K.write_key(path, key.replace("Why & how", "Why")) and path.read_text().count(K.KEY_MARK) == 1
-    # the chapter's own cells are untouched by writing its key
-    assert jupytext.read(path).cells[:-1] == jupytext.read(tmp_path / "x.py").cells[:-1]
+    # the chapter's own text is untouched by writing its key
     assert K._split(path)[0].rstrip("\n") == CHAPTER.rstrip("\n")
 
 

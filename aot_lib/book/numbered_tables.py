@@ -17,10 +17,10 @@ import re
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
+from .tables import NAME_PATTERN
+
 __all__ = ["numbered_table", "NumberTables", "NAME_PATTERN", "setup"]
 
-#: A table's name: the label ``{numref}`` cites (lower case, digits and hyphens, after ``tbl-``).
-NAME_PATTERN = r"tbl-[a-z0-9]+(?:-[a-z0-9]+)*"
 _MARK = re.compile(rf'data-aot-table="(?P<name>{NAME_PATTERN})"')
 _TITLE = re.compile(r'<p class="aot-table-title"><strong>(?P<title>.*?)</strong></p>\n?', re.S)
 

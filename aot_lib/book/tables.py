@@ -35,6 +35,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS"]
 
+#: A table's name: the label ``{numref}`` cites (lower case, digits and hyphens, after ``tbl-``); the build numbers
+#: a named table (:mod:`aot_lib.book.numbered_tables`).
+NAME_PATTERN = r"tbl-[a-z0-9]+(?:-[a-z0-9]+)*"
+
 # Inline styles (not only classes) so that the shading also shows in JupyterLab, which does
 # not load the book's CSS. A translucent tint reads on light and dark themes alike.
 PAPER_STYLE = "background-color: rgba(255, 176, 0, 0.16);"
@@ -116,8 +120,6 @@ class Table:
         name: str | None = None,
     ):
         if name is not None:
-            from .numbered_tables import NAME_PATTERN
-
             if not re.fullmatch(NAME_PATTERN, name):
                 raise ValueError(f"table name {name!r}: give tbl- and lower-case words joined by hyphens, e.g. "
                                  "'tbl-final-losses' (the label {numref} cites)")
