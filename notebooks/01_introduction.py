@@ -24,9 +24,9 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 
 # %% [markdown]
 # White-box Transformers start from an objective and derive the network from it. CRATE
-# {cite:p}`yu2023crate`-style models use **sparse rate reduction** (the paper's Eq.
+# ([](#bib-yu2023crate))-style models use **sparse rate reduction** (the paper's Eq.
 # (1)), built on the coding rates of maximal coding rate reduction (MCR²,
-# {cite:p}`yu2020mcr2`):
+# ([](#bib-yu2020mcr2))):
 #
 # $$
 # \min_{f}\ \mathbb{E}_{Z=f(X)}\bigl[\,R^c(Z\mid U_{[K]}) - R(Z)
@@ -51,13 +51,13 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 # | $\lambda\Vert Z\Vert_1$ | sparsity | **network**: $V$-step = ReLU | `ADMMLayer` |
 #
 # The expansion term is replaced by SIGReg, the regulariser of LeJEPA
-# {cite:p}`balestriero2025lejepa` (EMP-SSL {cite:p}`tong2023empssl` had put $R(Z)$
+# ([](#bib-balestriero2025lejepa)) (EMP-SSL ([](#bib-tong2023empssl)) had put $R(Z)$
 # itself into a self-supervised loss, for a black-box network), and the other two are
 # minimised by the alternating direction method of multipliers (ADMM,
-# {cite:p}`boyd2011admm`). Unrolling one ADMM iteration per layer (the paper's Eq.
+# ([](#bib-boyd2011admm))). Unrolling one ADMM iteration per layer (the paper's Eq.
 # (18), restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
 # Transformer made of attention alone: no MLP and no ISTA dictionary, like the
-# attention-only Transformer (AoT) of {cite:t}`wang2025aot`, but derived from a
+# attention-only Transformer (AoT) of [](#bib-wang2025aot), but derived from a
 # different objective.
 
 # %% tags=["hide-input"]
@@ -332,7 +332,7 @@ margin_panel(rows)
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # ```{math}
 # :label: eq-layer-updates
@@ -424,3 +424,46 @@ margin_panel(rows)
 #
 # (ch-gpu)=
 # ###### The paper’s experiments on GPUs
+#
+# **Works cited**
+#
+# (bib-yu2023crate)=
+# ###### Yu et al., 2023
+#
+# Yaodong Yu, Sam Buchanan, Druv Pai, Tianzhe Chu, Ziyang Wu, Shengbang Tong, Benjamin
+# D. Haeffele, and Yi Ma. White-box transformers via sparse rate reduction. Advances in
+# Neural Information Processing Systems, 2023.
+#
+# (bib-yu2020mcr2)=
+# ###### Yu et al., 2020
+#
+# Yaodong Yu, Kwan Ho Ryan Chan, Chong You, Chaobing Song, and Yi Ma. Learning diverse
+# and discriminative representations via the principle of maximal coding rate reduction.
+# In Advances in Neural Information Processing Systems, volume 33, 9422–9434. 2020.
+#
+# (bib-balestriero2025lejepa)=
+# ###### Balestriero and LeCun, 2025
+#
+# Randall Balestriero and Yann LeCun. LeJEPA: provable and scalable self-supervised
+# learning without the heuristics. arXiv preprint arXiv:2511.08544, 2025.
+#
+# (bib-tong2023empssl)=
+# ###### Tong et al., 2023
+#
+# Shengbang Tong, Yubei Chen, Yi Ma, and Yann LeCun. EMP-SSL: towards self-supervised
+# learning in one training epoch. arXiv preprint arXiv:2304.03977, 2023.
+#
+# (bib-boyd2011admm)=
+# ###### Boyd et al., 2011
+#
+# Stephen Boyd, Neal Parikh, Eric Chu, Borja Peleato, and Jonathan Eckstein. Distributed
+# optimization and statistical learning via the alternating direction method of
+# multipliers. Foundations and Trends in Machine Learning, 3(1):1–122, 2011.
+#
+# (bib-wang2025aot)=
+# ###### Wang et al., 2025
+#
+# Peng Wang, Yifu Lu, Yaodong Yu, Druv Pai, Qing Qu, and Yi Ma. Attention-only
+# transformers via unrolled subspace denoising. In Proceedings of the 42nd International
+# Conference on Machine Learning, volume 267 of Proceedings of Machine Learning
+# Research, 63840–63859. 2025.

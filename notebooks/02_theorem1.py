@@ -24,7 +24,7 @@ run_record_box(seed=0)
 # %% [markdown]
 # The paper moves the expansion term $-R(Z)$ of sparse rate reduction {eq}`eq-srr` out
 # of the architecture and into the training loss, replacing it by the SIGReg of LeJEPA
-# {cite:p}`balestriero2025lejepa` (written out term by term in {ref}`ch-objective`).
+# ([](#bib-balestriero2025lejepa)) (written out term by term in {ref}`ch-objective`).
 # That swap is justified by **Theorem 1** (the paper's Eq. (4)): on the trace-$d$
 # set $\mathcal S=\{\Sigma\succeq0:\operatorname{tr}\Sigma=d\}$ both objectives have the
 # single optimum $\Sigma=I_d$, and near it both grow like $\lVert\Sigma-I_d\rVert_F^2$.
@@ -575,7 +575,7 @@ Table(
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # ```{math}
 # :label: eq-srr
@@ -653,8 +653,16 @@ Table(
 # :label: tbl-theorem1-same-covariance-laws
 # :kind: table
 # :enumerator: 2.6
-# Three laws with covariance I (d = 8, N = 4,096)
+# Three laws with covariance I (d = 8, N = 16,384)
 # :::
 #
 # (ch-admm)=
 # ###### ADMM, unrolled step by step
+#
+# **Works cited**
+#
+# (bib-balestriero2025lejepa)=
+# ###### Balestriero and LeCun, 2025
+#
+# Randall Balestriero and Yann LeCun. LeJEPA: provable and scalable self-supervised
+# learning without the heuristics. arXiv preprint arXiv:2511.08544, 2025.

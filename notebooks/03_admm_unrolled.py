@@ -24,11 +24,11 @@ run_record_box(seed=0)
 # %% [markdown]
 # With the expansion term moved into the loss ({ref}`ch-theorem1`), what remains of
 # {eq}`eq-srr` is compression plus sparsity (the paper's Eq. (5)). Splitting $Z=V$ (the
-# paper's Eq. (8)) and applying scaled-form ADMM {cite:p}`boyd2011admm` with dual
+# paper's Eq. (8)) and applying scaled-form ADMM ([](#bib-boyd2011admm)) with dual
 # variable $W$ and penalty $\rho$, with the $Z$-step linearised (one gradient step, as
-# in linearised ADMM {cite:p}`ouyang2015linearized`) and the $V$-step the proximal map
-# of the non-negative $\ell_1$ penalty {cite:p}`parikh2014proximal`, gives three updates
-# per iteration:
+# in linearised ADMM ([](#bib-ouyang2015linearized))) and the $V$-step the proximal map
+# of the non-negative $\ell_1$ penalty ([](#bib-parikh2014proximal)), gives three
+# updates per iteration:
 #
 # $$
 # \begin{aligned}
@@ -221,7 +221,7 @@ plt.show()
 # the same $\eta$ replaces, with branch weight $\eta\gamma$, each token's projection by
 # a softmax-weighted *average* of all tokens' projections; a step that many times too
 # long smooths the tokens toward one another — the rank collapse of pure attention
-# stacks {cite:p}`dong2021attention` — and the threshold removes what is left: its
+# stacks ([](#bib-dong2021attention)) — and the threshold removes what is left: its
 # own-subspace energy ends below where it started. Shortened to the exact gradient's
 # length, the same MSSA iteration keeps the tokens on their subspaces about as well as
 # the exact gradient (the assertions: within 0.05 of it). So the loss of structure comes
@@ -429,7 +429,7 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-theorem1)=
 # ###### Theorem 1 and the Proposition, verified
@@ -500,3 +500,33 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 # own subspace; right: the fraction of zeros in $V$. A setting with
 # $\eta(\gamma+\rho)\ge 1$ runs nothing and says why.
 # :::
+#
+# **Works cited**
+#
+# (bib-boyd2011admm)=
+# ###### Boyd et al., 2011
+#
+# Stephen Boyd, Neal Parikh, Eric Chu, Borja Peleato, and Jonathan Eckstein. Distributed
+# optimization and statistical learning via the alternating direction method of
+# multipliers. Foundations and Trends in Machine Learning, 3(1):1–122, 2011.
+#
+# (bib-ouyang2015linearized)=
+# ###### Ouyang et al., 2015
+#
+# Yuyuan Ouyang, Yunmei Chen, Guanghui Lan, and Jr. Pasiliao, Eduardo. An accelerated
+# linearized alternating direction method of multipliers. SIAM Journal on Imaging
+# Sciences, 8(1):644–681, 2015. doi:10.1137/14095697X.
+#
+# (bib-parikh2014proximal)=
+# ###### Parikh and Boyd, 2014
+#
+# Neal Parikh and Stephen Boyd. Proximal algorithms. Foundations and Trends in
+# Optimization, 1(3):127–239, 2014. doi:10.1561/2400000003.
+#
+# (bib-dong2021attention)=
+# ###### Dong et al., 2021
+#
+# Yihe Dong, Jean-Baptiste Cordonnier, and Andreas Loukas. Attention is not all you
+# need: pure attention loses rank doubly exponentially with depth. In Proceedings of the
+# 38th International Conference on Machine Learning, volume 139 of Proceedings of
+# Machine Learning Research, 2793–2803. PMLR, 2021.

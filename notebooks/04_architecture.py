@@ -26,10 +26,10 @@ run_record_box()
 # CRATE-style patch stem, multi-head subspace self-attention (MSSA, the paper's Eq.
 # (12)) and a LayerNorm → Linear head. They differ in what follows the attention:
 #
-# * **CRATE** {cite:p}`yu2023crate`: a residual MSSA step, then one ISTA step on a
+# * **CRATE** ([](#bib-yu2023crate)): a residual MSSA step, then one ISTA step on a
 #   learned dictionary $D$ — the sparse-coding half of sparse rate reduction
 #   {eq}`eq-srr`, inside the network.
-# * **AoT** {cite:p}`wang2025aot`: a residual MSSA step and nothing else.
+# * **AoT** ([](#bib-wang2025aot)): a residual MSSA step and nothing else.
 # * **AoT-ADMM** (this paper): one unrolled ADMM iteration {eq}`eq-layer-updates`
 #   ({ref}`ch-admm`): MSSA for the compression step, a ReLU for the sparse proximal
 #   step, and a dual state $W$; three learned branch weights on the simplex. No
@@ -110,7 +110,7 @@ Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
 #
 # Parameters and FLOPs below are computed now from the registered models (the three
 # white-box families and, for the paper's Table 4, the standard ViT
-# {cite:p}`dosovitskiy2021vit` and its MLP-free variant) with `aot_lib.count_params`
+# ([](#bib-dosovitskiy2021vit)) and its MLP-free variant) with `aot_lib.count_params`
 # and `aot_lib.count_flops`
 # (`torch.utils.flop_counter`, two FLOPs per multiply-add, one image). The paper counts
 # the encoder **without the classification head** (the final LayerNorm and Linear):
@@ -277,7 +277,7 @@ for scale in ["tiny", "small", "base"]:
 # embedding. Here the grid part is resized bicubically
 # (`aot_lib.models.layers.interpolate_pos_embed`), as DINO's multi-crop does; the cls
 # entry is kept. The CRATE-family stems resize without antialiasing (DINO's choice,
-# {cite:p}`caron2021dino`), the ViT family with it (timm's `resample_abs_pos_embed`, so
+# ([](#bib-caron2021dino))), the ViT family with it (timm's `resample_abs_pos_embed`, so
 # timm weights load with equal outputs).
 #
 # ## Exercises
@@ -313,7 +313,7 @@ for scale in ["tiny", "small", "base"]:
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # ```{math}
 # :label: eq-srr
@@ -386,3 +386,37 @@ for scale in ["tiny", "small", "base"]:
 #
 # (sec-views)=
 # ###### The views LeJEPA sees
+#
+# **Works cited**
+#
+# (bib-yu2023crate)=
+# ###### Yu et al., 2023
+#
+# Yaodong Yu, Sam Buchanan, Druv Pai, Tianzhe Chu, Ziyang Wu, Shengbang Tong, Benjamin
+# D. Haeffele, and Yi Ma. White-box transformers via sparse rate reduction. Advances in
+# Neural Information Processing Systems, 2023.
+#
+# (bib-wang2025aot)=
+# ###### Wang et al., 2025
+#
+# Peng Wang, Yifu Lu, Yaodong Yu, Druv Pai, Qing Qu, and Yi Ma. Attention-only
+# transformers via unrolled subspace denoising. In Proceedings of the 42nd International
+# Conference on Machine Learning, volume 267 of Proceedings of Machine Learning
+# Research, 63840–63859. 2025.
+#
+# (bib-dosovitskiy2021vit)=
+# ###### Dosovitskiy et al., 2021
+#
+# Alexey Dosovitskiy, Lucas Beyer, Alexander Kolesnikov, Dirk Weissenborn, Xiaohua Zhai,
+# Thomas Unterthiner, Mostafa Dehghani, Matthias Minderer, Georg Heigold, Sylvain Gelly,
+# Jakob Uszkoreit, and Neil Houlsby. An image is worth 16x16 words: transformers for
+# image recognition at scale. In International Conference on Learning Representations.
+# 2021.
+#
+# (bib-caron2021dino)=
+# ###### Caron et al., 2021
+#
+# Mathilde Caron, Hugo Touvron, Ishan Misra, Hervé Jégou, Julien Mairal, Piotr
+# Bojanowski, and Armand Joulin. Emerging properties in self-supervised vision
+# transformers. In Proceedings of the IEEE/CVF International Conference on Computer
+# Vision, 9650–9660. 2021.

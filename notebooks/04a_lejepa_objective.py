@@ -22,8 +22,8 @@ from aot_lib.book.pages import run_record_box
 run_record_box(seed=0)
 
 # %% [markdown]
-# The paper trains its encoder with the LeJEPA objective {cite:p}`balestriero2025lejepa`
-# (the paper's Eq. (19)):
+# The paper trains its encoder with the LeJEPA objective
+# ([](#bib-balestriero2025lejepa)) (the paper's Eq. (19)):
 #
 # $$
 # \mathcal L=\mathcal L_{\text{pred}}+\alpha\,\mathcal L_{\text{SIGReg}} .
@@ -497,7 +497,7 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # :::{figure}
 # :label: tbl-objective-provenance
@@ -532,3 +532,11 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 # :enumerator: 5.4
 # SIGReg of V = 4 views of N = 256 embeddings, both conventions
 # :::
+#
+# **Works cited**
+#
+# (bib-balestriero2025lejepa)=
+# ###### Balestriero and LeCun, 2025
+#
+# Randall Balestriero and Yann LeCun. LeJEPA: provable and scalable self-supervised
+# learning without the heuristics. arXiv preprint arXiv:2511.08544, 2025.

@@ -337,7 +337,7 @@ if families:
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-architecture)=
 # ###### The architecture: AoT-ADMM next to CRATE and AoT

@@ -642,7 +642,7 @@ if encoder is not None:
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-training)=
 # ###### Training AoT-ADMM with LeJEPA, at CPU scale

@@ -633,7 +633,7 @@ display(
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-recipe-audit)=
 # ###### A CPU recipe, Appendix A’s normalisation, and a white-box audit

@@ -23,9 +23,9 @@ run_record_box(seed=0)
 
 # %% [markdown]
 # The paper's Table 2 pretrains the Base models on ImageNet-1K
-# {cite:p}`deng2009imagenet` with its ImageNet view setting (two global 128-px and two
+# ([](#bib-deng2009imagenet)) with its ImageNet view setting (two global 128-px and two
 # local 64-px crops, patch 16), then fine-tunes every weight on CIFAR-10 and CIFAR-100
-# {cite:p}`krizhevsky2009cifar`. The claim is transfer at about two thirds of CRATE's
+# ([](#bib-krizhevsky2009cifar)). The claim is transfer at about two thirds of CRATE's
 # parameters: AoT-ADMM within a point of CRATE on both data sets (the paper's numbers
 # are shaded in {numref}`tbl-transfer-table2-cpu`).
 #
@@ -38,9 +38,9 @@ run_record_box(seed=0)
 # size, and says the backbone is "fully fine-tuned"; it gives no fine-tuning resolution,
 # schedule or regularisation, and no augmentation beyond the crop sizes. Those values
 # are assumptions of this reproduction: blur and solarisation follow DINO's multi-crop
-# recipe {cite:p}`caron2021dino` as LeJEPA's example does, and label smoothing 0.1 with
+# recipe ([](#bib-caron2021dino)) as LeJEPA's example does, and label smoothing 0.1 with
 # weight decay 0.05 are the usual fine-tuning defaults of DeiT
-# {cite:p}`touvron2021deit`. The projector and SIGReg settings are discussed in
+# ([](#bib-touvron2021deit)). The projector and SIGReg settings are discussed in
 # {ref}`sec-objective-provenance`. The commands:
 #
 # ```bash
@@ -171,7 +171,7 @@ Table(
 # The three data sets come from the offline copies in the data folder (`AOT_DATA`),
 # which differ from the official releases:
 #
-# * **Imagenette** {cite:p}`howard2019imagenette` (10 easy ImageNet classes) stands in
+# * **Imagenette** ([](#bib-howard2019imagenette)) (10 easy ImageNet classes) stands in
 #   for ImageNet-1K: a subset of its 160-px version, the first 300 training and 100
 #   validation images of each class in file-name order.
 # * **CIFAR-10**: the official train and test splits, re-encoded as JPEG at quality 75
@@ -264,9 +264,10 @@ display(
 # (`probe.protocol`, {ref}`ch-training`): a linear classifier trained with AdamW on
 # cached features of un-augmented images, its learning rate chosen on a validation split
 # carved from the training images; not the paper's protocol (SimCLR/BYOL-style, on
-# augmented images {cite:p}`chen2020simclr,grill2020byol`), which costs as many passes
-# of the encoder as it has epochs. The probes are in {numref}`tbl-transfer-pretraining`,
-# the pretraining curves in {numref}`fig-imagenette-curves`.
+# augmented images ([](#bib-chen2020simclr); [](#bib-grill2020byol))), which costs as
+# many passes of the encoder as it has epochs. The probes are in
+# {numref}`tbl-transfer-pretraining`, the pretraining curves in
+# {numref}`fig-imagenette-curves`.
 
 # %% tags=["hide-input"]
 size = {}  # family -> parameters (M) of the encoder as pretrained (128 px, patch 16)
@@ -493,7 +494,7 @@ display(
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # :::{figure}
 # :label: tbl-transfer-table2-cpu
@@ -549,3 +550,56 @@ display(
 # picked learning rate (a family whose run is not recorded yet is missing): total loss,
 # prediction loss and SIGReg statistic against the step.
 # :::
+#
+# **Works cited**
+#
+# (bib-deng2009imagenet)=
+# ###### Deng et al., 2009
+#
+# Jia Deng, Wei Dong, Richard Socher, Li-Jia Li, Kai Li, and Li Fei-Fei. Imagenet: a
+# large-scale hierarchical image database. In IEEE Conference on Computer Vision and
+# Pattern Recognition, 248–255. 2009.
+#
+# (bib-krizhevsky2009cifar)=
+# ###### Krizhevsky, 2009
+#
+# Alex Krizhevsky. Learning multiple layers of features from tiny images. Technical
+# Report, University of Toronto, 2009.
+#
+# (bib-caron2021dino)=
+# ###### Caron et al., 2021
+#
+# Mathilde Caron, Hugo Touvron, Ishan Misra, Hervé Jégou, Julien Mairal, Piotr
+# Bojanowski, and Armand Joulin. Emerging properties in self-supervised vision
+# transformers. In Proceedings of the IEEE/CVF International Conference on Computer
+# Vision, 9650–9660. 2021.
+#
+# (bib-touvron2021deit)=
+# ###### Touvron et al., 2021
+#
+# Hugo Touvron, Matthieu Cord, Matthijs Douze, Francisco Massa, Alexandre Sablayrolles,
+# and Hervé Jégou. Training data-efficient image transformers and distillation through
+# attention. In International Conference on Machine Learning, 10347–10357. 2021.
+#
+# (bib-howard2019imagenette)=
+# ###### Howard, 2019
+#
+# Jeremy Howard. Imagenette: a smaller subset of 10 easily classified classes from
+# ImageNet. GitHub repository, 2019. URL: https://github.com/fastai/imagenette.
+#
+# (bib-chen2020simclr)=
+# ###### Chen et al., 2020
+#
+# Ting Chen, Simon Kornblith, Mohammad Norouzi, and Geoffrey Hinton. A simple framework
+# for contrastive learning of visual representations. In Proceedings of the 37th
+# International Conference on Machine Learning, volume 119 of Proceedings of Machine
+# Learning Research, 1597–1607. PMLR, 2020.
+#
+# (bib-grill2020byol)=
+# ###### Grill et al., 2020
+#
+# Jean-Bastien Grill, Florian Strub, Florent Altché, Corentin Tallec, Pierre H.
+# Richemond, Elena Buchatskaya, Carl Doersch, Bernardo Avila Pires, Zhaohan Daniel Guo,
+# Mohammad Gheshlaghi Azar, Bilal Piot, Koray Kavukcuoglu, Rémi Munos, and Michal Valko.
+# Bootstrap your own latent: a new approach to self-supervised learning. In Advances in
+# Neural Information Processing Systems, volume 33, 21271–21284. 2020.

@@ -35,7 +35,7 @@ run_record_box(seed=0)
 #    step.
 # 3. **Attention that finds parts.** CRATE's white-box reading reported that the class
 #    token's attention, head by head, falls on object parts without any segmentation
-#    supervision {cite:p}`yu2023crate`; a network that compresses onto subspaces should
+#    supervision ([](#bib-yu2023crate)); a network that compresses onto subspaces should
 #    concentrate its attention on fewer patches than an untrained one.
 # 4. **Patch features that separate the object.** A PCA of the patch tokens over many
 #    images should give a first component that marks foreground against background.
@@ -322,7 +322,7 @@ if images is not None:
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-transfer)=
 # ###### Table 2 at CPU scale: pretrain on ImageNet-style images, fine-tune on CIFAR
@@ -379,3 +379,12 @@ if images is not None:
 # :enumerator: 10.3
 # What the layers do, trained and at initialisation (6 layers)
 # :::
+#
+# **Works cited**
+#
+# (bib-yu2023crate)=
+# ###### Yu et al., 2023
+#
+# Yaodong Yu, Sam Buchanan, Druv Pai, Tianzhe Chu, Ziyang Wu, Shengbang Tong, Benjamin
+# D. Haeffele, and Yi Ma. White-box transformers via sparse rate reduction. Advances in
+# Neural Information Processing Systems, 2023.

@@ -23,9 +23,9 @@ run_record_box(seed=0)
 
 # %% [markdown]
 # This is the paper's black-box check. Each MLP of a standard ViT-T
-# {cite:p}`dosovitskiy2021vit` is replaced by a ReLU, the proximal step of the sparsity
+# ([](#bib-dosovitskiy2021vit)) is replaced by a ReLU, the proximal step of the sparsity
 # term, and the student learns from a ViT-T teacher by DeiT's hard-label distillation
-# {cite:p}`touvron2021deit`. The control, a student without the teacher, is not in the
+# ([](#bib-touvron2021deit)). The control, a student without the teacher, is not in the
 # paper.
 #
 # The paper's Table 4 claims that removing every MLP cuts about two thirds of a ViT's
@@ -53,7 +53,7 @@ run_record_box(seed=0)
 #   schedule, resolution or regularisation for Table 4, nor how its teacher was
 #   trained.
 #
-# The data is the offline copy of CIFAR-10 {cite:p}`krizhevsky2009cifar` in the data
+# The data is the offline copy of CIFAR-10 ([](#bib-krizhevsky2009cifar)) in the data
 # folder (`AOT_DATA`): the official train and test splits, re-encoded as JPEG at
 # quality 75 (lossy), so accuracies can differ slightly from the lossless original. On
 # a machine with internet, `data.download=true` makes torchvision fetch the official
@@ -351,7 +351,7 @@ display(
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # (ch-tables-1-3)=
 # ###### Tables 1 and 3 and Figure 3, at CPU scale
@@ -378,3 +378,27 @@ display(
 # and the ReLU student with and without distillation. The teacher’s loss includes label
 # smoothing 0.1, so it cannot fall as low as the students’.
 # :::
+#
+# **Works cited**
+#
+# (bib-dosovitskiy2021vit)=
+# ###### Dosovitskiy et al., 2021
+#
+# Alexey Dosovitskiy, Lucas Beyer, Alexander Kolesnikov, Dirk Weissenborn, Xiaohua Zhai,
+# Thomas Unterthiner, Mostafa Dehghani, Matthias Minderer, Georg Heigold, Sylvain Gelly,
+# Jakob Uszkoreit, and Neil Houlsby. An image is worth 16x16 words: transformers for
+# image recognition at scale. In International Conference on Learning Representations.
+# 2021.
+#
+# (bib-touvron2021deit)=
+# ###### Touvron et al., 2021
+#
+# Hugo Touvron, Matthieu Cord, Matthijs Douze, Francisco Massa, Alexandre Sablayrolles,
+# and Hervé Jégou. Training data-efficient image transformers and distillation through
+# attention. In International Conference on Machine Learning, 10347–10357. 2021.
+#
+# (bib-krizhevsky2009cifar)=
+# ###### Krizhevsky, 2009
+#
+# Alex Krizhevsky. Learning multiple layers of features from tiny images. Technical
+# Report, University of Toronto, 2009.

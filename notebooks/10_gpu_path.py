@@ -172,7 +172,7 @@ else:
 # ##### This chapter's references, as the book numbers them
 #
 # In the book these are links; in JupyterLab this cell gives them their numbers and
-# titles.
+# titles, and the works the chapter cites their full references.
 #
 # :::{figure}
 # :label: tbl-gpu-paper-commands

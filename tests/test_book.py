@@ -80,7 +80,8 @@ def test_chapters_and_sections_are_numbered():
 def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     """The download menu of sphinx-book-theme offers ``_sources/<page>.ipynb`` when the page context names it;
     the extension copies myst-nb's executed notebook (outputs included) there, named by the chapter's number in
-    the book (05_training is chapter 6). A page that was not executed keeps its source download only."""
+    the book (05_training is chapter 6), its citations written back as the chapter's links (myst-nb wrote the
+    roles Sphinx read). A page that was not executed keeps its source download only."""
     from types import SimpleNamespace
 
     from aot_lib.book.ipynb_download import offer_executed_notebook
@@ -89,7 +90,10 @@ def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     assert "aot_lib.book.ipynb_download" in config["sphinx"]["extra_extensions"]
     executed = tmp_path / "jupyter_execute" / "notebooks" / "05_training.ipynb"
     executed.parent.mkdir(parents=True)
-    executed.write_text('{"cells": [{"outputs": ["executed"]}]}')
+    cells = [{"cell_type": "markdown", "source": ["As in {cite:t}`wang2025aot` and\n",
+                                                  "{cite:p}`chen2020simclr,grill2020byol`."]},
+             {"cell_type": "code", "source": "{cite:p}`a` in code stays", "outputs": ["executed"]}]
+    executed.write_text(json.dumps({"cells": cells}))
     numbers = {"notebooks/05_training": {"": (6,), "#sec-views": (6, 1)}}  # Sphinx's env.toc_secnumbers
     app = SimpleNamespace(outdir=str(tmp_path / "html"), builder=SimpleNamespace(format="html"),
                           env=SimpleNamespace(toc_secnumbers=numbers))
@@ -97,7 +101,10 @@ def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     offer_executed_notebook(app, "notebooks/05_training", "page.html", context, None)
     assert context == {"ipynb_source": "notebooks/06_training.ipynb"}
     copied = tmp_path / "html" / "_sources" / "notebooks" / "06_training.ipynb"
-    assert copied.read_text() == '{"cells": [{"outputs": ["executed"]}]}'
+    assert json.loads(copied.read_text()) == {"cells": [
+        {"cell_type": "markdown",
+         "source": "As in [](#bib-wang2025aot) and\n([](#bib-chen2020simclr); [](#bib-grill2020byol))."},
+        cells[1]]}
     intro: dict = {}
     offer_executed_notebook(app, "intro", "page.html", intro, None)
     assert intro == {} and not (tmp_path / "html" / "_sources" / "intro.ipynb").exists()

@@ -16,7 +16,8 @@ CHAPTER = '''# %% [markdown]
 # # X
 #
 # See {ref}`ch-y`, {ref}`sec-local`, {eq}`eq-here`, {eq}`eq-there`, {numref}`fig-a` and
-# {numref}`Tab. %s <tbl-b>`; {ref}`ch-y` again.
+# {numref}`Tab. %s <tbl-b>`; {ref}`ch-y` again, as [](#bib-wang2025aot) did
+# ([](#bib-chen2020simclr); [](#bib-grill2020byol)).
 #
 # $$ a = b $$ (eq-here)
 #
@@ -42,14 +43,27 @@ c = d
 <div class="aot-numbered-table tex2jax_process" id="tbl-b">
 <p><span class="caption-number">Table 1.3 </span><span class="caption-text">The paper's Table 1</span></p>
 <div class="output text_html"></div></div>
+<div class="citation" id="id6" role="doc-biblioentry">
+<span class="label"><span class="fn-bracket">[</span>Wang et al., 2025<span class="fn-bracket">]</span></span>
+<p>...</p></div>
+<div class="citation" id="id8" role="doc-biblioentry">
+<span class="label"><span class="fn-bracket">[</span>Chen et al., 2020<span class="fn-bracket">]</span></span>
+<p>...</p></div>
+<div class="citation" id="id7" role="doc-biblioentry">
+<span class="label"><span class="fn-bracket">[</span>Grill et al., 2020<span class="fn-bracket">]</span></span>
+<p>...</p></div>
 '''
+BIB = ROOT / "book" / "references.bib"
 
 
 def test_needed_targets_are_what_jupyterlab_cannot_resolve_in_the_notebook(tmp_path):
     path = tmp_path / "x.py"
     path.write_text(CHAPTER)
-    # ch-y and eq-there are other chapters'; every numref (figures and tables are outputs); the local ones are not
-    assert K.needed_targets(path) == [("ref", "ch-y"), ("eq", "eq-there"), ("numref", "fig-a"), ("numref", "tbl-b")]
+    # ch-y and eq-there are other chapters'; every numref (figures and tables are outputs) and every citation;
+    # the local ones are not
+    assert K.needed_targets(path) == [("ref", "ch-y"), ("eq", "eq-there"), ("numref", "fig-a"), ("numref", "tbl-b"),
+                                      ("cite", "bib-wang2025aot"), ("cite", "bib-chen2020simclr"),
+                                      ("cite", "bib-grill2020byol")]
 
 
 def test_book_targets_read_titles_numbers_captions_and_latex(tmp_path):
@@ -59,16 +73,27 @@ def test_book_targets_read_titles_numbers_captions_and_latex(tmp_path):
                    "eq-there": K.Target("equation", "eq-there", "2.3", "c = d"),
                    "fig-a": K.Target("figure", "fig-a", "1.2", "Loss of $Z$, per step"),
                    "tbl-b": K.Target("table", "tbl-b", "1.3", "The paper's Table 1")}
+    # with the bibliography: only the works whose labels the built list shows (the .bib holds 34)
+    cited = {k: t for k, t in K.book_targets(tmp_path, BIB).items() if t.kind == "citation"}
+    assert sorted(cited) == ["bib-chen2020simclr", "bib-grill2020byol", "bib-wang2025aot"]
+    assert cited["bib-wang2025aot"] == K.Target("citation", "bib-wang2025aot", None, "Wang et al., 2025", (
+        "Peng Wang, Yifu Lu, Yaodong Yu, Druv Pai, Qing Qu, and Yi Ma. Attention-only transformers via unrolled "
+        "subspace denoising. In Proceedings of the 42nd International Conference on Machine Learning, volume 267 "
+        "of Proceedings of Machine Learning Research, 63840–63859. 2025."))
 
 
 def test_the_key_is_written_as_the_last_cell_read_back_and_rewritten_in_place(tmp_path):
     path = tmp_path / "x.py"
     path.write_text(CHAPTER)
     (tmp_path / "x.html").write_text(HTML)
-    key = K.chapter_key(path, K.book_targets(tmp_path))
+    key = K.chapter_key(path, K.book_targets(tmp_path, BIB))
     assert "(ch-y)=\n###### Why & how" in key and ":label: eq-there\n:enumerator: 2.3\nc = d" in key
     assert ":label: fig-a\n:enumerator: 1.2\nLoss of $Z$, per step\n:::" in key
     assert ":label: tbl-b\n:kind: table\n:enumerator: 1.3\nThe paper's Table 1\n:::" in key
+    # the works cited come last, in order of first use
+    assert key.index(":label: tbl-b") < key.index("**Works cited**") < key.index("(bib-wang2025aot)=") \
+        < key.index("(bib-chen2020simclr)=") < key.index("(bib-grill2020byol)=")
+    assert "(bib-wang2025aot)=\n###### Wang et al., 2025\n\nPeng Wang, Yifu Lu," in key
     assert K.write_key(path, key) and not K.write_key(path, key)  # the second time nothing changes
     cells = jupytext.read(path).cells
     assert cells[-1].metadata["tags"] == ["remove-cell"] and cells[-1].source == key
@@ -84,8 +109,9 @@ def test_a_target_the_build_does_not_show_is_refused_by_name(tmp_path):
     try:
         K.chapter_key(path, {})
     except ValueError as e:
-        assert str(e) == ("x.py: the built book shows no target ch-y, eq-there, fig-a, tbl-b; build the book from "
-                          "this checkout, then write the keys")
+        assert str(e) == ("x.py: the built book shows no target ch-y, eq-there, fig-a, tbl-b, bib-wang2025aot, "
+                          "bib-chen2020simclr, bib-grill2020byol; build the book from this checkout, then write the "
+                          "keys")
     else:
         raise AssertionError("a key with no targets was written")
 
@@ -100,4 +126,6 @@ def test_every_chapter_has_a_key_for_exactly_the_references_it_needs():
         assert key is not None, f"{path.name} has no JupyterLab key: build the book, then run python -m " \
                                 "aot_lib.book jupyterlab-key book/_build/html --write"
         defined = re.findall(r"^\(([\w-]+)\)=$|^:label: ([\w-]+)$", key, re.M)
-        assert [a or b for a, b in defined] == [label for _, label in K.needed_targets(path)], path.name
+        needed = K.needed_targets(path)
+        in_order = [label for role, label in needed if role != "cite"] + [label for role, label in needed if role == "cite"]
+        assert [a or b for a, b in defined] == in_order, path.name

@@ -5,10 +5,47 @@ The text cites author-year (``bibtex_reference_style: author_year``: "(Grill et 
 registers a pybtex style, ``author_year_labels``, whose labels are "Grill et al., 2020", "Krizhevsky and Hinton,
 2009", "Boyd, 2011" (a letter added when two entries would share one: "2020a", "2020b"), sorted by author, year and
 title; ``_config.yml`` names it in ``bibtex_default_style``.
+
+**How a chapter cites.** A chapter writes a citation as a link to ``#bib-KEY`` (KEY a ``references.bib`` key):
+``([](#bib-yu2023crate))`` for "(Yu et al., 2023)", ``([](#bib-chen2020simclr); [](#bib-grill2020byol))`` for two
+at once, and ``[](#bib-wang2025aot)`` for "Wang et al. (2025)". When Sphinx reads a page, this extension turns
+them into sphinxcontrib-bibtex's ``{cite:p}`` and ``{cite:t}`` roles (:func:`links_to_roles`), so the book links
+and lists them as before. The reason is JupyterLab: jupyterlab-myst 2.7 marks every ``{cite}`` role "Citation Not
+Found" (it resolves a citation only from a DOI it fetches online), whereas a link resolves against the target the
+chapter's JupyterLab key defines (``aot_lib.book.jupyterlab_key``: "Yu et al., 2023", with the full reference).
 """
 from __future__ import annotations
 
-__all__ = ["author_year_label", "setup"]
+import re
+
+__all__ = ["CITE_LINK", "author_year_label", "links_to_roles", "roles_to_links", "reference_texts", "setup"]
+
+#: One citation as a chapter writes it: a link with no text to ``#bib-KEY``.
+CITE_LINK = re.compile(r"\[\]\(#bib-(?P<key>[\w-]+)\)")
+#: A parenthesised group of them, separated by "; ": one ``{cite:p}`` role.
+_CITE_GROUP = re.compile(r"\((?P<links>\[\]\(#bib-[\w-]+\)(?:; \[\]\(#bib-[\w-]+\))*)\)")
+_CITE_ROLE = re.compile(r"\{cite:(?P<kind>[pt])\}`(?P<keys>[\w,-]+)`")
+
+
+def links_to_roles(text: str) -> str:
+    """A page's citation links as sphinxcontrib-bibtex roles: a parenthesised group becomes ``{cite:p}`` (its keys
+    in order), any other link ``{cite:t}``."""
+    text = _CITE_GROUP.sub(lambda m: "{cite:p}`" + ",".join(CITE_LINK.findall(m["links"])) + "`", text)
+    return CITE_LINK.sub(lambda m: "{cite:t}`" + m["key"] + "`", text)
+
+
+def roles_to_links(text: str) -> str:
+    """The inverse of :func:`links_to_roles`, for the executed notebook the book offers for download (myst-nb
+    wrote it from the text Sphinx read, roles and all)."""
+    def link(m):
+        links = "; ".join(f"[](#bib-{k})" for k in m["keys"].split(","))
+        return f"({links})" if m["kind"] == "p" else links
+
+    return _CITE_ROLE.sub(link, text)
+
+
+def _source_read(app, docname: str, source: list[str]) -> None:
+    source[0] = links_to_roles(source[0])
 
 STYLE_NAME = "author_year_labels"
 
@@ -60,6 +97,17 @@ def _style():
     return AuthorYearStyle
 
 
+def reference_texts(bib_path) -> dict[str, tuple[str, str]]:
+    """``key -> (label, reference)`` for every entry of a ``.bib`` file, as the book's reference list writes them
+    (this style's labels over the whole file; the reference as plain text)."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(str(bib_path)).entries
+    style = _style()()
+    formatted = style.format_entries(entries.values())
+    return {e.key: (e.label, e.text.render_as("text")) for e in formatted}
+
+
 def setup(app):
     from pybtex.plugin import find_plugin, register_plugin
 
@@ -67,4 +115,5 @@ def setup(app):
         find_plugin("pybtex.style.formatting", STYLE_NAME)
     except Exception:  # not registered yet in this process
         register_plugin("pybtex.style.formatting", STYLE_NAME, _style())
+    app.connect("source-read", _source_read)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

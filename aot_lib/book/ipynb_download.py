@@ -4,11 +4,13 @@ myst-nb writes each notebook it executes, outputs included, to ``<build>/jupyter
 sphinx-book-theme's download menu offers an ``.ipynb`` when the page's context names one under ``_sources/``
 (``ipynb_source``) — which nothing sets for jupytext ``.py`` chapters, so the menu offered the ``.py`` only.
 This copies the executed notebook there and names it. ``_config.yml`` lists it in ``sphinx.extra_extensions``.
+myst-nb wrote that notebook from the text Sphinx read, whose citation links ``aot_lib.book.citations`` had turned
+into ``{cite}`` roles; the copy gets the chapter's own links back, which JupyterLab resolves through the chapter's key.
 """
 from __future__ import annotations
 
+import json
 import re
-import shutil
 from pathlib import Path
 
 __all__ = ["offer_executed_notebook", "download_name", "setup"]
@@ -26,8 +28,20 @@ def offer_executed_notebook(app, pagename: str, templatename: str, context: dict
     name = download_name(pagename, app.env.toc_secnumbers.get(pagename, {}).get("", ()))
     target = Path(app.outdir) / "_sources" / name
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(executed, target)
+    target.write_text(with_citation_links(executed.read_text()))
     context["ipynb_source"] = name
+
+
+def with_citation_links(notebook_json: str) -> str:
+    """An ``.ipynb``'s text with its Markdown cells' citation roles written back as the chapter's links."""
+    from aot_lib.book.citations import roles_to_links
+
+    nb = json.loads(notebook_json)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            src = cell["source"]
+            cell["source"] = roles_to_links(src) if isinstance(src, str) else roles_to_links("".join(src))
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
 def download_name(pagename: str, number: tuple[int, ...]) -> str:

@@ -15,8 +15,11 @@ after a build and checked against it::
     python -m aot_lib.book jupyterlab-key book/_build/html --write   # rewrite every chapter's key
     python -m aot_lib.book jupyterlab-key book/_build/html           # check: exit 1 naming a stale key
 
-Citations are left as they are: jupyterlab-myst 2.7 resolves a citation only through a DOI it fetches online, and
-marks every other one "Citation Not Found" whatever the notebook holds.
+Citations too: a chapter cites with a link to ``#bib-KEY`` (``aot_lib.book.citations`` turns it into a
+``{cite:p}``/``{cite:t}`` role for the book), because jupyterlab-myst 2.7 marks every citation role "Citation Not
+Found" (it resolves one only through a DOI it fetches online). The key defines each ``bib-KEY`` the chapter cites,
+titled with the label of the book's reference list ("Yu et al., 2023", checked against the built list) and followed
+by the reference in full, so in JupyterLab "([](#bib-yu2023crate))" reads "(Yu et al., 2023)".
 """
 from __future__ import annotations
 
@@ -35,18 +38,21 @@ KEY_HEADER = '# %% [markdown] tags=["remove-cell"]'
 _LABEL = re.compile(r"^\((?P<label>[\w-]+)\)=\s*$", re.M)
 _EQ_LABEL = re.compile(r"\$\$\s*\((?P<label>[\w-]+)\)\s*$", re.M)
 _ROLE = re.compile(r"\{(?P<role>ref|numref|eq)\}`(?:[^`<]*<)?(?P<label>[\w-]+)>?`")
+_CITE = re.compile(r"\[\]\(#(?P<label>bib-[\w-]+)\)")
 
 
 @dataclass(frozen=True)
 class Target:
-    """One reference target as the book shows it: ``kind`` (section, equation, figure, table), the label, the
-    number (``1.1``; none for a section), and the text: a section's title, a figure's or table's caption, an
-    equation's LaTeX."""
+    """One reference target as the book shows it: ``kind`` (section, equation, figure, table, citation), the
+    label, the number (``1.1``; none for a section or a citation), and the text: a section's title, a figure's
+    or table's caption, an equation's LaTeX, a citation's label in the reference list; a citation's ``reference``
+    is the list's entry in full."""
 
     kind: str
     label: str
     number: str | None
     text: str
+    reference: str = ""
 
 
 def _markdown_cells(path: Path) -> list[str]:
@@ -58,15 +64,17 @@ def _markdown_cells(path: Path) -> list[str]:
 
 def needed_targets(path: Path) -> list[tuple[str, str]]:
     """``(role, label)`` of every reference in the chapter's Markdown that jupyterlab-myst cannot resolve in the
-    notebook: a {ref} or {eq} to a label the chapter's Markdown does not define, and every {numref} (figures and
-    tables are cell outputs). In order of first use."""
+    notebook: a {ref} or {eq} to a label the chapter's Markdown does not define, every {numref} (figures and
+    tables are cell outputs) and every citation (role ``cite``, label ``bib-KEY``). In order of first use."""
     cells = _markdown_cells(path)
     text = "\n".join(cells)
     local = set(_LABEL.findall(text)) | set(_EQ_LABEL.findall(text))
     out: dict[str, str] = {}
-    for m in _ROLE.finditer(text):
-        if m["role"] == "numref" or m["label"] not in local:
-            out.setdefault(m["label"], m["role"])
+    found = [(m.start(), m["role"], m["label"]) for m in _ROLE.finditer(text)]
+    found += [(m.start(), "cite", m["label"]) for m in _CITE.finditer(text)]
+    for _, role, label in sorted(found):
+        if role in ("numref", "cite") or label not in local:
+            out.setdefault(label, role)
     return [(role, label) for label, role in out.items()]
 
 
@@ -77,12 +85,29 @@ def _plain(fragment: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def book_targets(html_dir: Path) -> dict[str, Target]:
+def book_targets(html_dir: Path, bib: Path | None = None) -> dict[str, Target]:
     """Every label the built book links to, with its number and text as the pages show them: sections (their
-    titles, as a reference's link text), equations (number and LaTeX), figures and tables (number and caption)."""
+    titles, as a reference's link text), equations (number and LaTeX), figures and tables (number and caption);
+    with ``bib`` (the book's ``references.bib``), every entry the built reference list shows, as ``bib-KEY``,
+    with the list's label."""
     html_dir = Path(html_dir)
     pages = {p: p.read_text() for p in html_dir.rglob("*.html") if "_static" not in p.parts}
     out: dict[str, Target] = {}
+    if bib is not None:
+        from aot_lib.book.citations import reference_texts
+
+        # the list's label for each entry it shows, found by the entry's text (a label depends on which works
+        # the list holds: "Yu et al., 2023" alone, "2023a" beside another)
+        # (compared up to its URL, which the page shows shortened)
+        def sans_url(ref: str) -> str:
+            return ref.split(" URL: ")[0]
+
+        listed = {sans_url(_plain(m["text"])): _plain(m["label"]) for text in pages.values() for m in re.finditer(
+            r'<div class="citation"[^>]*>\s*<span class="label"><span class="fn-bracket">\[</span>(?P<label>.*?)'
+            r'<span class="fn-bracket">\]</span></span>\s*<p>(?P<text>.*?)</p>', text, re.S)}
+        for key, (_, reference) in reference_texts(bib).items():
+            if sans_url(reference) in listed:
+                out[f"bib-{key}"] = Target("citation", f"bib-{key}", None, listed[sans_url(reference)], reference)
     for text in pages.values():
         for m in re.finditer(r'<a class="reference internal" href="[^"#]*#(?P<id>[\w-]+)"><span class="std std-ref">'
                              r'(?P<title>.*?)</span></a>', text, re.S):
@@ -103,6 +128,8 @@ def book_targets(html_dir: Path) -> dict[str, Target]:
 
 
 def _entry(t: Target) -> str:
+    if t.kind == "citation":
+        return f"({t.label})=\n###### {t.text}\n\n{_wrap(t.reference)}"
     if t.kind == "section":
         return f"({t.label})=\n###### {t.text}"
     if t.kind == "equation":
@@ -119,15 +146,19 @@ def _wrap(text: str) -> str:
 
 
 def key_cell(targets: list[Target]) -> str:
-    """The key cell's Markdown (without the ``# `` prefixes of the percent format)."""
+    """The key cell's Markdown (without the ``# `` prefixes of the percent format): the targets in the order given,
+    the works cited last."""
     head = [KEY_MARK,
             "% Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;",
             "% the book leaves this cell out (its tag remove-cell).",
             "##### This chapter's references, as the book numbers them",
             "",
             "In the book these are links; in JupyterLab this cell gives them their numbers and",
-            "titles."]
-    return "\n".join(head + [""] + ["\n\n".join(_entry(t) for t in targets)])
+            "titles, and the works the chapter cites their full references."]
+    numbered = [t for t in targets if t.kind != "citation"]
+    cited = [t for t in targets if t.kind == "citation"]
+    parts = [_entry(t) for t in numbered] + (["**Works cited**"] + [_entry(t) for t in cited] if cited else [])
+    return "\n".join(head + [""] + ["\n\n".join(parts)])
 
 
 def chapter_key(path: Path, targets: dict[str, Target]) -> str:
@@ -184,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jupyterlab-key: {html_dir} holds no built book; build it first (jupyter-book build book/)",
               file=sys.stderr)
         return 2
-    targets = book_targets(html_dir)
+    targets = book_targets(html_dir, root / "book" / "references.bib")
     stale = []
     for path in chapters(root):
         try:
