@@ -19,6 +19,9 @@
 #   search    the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule): every candidate of
 #             configs/cpu/search/ on AoT-ADMM, CRATE and AoT, candidate by candidate, validation scores only;
 #             results/cpu/search/
+#   finalists the search's two best candidates at full length on every family (configs/cpu/search/final/, written
+#             by scripts/recipe_search.py finalists once the screening is recorded), validation scores only;
+#             results/cpu/search/final/
 #   whitebox  the white-box chapter's AoT encoder on Imagenette (Table 2's recipe; AoT-ADMM's and CRATE's are Table 2's
 #             recorded runs); results/cpu/
 #   baselines the probes' floor (issue 36): every Tables 1/3 config's encoder at its initialisation seed, and raw
@@ -58,6 +61,10 @@ for group in "$@"; do
       for c in $(ls configs/cpu/search/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
       done ;;
+    finalists)
+      for c in $(ls configs/cpu/search/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
+        run results/cpu/search/final "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
+      done ;;
     whitebox)
       run results/cpu configs/cpu/whitebox/aot_imagenette.yaml ;;
     baselines)
@@ -73,6 +80,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, whitebox, baselines, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, finalists, whitebox, baselines, controls)" >&2; exit 2 ;;
   esac
 done
