@@ -57,7 +57,9 @@ import torch
 from IPython.display import Markdown, display
 
 import aot_lib
+from aot_lib.book.pages import Admonition, data_missing_note
 from aot_lib.book.panels import attention_panel
+from aot_lib.book.photos import PHOTO_CREDITS, sample_photos
 from aot_lib.book.tables import Col, Table
 from aot_lib.book.whitebox import (attention_mass_on_top, load_subjects,
                                    plot_head_attention, plot_layer_audit,
@@ -85,17 +87,25 @@ for s in subjects:
 images = None
 if subjects:
     cfg = subjects[0].config
+    mean, std = normalization_for(cfg)
+    size = cfg["views"]["global_size"]
+    grid = (size // subjects[0].trained.patch_size,) * 2
     try:
         data = load_data(cfg, "test").subset(100)
-        mean, std = normalization_for(cfg)
-        size = cfg["views"]["global_size"]
         images = prepare_images(data.images, size, mean, std)
-        grid = (size // subjects[0].trained.patch_size,) * 2
         print(f"{len(images)} images of {len(data.classes)} classes at {size} px, "
               f"{grid[0]}x{grid[1]} patches")
         print(textwrap.fill(f"from {data.provenance['label']}", 88))
-    except DataError as e:  # no data set configured (AOT_DATA): nothing to read
-        print(f"no Imagenette images: {e}")
+    except DataError:  # Imagenette not on this machine (AOT_DATA): the sample photos stand in
+        photos = sample_photos(160)  # the stored size of the Imagenette subset
+        images = prepare_images(photos, size, mean, std)
+        display(Admonition(
+            "Sample photographs",
+            data_missing_note("Imagenette") + " Every picture and number below then "
+            f"describes these {len(photos)} photographs ("
+            + "; ".join(f"{k}: {v}" for k, v in PHOTO_CREDITS.items())
+            + "), not Imagenette's validation images, and the text's reading of them "
+            "may not hold.", kind="note"))
 if images is None:
     print("This chapter needs the recorded encoders and AOT_DATA pointing at the data.")
 

@@ -71,3 +71,42 @@ def test_finalists_are_the_top_two_at_full_length_on_every_family(tmp_path):
                            "linear 45.67 %")
     assert yaml.safe_load((out / "c1_local2_aot.yaml").read_text())["description"].startswith(
         "recipe search finalist 2 (c1_local2)")
+
+
+def test_the_books_screening_rows_read_configs_and_records(tmp_path):
+    """aot_lib.book.evidence.search_rows, on a made-up search: two candidates, one screened on two families only
+    (its mean stays empty: the rule compares candidates over all three)."""
+    from aot_lib.book.evidence import search_rows
+
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    search = tmp_path / "configs" / "cpu" / "search"
+    for f in search.glob("*.yaml"):
+        f.unlink()
+    scores = {"c0_base": {"aot_admm": 44.0, "crate": 45.0, "aot": 40.0}, "c4_w128_local2": {"aot_admm": 48.0}}
+    for cand in ("c0_base", "c4_w128_local2"):
+        for fam, model in RS.FAMILIES.items():
+            body = RS._merge(RS.CANDIDATES[cand], {"description": f"recipe search {cand}: {fam} (3 of 10 epochs)",
+                                                   "inherit": "../recipe.yaml", "model": {"name": model}})
+            (search / f"{cand}_{fam}.yaml").write_text(yaml.safe_dump(body))
+            if fam in scores[cand]:
+                d = tmp_path / "results" / "cpu" / "search" / f"search_{cand}_{fam}"
+                d.mkdir(parents=True)
+                (d / "probe.json").write_text(json.dumps({
+                    "linear_val_best": scores[cand][fam], "linear_lr": 0.01, "knn_val_top1": 40.5,
+                    "linear_val_fraction": 0.1, "train_images": 50000, "probe": {"lr": [0.001, 0.003, 0.01]}}))
+    rows = search_rows(tmp_path)
+    assert [r["candidate"] for r in rows] == ["c0_base", "c4_w128_local2"]
+    c0, c4 = rows
+    assert (c0["width"], c0["depth"], c0["patch"], c0["local"]) == (192, 6, 8, 6)
+    assert (c4["width"], c4["depth"], c4["patch"], c4["local"]) == (128, 6, 8, 2)
+    assert (c0["full_epochs"], c0["epochs"], c0["batch"], c0["lr"], c0["projector"], c0["slices"]) \
+        == (10, 3, 256, 2e-3, (1024, 64), 256)
+    assert c0["mean"] == pytest.approx(43.0, abs=1e-12) and c0["crate_val_images"] == 5000
+    assert c0["aot_grid"] == (0.001, 0.003, 0.01) and c0["aot_knn"] == 40.5
+    assert c4["aot_admm"] == 48.0 and c4["crate"] is None and c4["mean"] is None
+    # a config without the generated "(N of M epochs)" is refused, naming the fix
+    (search / "c0_base_aot_admm.yaml").write_text(yaml.safe_dump({"inherit": "../recipe.yaml"}))
+    with pytest.raises(ValueError, match=r"c0_base_aot_admm.yaml: its description names no '\(N of M epochs\)': "
+                                         r"write the search's configs again \(python scripts/recipe_search.py "
+                                         r"configs\)$"):
+        search_rows(tmp_path)

@@ -27,7 +27,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
-           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity"]
+           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -676,3 +676,49 @@ def _read_test_note(rows: list[dict]) -> str:
     return (f"{scored} {len(seen)} of the {len(rows)} points were also probed with the test split earlier in their "
             f"history, before the sweep scored them on validation: {', '.join(seen)}; both probes stay in each "
             "record (probe.json, then reprobes/).")
+
+
+# --- the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule) ---
+
+#: The families every candidate is screened on, in the order the search runs them.
+SEARCH_FAMILIES = ("aot_admm", "crate", "aot")
+_SEARCH_EPOCHS = re.compile(r"\((?P<proxy>\d+) of (?P<full>\d+) epochs\)")
+
+
+def search_rows(root: str | Path) -> list[dict]:
+    """The recipe search's screening, a row per candidate of ``configs/cpu/search/`` in order: its setting (width,
+    depth, patch, local views, from the resolved config; batch, lr, projector and SIGReg slices, which no candidate
+    changes), its nominal full length and screening length (epochs),
+    and per family ``<family>`` the recorded validation linear top-1 (None: not recorded yet), ``<family>_lr`` the
+    probe's pick, ``<family>_grid`` its lr grid, ``<family>_val_images`` its validation split and ``<family>_knn``
+    the final validation k-NN; ``mean`` over the three families (None until all three are recorded). ``root`` is
+    the checkout."""
+    from ..training.config import load_config
+
+    root = Path(root)
+    rows = []
+    for first in sorted((root / "configs" / "cpu" / "search").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+        cand = first.name[: -len(f"_{SEARCH_FAMILIES[0]}.yaml")]
+        cfg = load_config(first)
+        lengths = _SEARCH_EPOCHS.search(cfg.get("description") or "")
+        if not lengths:
+            raise ValueError(f"{first}: its description names no '(N of M epochs)': write the search's configs "
+                             "again (python scripts/recipe_search.py configs)")
+        ov, views = cfg["model"]["overrides"], cfg["views"]
+        row = dict(candidate=cand, width=ov["embed_dim"], depth=ov["depth"], patch=ov.get("patch_size", 8),
+                   local=views["n_local"], full_epochs=int(lengths["full"]), epochs=int(lengths["proxy"]),
+                   batch=cfg["optim"]["batch_size"], lr=cfg["optim"]["lr"],
+                   projector=(cfg["projector"]["hidden_dim"], cfg["projector"]["out_dim"]),
+                   slices=cfg["loss"]["num_slices"])
+        for fam in SEARCH_FAMILIES:
+            folder = root / "results" / "cpu" / "search" / f"search_{cand}_{fam}"
+            probe = _read_json(folder / "probe.json") if (folder / "probe.json").is_file() else None
+            row[fam] = probe["linear_val_best"] if probe else None
+            row[f"{fam}_lr"] = probe["linear_lr"] if probe else None
+            row[f"{fam}_knn"] = probe.get("knn_val_top1") if probe else None
+            row[f"{fam}_grid"] = tuple(probe["probe"]["lr"]) if probe else None
+            row[f"{fam}_val_images"] = round(probe["linear_val_fraction"] * probe["train_images"]) if probe else None
+        vals = [row[f] for f in SEARCH_FAMILIES]
+        row["mean"] = sum(vals) / len(vals) if None not in vals else None
+        rows.append(row)
+    return rows
