@@ -104,6 +104,22 @@ def test_the_books_screening_rows_read_configs_and_records(tmp_path):
     assert c0["mean"] == pytest.approx(43.0, abs=1e-12) and c0["crate_val_images"] == 5000
     assert c0["aot_grid"] == (0.001, 0.003, 0.01) and c0["aot_knn"] == 40.5
     assert c4["aot_admm"] == 48.0 and c4["crate"] is None and c4["mean"] is None
+    # the k-NN curves against modelled minutes: steps times the interleaved step time of that candidate and family
+    from aot_lib.book.evidence import search_curves
+
+    (tmp_path / "results" / "cpu" / "search" / "step_times.json").write_text(json.dumps(
+        {"steps": {c: {f: {"median_s": 0.3 if c == "c0_base" else 0.6} for f in RS.FAMILIES}
+                   for c in ("c0_base", "c4_w128_local2")}}))
+    for cand, fam in (("c0_base", "aot_admm"), ("c0_base", "crate"), ("c0_base", "aot"),
+                      ("c4_w128_local2", "aot_admm")):
+        # a training row (no k-NN) between the monitor's rows, as the loop logs them
+        (tmp_path / "results" / "cpu" / "search" / f"search_{cand}_{fam}" / "metrics.csv").write_text(
+            "step,loss,knn/val_top1\n10,0.9,\n200,,30.5\n400,,35.25\n")
+    curves = search_curves(tmp_path)
+    assert sorted(curves) == [("c0_base", "aot"), ("c0_base", "aot_admm"), ("c0_base", "crate"),
+                              ("c4_w128_local2", "aot_admm")]
+    assert curves["c0_base", "crate"] == [(pytest.approx(1.0), 30.5), (pytest.approx(2.0), 35.25)]
+    assert curves["c4_w128_local2", "aot_admm"] == [(pytest.approx(2.0), 30.5), (pytest.approx(4.0), 35.25)]
     # a config without the generated "(N of M epochs)" is refused, naming the fix
     (search / "c0_base_aot_admm.yaml").write_text(yaml.safe_dump({"inherit": "../recipe.yaml"}))
     with pytest.raises(ValueError, match=r"c0_base_aot_admm.yaml: its description names no '\(N of M epochs\)': "

@@ -27,7 +27,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
-           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows"]
+           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -357,12 +357,9 @@ class NoKnnMonitor(ValueError):
     """A recorded run made without the online k-NN monitor (``monitor.knn: false``): it has no learning curve."""
 
 
-def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
-    """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epochs done, accuracy)`` rows in
-    order. The monitor logs on a row of its own at the end of an epoch, without the ``epoch`` column the
-    training rows carry, so the epochs done are the step over ``steps_per_epoch`` of the run's ``run.json``.
-    Refuses a run without the monitor (``monitor.knn: false``)."""
-    folder = Path(folder)
+def _knn_rows(folder: Path, column: str) -> list[tuple[int, float]]:
+    """``(step, accuracy)`` of the online k-NN monitor in ``folder/metrics.csv``, each checked (see
+    :func:`knn_curve`)."""
     path = folder / "metrics.csv"
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
@@ -380,6 +377,16 @@ def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[in
             if not (math.isfinite(acc) and 0 <= acc <= 100):
                 raise _damaged(path, f"line {line}: {column} is {acc!r}, not an accuracy in [0, 100] %")
             rows.append((step, acc))
+    return rows
+
+
+def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
+    """The online k-NN monitor's values in a recorded ``metrics.csv``: ``(step, epochs done, accuracy)`` rows in
+    order. The monitor logs on a row of its own at the end of an epoch, without the ``epoch`` column the
+    training rows carry, so the epochs done are the step over ``steps_per_epoch`` of the run's ``run.json``.
+    Refuses a run without the monitor (``monitor.knn: false``)."""
+    folder = Path(folder)
+    rows = _knn_rows(folder, column)
     per_epoch = _read_json(folder / "run.json").get("metrics", {}).get("steps_per_epoch")
     if not per_epoch:
         raise ValueError(f"{folder / 'run.json'} records no steps_per_epoch: record the run again with aot record")
@@ -722,3 +729,22 @@ def search_rows(root: str | Path) -> list[dict]:
         row["mean"] = sum(vals) / len(vals) if None not in vals else None
         rows.append(row)
     return rows
+
+
+def search_curves(root: str | Path) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """``(candidate, family) -> [(modelled minutes, validation k-NN top-1), ...]`` of every recorded screening run:
+    the online monitor's curve (:func:`knn_curve`) against steps times the candidate's and family's idle step time,
+    measured interleaved (``results/cpu/search/step_times.json``; the runs' own wall times were taken on a shared
+    machine). ``root`` is the checkout."""
+    root = Path(root)
+    times = _read_json(root / "results" / "cpu" / "search" / "step_times.json")["steps"]
+    out = {}
+    for row in search_rows(root):
+        for fam in SEARCH_FAMILIES:
+            folder = root / "results" / "cpu" / "search" / f"search_{row['candidate']}_{fam}"
+            if row[fam] is not None:
+                step_s = times[row["candidate"]][fam]["median_s"]
+                # steps only: search_c2_w128_crate's run.json lost its metrics (and steps_per_epoch) to the
+                # relaunch bug fixed in d62e535, and minutes need no epochs
+                out[row["candidate"], fam] = [(s * step_s / 60, acc) for s, acc in _knn_rows(folder, "knn/val_top1")]
+    return out
