@@ -189,3 +189,55 @@ def test_cuda_matches_cpu():
     ggpu = torch.autograd.grad(gpu, cargs, [g.cuda() for g in gy])
     for x, y in zip(gpu + ggpu, cpu + gcpu):
         torch.testing.assert_close(x.cpu(), y, rtol=1e-4, atol=1e-5)  # float32, other reduction orders
+
+
+def _update_and_grads(args, gy):
+    out = ADMMStateUpdate.apply(*args, 1e-6)
+    return list(out) + list(torch.autograd.grad(out, args, gy))
+
+
+def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch):
+    """On a CPU the forward and the per-token backward are the two compiled kernels (this machine can build
+    them: a failure would fall back to eager, and this test would say so), with the eager path's values and
+    gradients to float32 rounding."""
+    from aot_lib.models import fused
+
+    args = inputs(shape=(4, 17, 24), dtype=torch.float32, margin=1e-3, seed=2)
+    gy = [torch.randn(4, 17, 24, generator=torch.Generator().manual_seed(3)) for _ in range(3)]
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    assert fused.kernel(torch.device("cpu")) == "compiled"
+    compiled = _update_and_grads(args, gy)
+    assert not fused._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
+    assert {"forward", "backward"} <= set(fused._KERNELS)
+    monkeypatch.setenv(fused.KERNEL_ENV, "eager")
+    assert fused.kernel(torch.device("cpu")) == "eager"
+    eager = _update_and_grads(args, gy)
+    for x, y in zip(compiled, eager):
+        # float32: the kernels sum each token's 24 squares (and the backward's row means) in another order;
+        # coef and tau gradients sum over all 68 tokens
+        torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv(fused.KERNEL_ENV, "fast")
+    with pytest.raises(ValueError, match=r"^AOT_FUSED_KERNEL='fast': set it to 'compiled' or 'eager'$"):
+        fused.kernel(torch.device("cpu"))
+
+
+def test_a_kernel_that_cannot_be_built_falls_back_to_eager_with_one_warning(monkeypatch):
+    from aot_lib.models import fused
+
+    def no_compiler(name):
+        raise RuntimeError("no C++ compiler found\nmore detail")
+
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    monkeypatch.setattr(fused, "_KERNELS", {})
+    monkeypatch.setattr(fused, "_compiled", no_compiler)
+    args = inputs(shape=(2, 5, 8), dtype=torch.float64, seed=4)
+    gy = [torch.ones(2, 5, 8, dtype=torch.float64) for _ in range(3)]
+    with pytest.warns(RuntimeWarning) as caught:
+        got = _update_and_grads(args, gy)
+    assert [str(w.message) for w in caught] == [
+        "aot_lib.models.fused: the compiled CPU kernel could not be built (RuntimeError: no C++ compiler found); "
+        "using the eager path (set AOT_FUSED_KERNEL=eager to skip the attempt)"]
+    assert fused.kernel(torch.device("cpu")) == "eager"
+    ref = reference(*args, 1e-6)
+    for x, y in zip(got, list(ref) + list(torch.autograd.grad(ref, args, gy))):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)  # float64, another order of the same sums

@@ -26,6 +26,16 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
   ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
   against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
+**On a CPU the passes are fused further** (:func:`kernel`): the forward arithmetic and the per-token part
+of the backward (the two RMS backwards and the threshold) run as two kernels that ``torch.compile``
+(inductor's C++ backend) generates, one loop over the tokens each, instead of 11 and 22 passes of
+eager operations; the full reductions of the backward (``dtau`` and the coefficients' gradients) stay
+eager. Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle: forward 5.3 ms
+eager, 1.7 ms compiled; per-token backward 1.3 ms compiled. Values agree with the eager path to
+float rounding (another summation order); ``AOT_FUSED_KERNEL=eager`` turns it off, and a machine
+where the kernels cannot be built (no C++ compiler) falls back to the eager path with one warning.
+The run record names the kernel in use (``hardware.fused_kernel``).
+
 Gradients flow to ``Z, A, V, W``, to the coefficients ``(a, b, c)`` (hence through the softmax to
 ``coef_logits``) and to ``tau``. Only pure torch operations are used, so it runs on any device.
 Inputs of less than single precision (``bfloat16``/``float16``, e.g. ``A`` under autocast) are
@@ -46,7 +56,71 @@ import torch
 
 from ..runtime import full_precision
 
-__all__ = ["admm_state_update", "ADMMStateUpdate"]
+__all__ = ["admm_state_update", "ADMMStateUpdate", "kernel", "KERNEL_ENV"]
+
+#: The environment variable that chooses the CPU kernel: ``compiled`` (default) or ``eager``.
+KERNEL_ENV = "AOT_FUSED_KERNEL"
+
+
+def _forward_math(z, attn, v, w, coef, tau, eps: float):
+    """The forward arithmetic with RMS rescaling, as plain operations for the compiler to fuse."""
+    a, b, c = coef.unbind()
+    p = a * z + b * attn + c * (v - w)
+    r1 = torch.rsqrt(p.square().mean(-1, keepdim=True) + eps)
+    z1 = p * r1
+    u = z1 + w
+    w_raw = torch.minimum(u, tau)
+    v1 = u - w_raw
+    r2 = torch.rsqrt(w_raw.square().mean(-1, keepdim=True) + eps)
+    return z1, v1, w_raw * r2, r1, r2
+
+
+def _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1):
+    """The per-token part of the backward (see the module's formulas): ``(dP, dW, dW_raw - dU)``."""
+    g_wraw = r2 * (gw1 - w1 * (gw1 * w1).mean(-1, keepdim=True))
+    g_u = torch.where(v1 > 0, gv1, g_wraw)  # m = [U > tau] = [V^+ > 0]
+    g_z1 = gz1 + g_u
+    g_p = r1 * (g_z1 - z1 * (g_z1 * z1).mean(-1, keepdim=True))
+    return g_p, g_u - c * g_p, g_wraw - g_u
+
+
+_KERNELS: dict[str, object] = {}
+
+
+def kernel(device: torch.device) -> str:
+    """Which implementation the fused update uses on ``device``: ``"compiled"`` (CPU, unless
+    ``AOT_FUSED_KERNEL=eager`` or the kernels could not be built here) or ``"eager"``."""
+    import os
+
+    if device.type != "cpu" or os.environ.get(KERNEL_ENV, "compiled") == "eager":
+        return "eager"
+    choice = os.environ.get(KERNEL_ENV, "compiled")
+    if choice != "compiled":
+        raise ValueError(f"{KERNEL_ENV}={choice!r}: set it to 'compiled' or 'eager'")
+    return "eager" if _KERNELS.get("failed") else "compiled"
+
+
+def _compiled(name: str):
+    if name not in _KERNELS:
+        fn = {"forward": _forward_math, "backward": _backward_rows}[name]
+        _KERNELS[name] = torch.compile(fn, fullgraph=True)
+    return _KERNELS[name]
+
+
+def _run_compiled(name: str, *args):
+    """The compiled kernel ``name`` on ``args``, or None once building a kernel has failed on this machine."""
+    if _KERNELS.get("failed"):
+        return None
+    try:  # detached: the kernels see plain tensors (autograd is this Function's own business)
+        return _compiled(name)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
+    except Exception as e:  # no C++ compiler, an unsupported platform: the eager path gives the same values
+        import warnings
+
+        _KERNELS["failed"] = True
+        warnings.warn(f"aot_lib.models.fused: the compiled CPU kernel could not be built ({type(e).__name__}: "
+                      f"{str(e).splitlines()[0] if str(e) else ''}); using the eager path (set {KERNEL_ENV}=eager "
+                      "to skip the attempt)", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _inv_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -84,6 +158,17 @@ class ADMMStateUpdate(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, attn, v, w, coef, tau, eps):
+        compiled = None
+        if eps is not None and kernel(z.device) == "compiled":
+            with full_precision(z.device):
+                compiled = _run_compiled("forward", z, attn, v, w, coef, tau, eps)
+        if compiled is not None:
+            z1, v1, w1, r1, r2 = compiled
+            ctx.eps, ctx.tau_shape, ctx.compiled = eps, tau.shape, True
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(z, attn, v, w, coef, z1, v1, w1, r1, r2)
+            return z1, v1, w1
+        ctx.compiled = False
         with full_precision(z.device):
             a, b, c = coef.unbind()
             z1 = torch.mul(z, a)
@@ -109,6 +194,22 @@ class ADMMStateUpdate(torch.autograd.Function):
     def backward(ctx, gz1, gv1, gw1):
         z, attn, v, w, coef, z1, v1, w1, r1, r2 = ctx.saved_tensors
         need, eps = ctx.needs_input_grad, ctx.eps
+        rows = None
+        if ctx.compiled and gz1 is not None and gv1 is not None and gw1 is not None:
+            with full_precision(z.device):
+                rows = _run_compiled("backward", z1, v1, w1, r1, r2, coef[2], gz1, gv1, gw1)
+        if rows is not None:  # the full reductions, eager: a loop over all tokens each
+            g_p, gw, g_diff = rows
+            a, b, c = coef.unbind()
+            lead = tuple(range(z1.ndim - len(ctx.tau_shape)))
+            gtau = g_diff.sum(lead).sum_to_size(ctx.tau_shape) if need[5] else None
+            gcoef = None
+            if need[4]:
+                gcoef = torch.stack([_dot(g_p, z), _dot(g_p, attn), _dot(g_p, v) - _dot(g_p, w)])
+            gz = g_p * a if need[0] else None
+            gattn = g_p * b if need[1] else None
+            gv = g_p.mul_(c) if need[2] else None
+            return gz, gattn, gv, gw if need[3] else None, gcoef, gtau, None
         with full_precision(z.device):
             a, b, c = coef.unbind()
             # The four full-size buffers are the four gradients returned; each step writes into one.
