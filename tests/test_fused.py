@@ -241,3 +241,24 @@ def test_a_kernel_that_cannot_be_built_falls_back_to_eager_with_one_warning(monk
     ref = reference(*args, 1e-6)
     for x, y in zip(got, list(ref) + list(torch.autograd.grad(ref, args, gy))):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)  # float64, another order of the same sums
+
+
+def test_a_flop_count_runs_the_eager_path_and_leaves_the_kernels_on(monkeypatch):
+    """count_flops runs the model under a dispatch mode, where Dynamo compiles nothing: the update then runs
+    eagerly, and the compiled kernels stay on for the steps around it (they were once switched off by it)."""
+    import warnings
+
+    from aot_lib import count_flops
+    from aot_lib.models import fused
+
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    model = create_model("aot_admm_tiny", embed_dim=32, depth=2, num_heads=2, num_classes=0)
+    x = torch.randn(2, 3, 32, 32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # the fallback's warning would fail here
+        model.forward_features(x).sum().backward()
+        flops = count_flops(model, img_size=32)
+        model.forward_features(x).sum().backward()
+    assert fused.kernel(torch.device("cpu")) == "compiled" and not fused._KERNELS.get("failed")
+    monkeypatch.setenv(fused.KERNEL_ENV, "eager")
+    assert count_flops(model, img_size=32) == flops  # the same operations counted either way

@@ -108,8 +108,12 @@ def _compiled(name: str):
 
 
 def _run_compiled(name: str, *args):
-    """The compiled kernel ``name`` on ``args``, or None once building a kernel has failed on this machine."""
-    if _KERNELS.get("failed"):
+    """The compiled kernel ``name`` on ``args``; None once building a kernel has failed on this machine, and None
+    under a Python dispatch mode (a FLOP counter: what it counts are the eager operations, and Dynamo compiles
+    nothing under one)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    if _KERNELS.get("failed") or _get_current_dispatch_mode() is not None:
         return None
     try:  # detached: the kernels see plain tensors (autograd is this Function's own business)
         return _compiled(name)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
