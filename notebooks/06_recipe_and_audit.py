@@ -345,11 +345,11 @@ near = mean(r[f] for r, f in done) / 100 if done else 0.45
 se_diff = 100 * math.sqrt(2 * near * (1 - near) / 5000)
 display(Table(
     search,
-    [Col("candidate"), Col("width"), Col("depth"), Col("patch"),
-     Col("local", "local views"), Col("full_epochs", "epochs in 30 min"),
-     Col("epochs", "screening epochs"),
+    # the scores first: on a phone they are what shows before the table scrolls
+    [Col("candidate"), Col("mean", "mean (%)", ".2f"),
      *[Col(f, f"{n}, val. linear (%)", ".2f") for f, n in FAMILY_NAMES.items()],
-     Col("mean", "mean (%)", ".2f")],
+     Col("width"), Col("depth"), Col("patch"), Col("local", "local views"),
+     Col("full_epochs", "epochs in 30 min"), Col("epochs", "screening epochs")],
     caption="The recipe search's screening runs: validation linear top-1 per family",
     name="tbl-recipe-search-screening",
     notes=["One seed per candidate and family (seed 0). Every candidate keeps the "
