@@ -126,3 +126,28 @@ def test_the_books_screening_rows_read_configs_and_records(tmp_path):
                                          r"write the search's configs again \(python scripts/recipe_search.py "
                                          r"configs\)$"):
         search_rows(tmp_path)
+
+
+def test_pretraining_flops_are_the_views_encoder_projector_and_loss():
+    """evidence.pretraining_flops against its parts counted apart: the encoder per view size
+    (aot_lib.count_flops), the projector's three layers, SIGReg's projection onto its slices; what is left is
+    the characteristic-function arithmetic of SIGReg, under 0.2 % of the total at these sizes."""
+    from aot_lib import count_flops
+    from aot_lib.book.evidence import pretraining_flops
+    from aot_lib.training.config import load_config
+    from aot_lib.training.pretrain import build_lejepa_model
+
+    cfg = load_config(ROOT / "configs" / "cpu" / "search" / "c4_w128_local2_aot_admm.yaml")
+    got = pretraining_flops(cfg)
+    enc = build_lejepa_model(cfg).encoder
+    views = cfg["views"]
+    encoder = (views["n_global"] * count_flops(enc, views["global_size"])
+               + views["n_local"] * count_flops(enc, views["local_size"]))
+    d, h, o = enc.num_features, cfg["projector"]["hidden_dim"], cfg["projector"]["out_dim"]
+    n_views = views["n_global"] + views["n_local"]
+    projector = n_views * 2 * (d * h + h * h + h * o)
+    slices = n_views * 2 * o * cfg["loss"]["num_slices"]
+    parts = encoder + projector + slices
+    assert parts <= got["forward_per_image"] <= 1.002 * parts
+    assert got["steps"] == cfg["optim"]["epochs"] * (50_000 // cfg["optim"]["batch_size"])
+    assert got["total"] == pytest.approx(3 * got["forward_per_image"] * got["steps"] * cfg["optim"]["batch_size"])

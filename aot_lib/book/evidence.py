@@ -748,3 +748,31 @@ def search_curves(root: str | Path) -> dict[tuple[str, str], list[tuple[float, f
                 # relaunch bug fixed in d62e535, and minutes need no epochs
                 out[row["candidate"], fam] = [(s * step_s / 60, acc) for s, acc in _knn_rows(folder, "knn/val_top1")]
     return out
+
+
+def pretraining_flops(cfg: Mapping) -> dict:
+    """What a LeJEPA pretraining run of ``cfg`` costs in FLOPs, so a reader on another machine can scale its
+    minutes: ``forward_per_image`` (encoder on every view, projector and loss, counted by
+    ``torch.utils.flop_counter`` over one whole batch of the config's size, per image; a multiply-add is 2 FLOPs,
+    and only matrix products and attention count, as in :func:`aot_lib.count_flops`), ``steps`` (the config's
+    epochs over its training images) and ``total``: 3 x forward per image x images seen, the usual estimate of a
+    training step as a forward and a backward twice its cost."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..data.augment import BatchedMultiCrop, MultiCropConfig
+    from ..models.flops import _CPU_ATTENTION
+    from ..training.builders import normalization_for
+    from ..training.pretrain import build_lejepa_model
+
+    batch = cfg["optim"]["batch_size"]
+    model = build_lejepa_model(dict(cfg))
+    aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
+    size = cfg["data"].get("image_size") or 32
+    images = torch.zeros(batch, 3, size, size, dtype=torch.uint8)
+    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION) as counter:
+        model(aug(images, torch.Generator().manual_seed(0)))
+    per_image = counter.get_total_flops() / batch
+    train_images = {"cifar10": 50_000, "cifar100": 50_000}[cfg["data"]["name"]]
+    steps = cfg["optim"]["epochs"] * (train_images // batch)
+    return {"forward_per_image": per_image, "steps": steps, "total": 3 * per_image * steps * batch}
