@@ -737,6 +737,11 @@ if encoder is not None:
 # 3. **Ties.** With `aot_lib.book.stats.PAPER_LARGEST_GAP`, which runs of
 #    {numref}`tbl-recipe-tuning-runs` are indistinguishable from the best, and would one
 #    more seed per run change that?
+# 4. **Another score for the search.** Rank the candidates of
+#    {numref}`tbl-recipe-search-screening` by their final validation k-NN
+#    (`evidence.search_rows(ROOT)`, keys `<family>_knn`) instead of the linear probe.
+#    Do the same two candidates reach the finals? Which score would you have fixed before
+#    the runs, and why?
 
 # %% [markdown]
 # ## What we learned
