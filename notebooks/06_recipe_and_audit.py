@@ -331,9 +331,9 @@ else:
 
 # %% tags=["hide-input"]
 search = evidence.search_rows(ROOT)
-for r in search:  # AoT-ADMM's pretraining FLOPs at full length: what 30 minutes buy here
-    cost = evidence.pretraining_flops(
-        load_config(ROOT / "configs" / "cpu" / "search" / f"{r['candidate']}_aot_admm.yaml"))
+for r in search:  # AoT-ADMM's pretraining FLOPs at full length: what 30 minutes buy
+    cfg_file = ROOT / "configs" / "cpu" / "search" / f"{r['candidate']}_aot_admm.yaml"
+    cost = evidence.pretraining_flops(load_config(cfg_file))
     r["pflops"] = cost["total"] * r["full_epochs"] / r["epochs"] / 1e15
 FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
 screened = [r for r in search if r["mean"] is not None]
@@ -345,6 +345,8 @@ assert {r[f + "_val_images"] for r, f in done} <= {5000}, "the split the note st
 assert {(r["batch"], r["lr"], r["projector"], r["slices"]) for r in search} \
     == {(256, 2e-3, (1024, 64), 256)}
 lr_grids = {r[f + "_grid"] for r, f in done}
+grid_text = ", ".join("/".join(f"{x:g}" for x in g) for g in sorted(lr_grids))
+top_picks = sum(r[f + "_lr"] == max(r[f + "_grid"]) for r, f in done)
 near = mean(r[f] for r, f in done) / 100 if done else 0.45
 se_diff = 100 * math.sqrt(2 * near * (1 - near) / 5000)
 display(Table(
@@ -361,10 +363,8 @@ display(Table(
            "first recipe's batch 256, lr 2e-3, projector 1024-1024-64 and 256 SIGReg "
            "slices; c0 is that recipe. An empty cell: not recorded yet.",
            "Each run's probe chose its own learning rate on the validation split (lr "
-           f"grid {', '.join('/'.join(f'{x:g}' for x in g) for g in sorted(lr_grids))}). "
-           f"It took the grid's top value in "
-           f"{sum(r[f + '_lr'] == max(r[f + '_grid']) for r, f in done)} of {len(done)} "
-           "runs.",
+           f"grid {grid_text}). It took the grid's top value in {top_picks} of "
+           f"{len(done)} runs.",
            "AoT-ADMM PFLOP in 30 min: its pretraining at full length, counted as three "
            "times the forward FLOPs of every view, projector and loss (a multiply-add "
            "is 2 FLOPs; matrix products and attention only), so a reader can scale the "
@@ -412,6 +412,54 @@ if search_knn:
 else:
     display(Markdown("*No screening run is recorded yet (`scripts/evidence_runs.sh "
                      "search`).*"))
+
+# %% [markdown]
+# ### The finalists at full length
+#
+# The two best candidates by the rule are trained again at their full length, on every
+# family, still scored on validation data only. Their epochs come from the idle step
+# times, not from the screening runs' wall time a step: the one change made to the rule,
+# after the screening and before any full-length run, because every screening run
+# shared the machine with other work (`scripts/recipe_search.py` says so in its
+# docstring, with the numbers).
+
+# %% tags=["hide-input"]
+finals = evidence.finalist_rows(ROOT)
+if finals:
+    display(Table(
+        finals,
+        [Col("candidate"), Col("place", "place in screening"), Col("epochs"),
+         Col("mean", "mean, full (%)", ".2f"),
+         Col("mean_screen", "mean, screening (%)", ".2f"),
+         *[c for f, n in FAMILY_NAMES.items()
+           for c in (Col(f, f"{n}, full (%)", ".2f"),
+                     Col(f + "_screen", f"{n}, screening (%)", ".2f"))]],
+        caption="The recipe search's finalists: validation linear top-1 at full length "
+                "and in screening",
+        name="tbl-recipe-search-finalists",
+        notes=["One seed (seed 0) per finalist and family, validation split only. An "
+               "empty cell: not recorded yet (scripts/evidence_runs.sh finalists)."]))
+    done_finals = [r for r in finals if r["mean"] is not None]
+    display(Markdown("{numref}`tbl-recipe-search-finalists` sets each finalist's full "
+                     "runs beside its screening runs."))
+    if len(done_finals) == len(finals) >= 2:
+        a, b = sorted(done_finals, key=lambda r: -r["mean"])[:2]
+        def order(key):
+            return [r["candidate"] for r in sorted(finals, key=lambda r: -r[key])]
+        same = order("mean_screen") == order("mean")
+        display(Markdown(
+            f"At full length {a['candidate']} is the better ({a['mean']:.2f} % against "
+            f"{b['mean']:.2f} %), and becomes the recipe of the plan's 30-minute "
+            "cells. "
+            + ("The screening ranked the two in the same order."
+               if same else "The screening had ranked them the other way round.")))
+    else:
+        display(Markdown(f"{len(done_finals)} of {len(finals)} finalists are recorded "
+                         "on all three families so far."))
+else:
+    display(Markdown("*The finalists are not chosen yet: `python "
+                     "scripts/recipe_search.py finalists` ranks the screening once "
+                     "every candidate is recorded.*"))
 
 # %% [markdown]
 # (sec-admm-sweep)=
@@ -740,8 +788,8 @@ if encoder is not None:
 # 4. **Another score for the search.** Rank the candidates of
 #    {numref}`tbl-recipe-search-screening` by their final validation k-NN
 #    (`evidence.search_rows(ROOT)`, keys `<family>_knn`) instead of the linear probe.
-#    Do the same two candidates reach the finals? Which score would you have fixed before
-#    the runs, and why?
+#    Do the same two candidates reach the finals? Which score would you have fixed
+#    before the runs, and why?
 
 # %% [markdown]
 # ## What we learned

@@ -96,7 +96,7 @@ if subjects:
         print(f"{len(images)} images of {len(data.classes)} classes at {size} px, "
               f"{grid[0]}x{grid[1]} patches")
         print(textwrap.fill(f"from {data.provenance['label']}", 88))
-    except DataError:  # Imagenette not on this machine (AOT_DATA): the sample photos stand in
+    except DataError:  # Imagenette not here (AOT_DATA): the sample photos stand in
         photos = sample_photos(160)  # the stored size of the Imagenette subset
         images = prepare_images(photos, size, mean, std)
         display(Admonition(

@@ -18,12 +18,14 @@ RS = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(RS)
 
 
-def _records(tmp_path: Path, scores: dict) -> Path:
+def _records(tmp_path: Path, scores: dict) -> Path:  # screening probes, as recorded
     for cand, per in scores.items():
         for fam, val in per.items():
             d = tmp_path / f"search_{cand}_{fam}"
             d.mkdir(parents=True)
-            (d / "probe.json").write_text(json.dumps({"linear_val_best": val}))
+            (d / "probe.json").write_text(json.dumps({
+                "linear_val_best": val, "linear_lr": 0.01, "knn_val_top1": val - 2, "linear_val_fraction": 0.1,
+                "train_images": 50000, "probe": {"lr": [0.001, 0.003, 0.01]}}))
     return tmp_path
 
 
@@ -151,3 +153,31 @@ def test_pretraining_flops_are_the_views_encoder_projector_and_loss():
     assert parts <= got["forward_per_image"] <= 1.002 * parts
     assert got["steps"] == cfg["optim"]["epochs"] * (50_000 // cfg["optim"]["batch_size"])
     assert got["total"] == pytest.approx(3 * got["forward_per_image"] * got["steps"] * cfg["optim"]["batch_size"])
+
+
+def test_the_books_finalist_rows_pair_full_runs_with_their_screening(tmp_path):
+    from aot_lib.book.evidence import finalist_rows
+
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    for f in (tmp_path / "configs" / "cpu" / "search").glob("*.yaml"):
+        f.unlink()
+    scores = {c: {f: 40.0 for f in RS.FAMILIES} for c in RS.CANDIDATES}
+    scores["c4_w128_local2"] = {"aot_admm": 48.0, "crate": 46.5, "aot": 42.5}
+    scores["c1_local2"] = {"aot_admm": 49.0, "crate": 45.5, "aot": 42.0}
+    for cand in RS.CANDIDATES:  # the screening configs search_rows reads
+        for fam, model in RS.FAMILIES.items():
+            body = RS._merge(RS.CANDIDATES[cand], {"description": f"recipe search {cand}: {fam} (3 of 10 epochs)",
+                                                   "inherit": "../recipe.yaml", "model": {"name": model}})
+            (tmp_path / "configs" / "cpu" / "search" / f"{cand}_{fam}.yaml").write_text(yaml.safe_dump(body))
+    _records(tmp_path / "results" / "cpu" / "search", scores)
+    times = {"steps": {c: {f: {"median_s": 0.304} for f in RS.FAMILIES} for c in RS.CANDIDATES}}
+    RS.write_finalists(scores, times, tmp_path / "configs" / "cpu" / "search" / "final")
+    full = tmp_path / "results" / "cpu" / "search" / "final" / "final_c1_local2_crate"
+    full.mkdir(parents=True)
+    (full / "probe.json").write_text(json.dumps({"linear_val_best": 52.5, "knn_val_top1": 50.0}))
+    rows = finalist_rows(tmp_path)
+    assert [(r["place"], r["candidate"], r["epochs"]) for r in rows] == [(1, "c4_w128_local2", 30), (2, "c1_local2", 30)]
+    c1 = rows[1]
+    assert (c1["crate"], c1["crate_knn"], c1["crate_screen"]) == (52.5, 50.0, 45.5)
+    assert c1["aot_admm"] is None and c1["mean"] is None
+    assert rows[0]["mean_screen"] == pytest.approx(137.0 / 3)

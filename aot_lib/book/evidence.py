@@ -27,7 +27,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
-           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves"]
+           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -776,3 +776,37 @@ def pretraining_flops(cfg: Mapping) -> dict:
     train_images = {"cifar10": 50_000, "cifar100": 50_000}[cfg["data"]["name"]]
     steps = cfg["optim"]["epochs"] * (train_images // batch)
     return {"forward_per_image": per_image, "steps": steps, "total": 3 * per_image * steps * batch}
+
+
+_FINALIST = re.compile(r"recipe search finalist (?P<place>\d+) \((?P<cand>[\w-]+)\): \w+ at full length "
+                       r"\((?P<epochs>\d+) epochs\)")
+
+
+def finalist_rows(root: str | Path) -> list[dict]:
+    """The search's finalists at full length (``configs/cpu/search/final/``, written by ``recipe_search.py
+    finalists``), in their place: per family ``<family>`` the full run's validation linear top-1 and ``<family>_knn``
+    its validation k-NN (None: not recorded yet), ``<family>_screen`` the candidate's screening score; ``mean`` and
+    ``mean_screen`` over the three families (None until all three are recorded). ``root`` is the checkout."""
+    from ..training.config import load_config
+
+    root = Path(root)
+    screening = {r["candidate"]: r for r in search_rows(root)}
+    rows = []
+    for first in sorted((root / "configs" / "cpu" / "search" / "final").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+        m = _FINALIST.fullmatch(load_config(first).get("description") or "")
+        if not m:
+            raise ValueError(f"{first}: its description is not a finalist's: write the finalists' configs again "
+                             "(python scripts/recipe_search.py finalists)")
+        cand = m["cand"]
+        row = dict(candidate=cand, place=int(m["place"]), epochs=int(m["epochs"]))
+        for fam in SEARCH_FAMILIES:
+            folder = root / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}"
+            probe = _read_json(folder / "probe.json") if (folder / "probe.json").is_file() else None
+            row[fam] = probe["linear_val_best"] if probe else None
+            row[f"{fam}_knn"] = probe.get("knn_val_top1") if probe else None
+            row[f"{fam}_screen"] = screening[cand][fam] if cand in screening else None
+        full = [row[f] for f in SEARCH_FAMILIES]
+        row["mean"] = sum(full) / len(full) if None not in full else None
+        row["mean_screen"] = screening[cand]["mean"] if cand in screening else None
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["place"])
