@@ -653,7 +653,7 @@ Table(
 # :label: tbl-theorem1-same-covariance-laws
 # :kind: table
 # :enumerator: 2.6
-# Three laws with covariance I (d = 8, N = 16,384)
+# Three laws with covariance I (d = 8, N = 4,096)
 # :::
 #
 # (ch-admm)=

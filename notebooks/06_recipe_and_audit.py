@@ -854,7 +854,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
-# :enumerator: 7.4
+# :enumerator: 7.5
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -873,7 +873,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.5
+# :enumerator: 7.6
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -896,7 +896,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.6
+# :enumerator: 7.7
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::
