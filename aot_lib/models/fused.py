@@ -92,12 +92,12 @@ def kernel(device: torch.device) -> str:
     ``AOT_FUSED_KERNEL=eager`` or the kernels could not be built here) or ``"eager"``."""
     import os
 
-    if device.type != "cpu" or os.environ.get(KERNEL_ENV, "compiled") == "eager":
-        return "eager"
     choice = os.environ.get(KERNEL_ENV, "compiled")
-    if choice != "compiled":
+    if choice not in ("compiled", "eager"):
         raise ValueError(f"{KERNEL_ENV}={choice!r}: set it to 'compiled' or 'eager'")
-    return "eager" if _KERNELS.get("failed") else "compiled"
+    if device.type != "cpu" or choice == "eager" or _KERNELS.get("failed"):
+        return "eager"
+    return "compiled"
 
 
 def _compiled(name: str):
