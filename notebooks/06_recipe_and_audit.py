@@ -462,6 +462,82 @@ else:
                      "every candidate is recorded.*"))
 
 # %% [markdown]
+# (sec-time-to-accuracy)=
+# ### Time to accuracy, first recipe and new
+#
+# How long does a laptop need to reach a given accuracy?
+# {numref}`fig-time-to-accuracy` puts the first recipe's recorded CIFAR-10 runs and the
+# finalists on one clock, per family. Their own wall times were taken on a shared
+# machine and cannot be compared. The clock is therefore steps times the idle step
+# time of each candidate and family, measured interleaved for all of them at once
+# (`results/cpu/search/step_times.json`, where the first recipe is candidate c0). The
+# curves are the online k-NN on validation images after each epoch. The marker at a
+# curve's end is the run's final linear probe on the validation split.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Validation k-NN accuracy against modelled pretraining minutes (steps times the idle, interleaved step time): the first recipe (10 epochs; its CIFAR-10 seeds recorded with the online monitor, averaged) and the recipe search's finalists at full length (seed 0), one panel per family. A hollow marker at a curve's end is the mean final linear probe on the validation split (each run's own probe and learning-rate grid).", "name": "fig-time-to-accuracy"}}
+tta = evidence.time_to_accuracy(ROOT)
+recipes = list(dict.fromkeys(c["recipe"] for c in tta))
+fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH_IN, 3.4), sharey=True)
+for ax, (fam, name) in zip(axes, FAMILY_NAMES.items()):
+    for c in (c for c in tta if c["family"] == fam):
+        k = recipes.index(c["recipe"])
+        style = dict(color="black", ls="--") if k == 0 else dict(color=f"C{k}")
+        ax.plot(c["minutes"], c["knn"], marker="o", ms=2.5,
+                label=f"{c['recipe']}, {len(c['runs'])} run"
+                + "s" * (len(c["runs"]) > 1),
+                **style)
+        if c["linear"] is not None:
+            ax.plot(c["minutes"][-1], c["linear"], marker="D", mfc="none", ms=6,
+                    color=style["color"], ls="none")
+    ax.set_title(name)
+    ax.set_xlabel("modelled minutes")
+    ax.legend(fontsize=6, loc="lower right")
+axes[0].set_ylabel("top-1, validation (%)")
+fig.tight_layout()
+plt.show()
+
+
+# %% tags=["hide-input"]
+def tta_sentence(first, new):
+    """How the new curve compares with the first recipe's, in minutes and points."""
+    reached = evidence.first_reaching(new["minutes"], new["knn"], first["knn"][-1])
+    return (
+        f"{FAMILY_NAMES[new['family']]}, {new['recipe']}: validation k-NN "
+        f"{new['knn'][-1]:.1f} % after {new['minutes'][-1]:.1f} modelled minutes, "
+        f"against the first recipe's {first['knn'][-1]:.1f} % after "
+        f"{first['minutes'][-1]:.1f}; "
+        + (f"it passed the first recipe's final value after {reached:.1f} minutes"
+           if reached is not None
+           else "it never reached the first recipe's final value")
+        + (f"; final validation linear probe {new['linear']:.2f} % against "
+           f"{first['linear']:.2f} %." if None not in (new["linear"], first["linear"])
+           else "."))
+
+
+firsts = {c["family"]: c for c in tta if c["recipe"] == recipes[0]}
+lines = [tta_sentence(firsts[c["family"]], c) for c in tta
+         if c["recipe"] != recipes[0] and c["family"] in firsts]
+pick_row = evidence.recipe_pick(ROOT)
+new_admm = [c for c in tta if c["family"] == "aot_admm" and c["recipe"] != recipes[0]
+            and c["linear"] is not None]
+best_linear = max(new_admm, key=lambda c: c["linear"], default=None)
+goal = ("The issue's goal is a CIFAR-10 linear probe of 60 % for AoT-ADMM in 30 "
+        "minutes, judged on the test split by the 30-minute cells' runs. "
+        + (f"Before those runs, the best validation score of a full-length AoT-ADMM "
+           f"run is {best_linear['linear']:.2f} % ({best_linear['recipe']})."
+           if best_linear else ""))
+display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
+if pick_row is not None:
+    cfg_file = (ROOT / "configs" / "cpu" / "search" / "final"
+                / f"{pick_row['candidate']}_aot_admm.yaml")
+    cost = evidence.pretraining_flops(load_config(cfg_file))
+    display(Markdown(
+        f"The recipe, {pick_row['candidate']} at {pick_row['epochs']} epochs, costs "
+        f"{cost['total'] / 1e15:.2f} PFLOP of AoT-ADMM pretraining ({cost['steps']:,} "
+        "steps of 256 images, three times the forward FLOPs): divide by what your "
+        "machine sustains to scale the 30 minutes."))
+
+# %% [markdown]
 # (sec-admm-sweep)=
 # ## Does the guess of the ADMM hyper-parameters matter?
 #

@@ -22,6 +22,9 @@
 #   finalists the search's two best candidates at full length on every family (configs/cpu/search/final/, written
 #             by scripts/recipe_search.py finalists once the screening is recorded), validation scores only;
 #             results/cpu/search/final/
+#   cpu30     Tables 1/3 at the 30-minute recipe (issue 37; configs/cpu/cpu30/, written by scripts/recipe_search.py
+#             recipe once the finalists are recorded): AoT-ADMM, CRATE and AoT, seeds 0-4 on CIFAR-10 and 0-2 on
+#             CIFAR-100, seed by seed, the test split read once per run by its probe; results/cpu/
 #   whitebox  the white-box chapter's AoT encoder on Imagenette (Table 2's recipe; AoT-ADMM's and CRATE's are Table 2's
 #             recorded runs); results/cpu/
 #   baselines the probes' floor (issue 36): every Tables 1/3 config's encoder at its initialisation seed, and raw
@@ -64,6 +67,13 @@ for group in "$@"; do
     finalists)
       for c in $(ls configs/cpu/search/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search/final "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
+      done ;;
+    cpu30)
+      # seed by seed, so that every seed recorded pairs the three families (the plan's cells need whole pairs)
+      for s in 0 1 2 3 4; do
+        sfx=$([ "$s" = 0 ] || echo "_seed$s")
+        run results/cpu configs/cpu/cpu30/cpu30_{aot_admm,crate,aot}_cifar10$sfx.yaml
+        if [ "$s" -le 2 ]; then run results/cpu configs/cpu/cpu30/cpu30_{aot_admm,crate,aot}_cifar100$sfx.yaml; fi
       done ;;
     whitebox)
       run results/cpu configs/cpu/whitebox/aot_imagenette.yaml ;;

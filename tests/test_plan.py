@@ -153,10 +153,7 @@ def test_a_claim_judged_by_a_plan_written_after_its_runs_says_so():
     if _git(ROOT, "log", "-1", "--format=%H", "--", "results/cpu/plan.yaml") == "":
         pytest.skip("the plan is not committed yet: commit it, then this test reads its history")
     cells = {c.key: (c.a, c.b) for c in evidence.CLAIMS}
-    later = {"t1_cifar10_30min": ("cpu30_aot_admm_cifar10", "cpu30_crate_cifar10"),
-             "t1_cifar100_30min": ("cpu30_aot_admm_cifar100", "cpu30_crate_cifar100"),
-             "t3_cifar10_30min": ("cpu30_aot_admm_cifar10", "cpu30_aot_cifar10"),
-             "t3_cifar100_30min": ("cpu30_aot_admm_cifar100", "cpu30_aot_cifar100")}
+    later = {c.key: (c.a, c.b) for c in evidence.CLAIMS_30MIN}
     plan = load_plan(PLAN)
     assert set(plan) == set(cells) | set(later)
     wrong = []

@@ -181,3 +181,120 @@ def test_the_books_finalist_rows_pair_full_runs_with_their_screening(tmp_path):
     assert (c1["crate"], c1["crate_knn"], c1["crate_screen"]) == (52.5, 50.0, 45.5)
     assert c1["aot_admm"] is None and c1["mean"] is None
     assert rows[0]["mean_screen"] == pytest.approx(137.0 / 3)
+
+
+def _finalists(tmp_path: Path, full: dict) -> Path:
+    """A made-up search with c4 and c1 as finalists (screening 45.67 and 45.5) and full-length records ``full``:
+    ``candidate -> family -> validation linear``."""
+    shutil.copytree(ROOT / "configs", tmp_path / "configs")
+    for f in (tmp_path / "configs" / "cpu" / "search").rglob("*.yaml"):
+        f.unlink()
+    scores = {c: {f: 40.0 for f in RS.FAMILIES} for c in RS.CANDIDATES}
+    scores["c4_w128_local2"] = {"aot_admm": 48.0, "crate": 46.5, "aot": 42.5}
+    scores["c1_local2"] = {"aot_admm": 49.0, "crate": 45.5, "aot": 42.0}
+    for cand in RS.CANDIDATES:
+        for fam, model in RS.FAMILIES.items():
+            body = RS._merge(RS.CANDIDATES[cand], {"description": f"recipe search {cand}: {fam} (3 of 10 epochs)",
+                                                   "inherit": "../recipe.yaml", "model": {"name": model}})
+            (tmp_path / "configs" / "cpu" / "search" / f"{cand}_{fam}.yaml").write_text(yaml.safe_dump(body))
+    _records(tmp_path / "results" / "cpu" / "search", scores)
+    times = {"steps": {c: {f: {"median_s": 0.304 if c == "c4_w128_local2" else 0.416} for f in RS.FAMILIES}
+                       for c in RS.CANDIDATES}}
+    RS.write_finalists(scores, times, tmp_path / "configs" / "cpu" / "search" / "final")
+    for cand, per in full.items():
+        for fam, val in per.items():
+            d = tmp_path / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}"
+            d.mkdir(parents=True)
+            (d / "probe.json").write_text(json.dumps({"linear_val_best": val, "knn_val_top1": val - 2}))
+    return tmp_path
+
+
+def test_the_recipe_waits_for_every_finalist_and_names_what_is_missing(tmp_path):
+    root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.28, "crate": 50.0},
+                                 "c4_w128_local2": {"aot_admm": 55.0}})
+    with pytest.raises(SystemExit) as e:
+        RS.write_recipe(root, root / "configs" / "cpu" / "cpu30")
+    assert str(e.value) == ("recipe_search: the finalists are not all recorded (c4_w128_local2 on crate, "
+                            "c4_w128_local2 on aot, c1_local2 on aot): run nice -n 10 scripts/evidence_runs.sh "
+                            "finalists, record them, then pick")
+    assert not (root / "configs" / "cpu" / "cpu30").exists()
+
+
+def test_the_recipe_is_the_better_finalist_at_full_length_with_the_plans_cells(tmp_path):
+    """The second of the screening wins at full length (mean 50.0 against 49.0): the full runs decide, and every
+    cell the plan's 30-minute claims name is written, with the plan's probe."""
+    from aot_lib.book import plan
+    from aot_lib.book.evidence import CLAIMS_30MIN, recipe_pick
+
+    root = _finalists(tmp_path, {"c4_w128_local2": {"aot_admm": 52.0, "crate": 50.0, "aot": 45.0},
+                                 "c1_local2": {"aot_admm": 53.0, "crate": 51.0, "aot": 46.0}})
+    assert recipe_pick(root)["candidate"] == "c1_local2"
+    out = root / "configs" / "cpu" / "cpu30"
+    paths = RS.write_recipe(root, out)
+    names = sorted(p.stem for p in paths)
+    expected = sorted(f"cpu30_{f}_{d}" + (f"_seed{s}" if s else "") for f in RS.FAMILIES
+                      for d, n in (("cifar10", 5), ("cifar100", 3)) for s in range(n))
+    assert names == sorted(expected + ["recipe"])
+    # the plan's seed counts and cells, read from the plan itself (not restated here)
+    entries = plan.load_plan(ROOT / "results" / "cpu" / "plan.yaml")
+    for claim in CLAIMS_30MIN:
+        for cell in (claim.a, claim.b):
+            assert sum(n == cell or n.startswith(cell + "_seed") for n in names) == entries[claim.key].seeds
+    cfg = load_config(out / "cpu30_crate_cifar100_seed2.yaml")
+    assert (cfg["model"]["name"], cfg["data"]["name"], cfg["run"]["seed"]) == ("crate_tiny", "cifar100", 2)
+    assert cfg["run"]["name"] == "cpu30_crate_cifar100_seed2"
+    # c1: width 192, two local views, 1800 / (0.416 * 195) = 22.2 -> 22 epochs, warm-up a tenth
+    assert cfg["model"]["overrides"]["embed_dim"] == 192 and cfg["views"]["n_local"] == 2
+    assert (cfg["optim"]["epochs"], cfg["optim"]["warmup_epochs"]) == (22, 2.2)
+    assert cfg["probe"]["lr"] == [1e-3, 3e-3, 1e-2, 3e-2] and cfg["probe"]["test"] is True
+    # the monitor once an epoch: CIFAR-100's held-out split trains on 40,000 images, 156 steps of 256
+    assert cfg["monitor"] == {**cfg["monitor"], "every": 156, "knn": True}
+    assert load_config(out / "cpu30_aot_cifar10.yaml")["monitor"]["every"] == 195
+    assert (out / "recipe.yaml").read_text().splitlines()[0].endswith(
+        "Finalist c1_local2 had the best mean validation linear top-1 over AoT-ADMM, CRATE and AoT at full length, "
+        "50.00 % (against c4_w128_local2 49.00 %). The probe is the plan's for the cpu30 cells "
+        "(results/cpu/plan.yaml).")
+
+
+def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
+    """evidence.time_to_accuracy: the first recipe's seeds with a k-NN curve averaged step by step (a seed without
+    the monitor left out), each finalist on its own, minutes from the interleaved step times of each candidate."""
+    from aot_lib.book.evidence import time_to_accuracy
+
+    root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0}})
+    search = root / "results" / "cpu" / "search"
+    (search / "step_times.json").write_text(json.dumps(
+        {"steps": {c: {f: {"median_s": {"c0_base": 0.6, "c1_local2": 0.3}.get(c, 9.9)} for f in RS.FAMILIES}
+                   for c in RS.CANDIDATES}}))
+    cpu = root / "results" / "cpu"
+    record = dict(json.loads((ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2/run.json").read_text()))
+    for fam in RS.FAMILIES:
+        for seed, knn in ((0, None), (1, (30.0, 40.0)), (2, (34.0, 44.0))):
+            d = cpu / (f"cpu_{fam}_cifar10" + (f"_seed{seed}" if seed else ""))
+            shutil.copytree(ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2", d)
+            config = yaml.safe_load((d / "config.yaml").read_text())
+            config["model"]["name"] = RS.FAMILIES[fam]
+            config["run"]["seed"], config["run"]["name"] = seed, d.name
+            (d / "config.yaml").write_text(yaml.safe_dump(config))
+            (d / "run.json").write_text(json.dumps({**record, "seed": seed}))
+            (d / "metrics.csv").write_text("step,loss\n10,0.9\n" if knn is None else
+                                           f"step,loss,knn/val_top1\n10,0.9,\n195,,{knn[0]}\n390,,{knn[1]}\n")
+            probe = json.loads((d / "probe.json").read_text())
+            probe["linear_val_top1"] = {"lr=0.001,wd=0": 40.0 + seed, "lr=0.003,wd=0": 41.0 + seed}
+            probe.pop("linear_val_best", None)  # seed 1: a probe recorded before linear_val_best was written
+            if seed == 2:
+                probe["linear_val_best"] = 44.0
+            (d / "probe.json").write_text(json.dumps(probe))
+    (search / "final" / "final_c1_local2_aot_admm" / "metrics.csv").write_text(
+        "step,knn/val_top1\n200,45.0\n400,50.5\n")
+    curves = time_to_accuracy(root)
+    assert [(c["recipe"], c["family"]) for c in curves] == [
+        ("first recipe (10 epochs)", "aot_admm"), ("finalist c1_local2 (22 epochs)", "aot_admm"),
+        ("first recipe (10 epochs)", "crate"), ("first recipe (10 epochs)", "aot")]
+    old, new = curves[:2]
+    assert old["runs"] == ["cpu_aot_admm_cifar10_seed1", "cpu_aot_admm_cifar10_seed2"]
+    assert old["minutes"] == [pytest.approx(195 * 0.6 / 60), pytest.approx(390 * 0.6 / 60)]
+    assert old["knn"] == [pytest.approx(32.0), pytest.approx(42.0)]
+    assert old["linear"] == pytest.approx(43.0)  # seed 1's best over its grid (42), seed 2's recorded best (44)
+    assert new["minutes"] == [pytest.approx(1.0), pytest.approx(2.0)] and new["knn"] == [45.0, 50.5]
+    assert new["linear"] == 56.0

@@ -27,7 +27,8 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "one_sided_sentence", "SWEEPS", "sweep_rows",
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
-           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows"]
+           "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
+           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "time_to_accuracy", "CLAIMS_30MIN"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -687,6 +688,28 @@ def _read_test_note(rows: list[dict]) -> str:
 
 # --- the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule) ---
 
+def validation_scores(folder: str | Path) -> dict | None:
+    """A validation-only run's scores, from its ``probe.json`` (None: not recorded yet): ``linear`` (the linear
+    probe's best validation top-1 over its learning-rate grid), ``lr`` (the pick), ``knn`` (the final validation
+    k-NN), ``grid`` (the probe's lr grid) and ``val_images`` (its validation split); a score the record does not
+    hold is None. Refuses a record without the linear score."""
+    path = Path(folder) / "probe.json"
+    if not path.is_file():
+        return None
+    probe = _read_json(path)
+    if "linear_val_best" in probe:
+        linear = probe["linear_val_best"]
+    elif isinstance(probe.get("linear_val_top1"), dict) and probe["linear_val_top1"]:
+        linear = max(probe["linear_val_top1"].values())  # probes recorded before linear_val_best was written
+    else:
+        raise _damaged(path, "holds no validation linear score (linear_val_best or linear_val_top1)")
+    settings = probe.get("probe") or {}
+    val_images = (round(probe["linear_val_fraction"] * probe["train_images"])
+                  if "linear_val_fraction" in probe and "train_images" in probe else None)
+    return {"linear": linear, "lr": probe.get("linear_lr"), "knn": probe.get("knn_val_top1"),
+            "grid": tuple(settings["lr"]) if "lr" in settings else None, "val_images": val_images}
+
+
 #: The families every candidate is screened on, in the order the search runs them.
 SEARCH_FAMILIES = ("aot_admm", "crate", "aot")
 _SEARCH_EPOCHS = re.compile(r"\((?P<proxy>\d+) of (?P<full>\d+) epochs\)")
@@ -718,13 +741,9 @@ def search_rows(root: str | Path) -> list[dict]:
                    projector=(cfg["projector"]["hidden_dim"], cfg["projector"]["out_dim"]),
                    slices=cfg["loss"]["num_slices"])
         for fam in SEARCH_FAMILIES:
-            folder = root / "results" / "cpu" / "search" / f"search_{cand}_{fam}"
-            probe = _read_json(folder / "probe.json") if (folder / "probe.json").is_file() else None
-            row[fam] = probe["linear_val_best"] if probe else None
-            row[f"{fam}_lr"] = probe["linear_lr"] if probe else None
-            row[f"{fam}_knn"] = probe.get("knn_val_top1") if probe else None
-            row[f"{fam}_grid"] = tuple(probe["probe"]["lr"]) if probe else None
-            row[f"{fam}_val_images"] = round(probe["linear_val_fraction"] * probe["train_images"]) if probe else None
+            got = validation_scores(root / "results" / "cpu" / "search" / f"search_{cand}_{fam}")
+            for key, value in (got or dict.fromkeys(("linear", "lr", "knn", "grid", "val_images"))).items():
+                row[fam if key == "linear" else f"{fam}_{key}"] = value
         vals = [row[f] for f in SEARCH_FAMILIES]
         row["mean"] = sum(vals) / len(vals) if None not in vals else None
         rows.append(row)
@@ -750,6 +769,11 @@ def search_curves(root: str | Path) -> dict[tuple[str, str], list[tuple[float, f
     return out
 
 
+#: Training images of this project's offline copies (the data README): CIFAR-100's held-out split leaves 400 of
+#: each class's 500 official training images for training.
+TRAIN_IMAGES = {"cifar10": 50_000, "cifar100": 40_000}
+
+
 def pretraining_flops(cfg: Mapping) -> dict:
     """What a LeJEPA pretraining run of ``cfg`` costs in FLOPs, so a reader on another machine can scale its
     minutes: ``forward_per_image`` (encoder on every view, projector and loss, counted by
@@ -773,7 +797,7 @@ def pretraining_flops(cfg: Mapping) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION) as counter:
         model(aug(images, torch.Generator().manual_seed(0)))
     per_image = counter.get_total_flops() / batch
-    train_images = {"cifar10": 50_000, "cifar100": 50_000}[cfg["data"]["name"]]
+    train_images = TRAIN_IMAGES[cfg["data"]["name"]]
     steps = cfg["optim"]["epochs"] * (train_images // batch)
     return {"forward_per_image": per_image, "steps": steps, "total": 3 * per_image * steps * batch}
 
@@ -800,13 +824,95 @@ def finalist_rows(root: str | Path) -> list[dict]:
         cand = m["cand"]
         row = dict(candidate=cand, place=int(m["place"]), epochs=int(m["epochs"]))
         for fam in SEARCH_FAMILIES:
-            folder = root / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}"
-            probe = _read_json(folder / "probe.json") if (folder / "probe.json").is_file() else None
-            row[fam] = probe["linear_val_best"] if probe else None
-            row[f"{fam}_knn"] = probe.get("knn_val_top1") if probe else None
+            got = validation_scores(root / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}")
+            row[fam], row[f"{fam}_knn"] = (got["linear"], got["knn"]) if got else (None, None)
             row[f"{fam}_screen"] = screening[cand][fam] if cand in screening else None
         full = [row[f] for f in SEARCH_FAMILIES]
         row["mean"] = sum(full) / len(full) if None not in full else None
         row["mean_screen"] = screening[cand]["mean"] if cand in screening else None
         rows.append(row)
     return sorted(rows, key=lambda r: r["place"])
+
+
+def recipe_pick(root: str | Path) -> dict | None:
+    """The finalist that becomes the 30-minute recipe, by the search's rule (``scripts/recipe_search.py``): the
+    best mean validation linear top-1 over the three families at full length (a tie: the better screening
+    place). None until every finalist is recorded on every family. ``root`` is the checkout."""
+    rows = finalist_rows(root)
+    if not rows or any(r["mean"] is None for r in rows):
+        return None
+    return max(rows, key=lambda r: r["mean"])  # rows are in screening place order: max keeps the first of a tie
+
+
+#: The candidate of the search that is the first recipe itself (configs/cpu/recipe.yaml, 10 epochs).
+FIRST_RECIPE = "c0_base"
+
+
+def _mean_curve(curves: list[list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """The seeds' k-NN curves averaged step by step, over the steps every seed logged."""
+    common = set.intersection(*(set(step for step, _ in c) for c in curves))
+    per = [dict(c) for c in curves]
+    return [(step, sum(p[step] for p in per) / len(per)) for step in sorted(common)]
+
+
+def time_to_accuracy(root: str | Path) -> list[dict]:
+    """Validation k-NN against modelled pretraining minutes, per family, for the first recipe (the CIFAR-10 seeds
+    of Tables 1/3 that ran with the online k-NN monitor, averaged step by step), every finalist of the recipe
+    search, and the 30-minute cells (``cpu30_<family>_cifar10``, averaged) once recorded. Minutes are steps times
+    the candidate's and family's idle step time, measured interleaved for every candidate at once
+    (``results/cpu/search/step_times.json``; the first recipe is its candidate ``c0_base``), so the old and the new
+    recipe share one clock; the runs' own wall times were taken on a shared machine. Each curve:
+    ``{"recipe", "candidate", "family", "runs", "minutes", "knn", "linear"}``, ``linear`` the mean final
+    validation linear probe of its runs (each run's own probe; None when one lacks it). ``root`` is the checkout."""
+    root = Path(root)
+    results = root / "results" / "cpu"
+    times = _read_json(results / "search" / "step_times.json")["steps"]
+    pick = recipe_pick(root)
+
+    def curve(recipe: str, cand: str, fam: str, folders: list[Path]) -> dict | None:
+        knn = []
+        for folder in folders:
+            try:
+                knn.append((folder, _knn_rows(folder, "knn/val_top1")))
+            except NoKnnMonitor:
+                continue  # a seed trained without the monitor has no curve; its seeds with one stand for the cell
+        if not knn:
+            return None
+        step_s = times[cand][fam]["median_s"]
+        steps, accs = zip(*_mean_curve([rows for _, rows in knn]))
+        scores = [validation_scores(folder) for folder, _ in knn]
+        linear = (sum(s["linear"] for s in scores) / len(scores)) if None not in scores else None
+        return {"recipe": recipe, "candidate": cand, "family": fam, "runs": [f.name for f, _ in knn],
+                "minutes": [s * step_s / 60 for s in steps], "knn": list(accs), "linear": linear}
+
+    out = []
+    for fam in SEARCH_FAMILIES:
+        first = [r.folder for r in cell_runs(results, f"cpu_{fam}_cifar10")]
+        out.append(curve("first recipe (10 epochs)", FIRST_RECIPE, fam, first))
+        for row in finalist_rows(root):
+            folder = results / "search" / "final" / f"final_{row['candidate']}_{fam}"
+            if (folder / "probe.json").exists():  # recorded (finalist_rows reads the same file)
+                out.append(curve(f"finalist {row['candidate']} ({row['epochs']} epochs)", row["candidate"], fam,
+                                 [folder]))
+        if pick is not None and (results / f"cpu30_{fam}_cifar10").exists():
+            cells = [r.folder for r in cell_runs(results, f"cpu30_{fam}_cifar10")]
+            out.append(curve(f"30-minute recipe ({pick['epochs']} epochs)", pick["candidate"], fam, cells))
+    return [c for c in out if c is not None]
+
+
+#: Tables 1 and 3 at the 30-minute recipe (issue 37): the plan's cpu30 claims, judged as the first recipe's are.
+CLAIMS_30MIN = (
+    Claim("t1_cifar10_30min", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1, 30-minute recipe)",
+          "cpu30_aot_admm_cifar10", "cpu30_crate_cifar10", "parity", CLAIMS[0].paper_gap, "ch-recipe-audit",
+          smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=CLAIMS[0].paper_b),
+    Claim("t1_cifar100_30min", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1, 30-minute recipe)",
+          "cpu30_aot_admm_cifar100", "cpu30_crate_cifar100", "parity", CLAIMS[1].paper_gap, "ch-recipe-audit",
+          smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=CLAIMS[1].paper_b),
+    Claim("t3_cifar10_30min", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3, 30-minute recipe)",
+          "cpu30_aot_admm_cifar10", "cpu30_aot_cifar10", "better", CLAIMS[2].paper_gap, "ch-recipe-audit",
+          names=("AoT-ADMM", "AoT")),
+    Claim("t3_cifar100_30min", "AoT-ADMM − AoT, linear probe on CIFAR-100 (Table 3, 30-minute recipe)",
+          "cpu30_aot_admm_cifar100", "cpu30_aot_cifar100", "better",
+          _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "aot_tiny"), "ch-recipe-audit",
+          names=("AoT-ADMM", "AoT")),
+)
