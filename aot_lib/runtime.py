@@ -70,10 +70,10 @@ def cpu_model() -> str:
 def hardware_summary() -> dict:
     """What a run's numbers depend on besides its config and commit. Float results differ between CPU kinds (an AMD
     with AVX2 and an Intel with AVX-512 sum in other orders), so the CPU model and the instruction set torch's kernels
-    use (``torch.backends.cpu.get_cpu_capability()``) are recorded beside torch's version, and the kernel AoT-ADMM's
-    state update uses on a CPU (``fused_kernel``: compiled or eager, :func:`aot_lib.models.fused.kernel`; the two
-    sum in other orders)."""
-    from .models.fused import kernel
+    use (``torch.backends.cpu.get_cpu_capability()``) are recorded beside torch's version, and the kernels AoT-ADMM's
+    state update and SIGReg use on a CPU (``fused_kernel``: compiled or eager, :func:`aot_lib.cpu_kernels.kernel`;
+    the two sum in other orders)."""
+    from .cpu_kernels import kernel
 
     info = {"machine": platform.machine(), "cpu_model": cpu_model(),
             "cpu_isa": torch.backends.cpu.get_cpu_capability(), "cpu_count": os.cpu_count(),

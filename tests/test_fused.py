@@ -207,8 +207,10 @@ def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch
     monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
     assert fused.kernel(torch.device("cpu")) == "compiled"
     compiled = _update_and_grads(args, gy)
-    assert not fused._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
-    assert {"forward", "backward"} <= set(fused._KERNELS)
+    from aot_lib import cpu_kernels
+
+    assert not cpu_kernels._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
+    assert {"admm_state_update.forward", "admm_state_update.backward"} <= set(cpu_kernels._KERNELS)
     monkeypatch.setenv(fused.KERNEL_ENV, "eager")
     assert fused.kernel(torch.device("cpu")) == "eager"
     eager = _update_and_grads(args, gy)
@@ -222,14 +224,15 @@ def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch
 
 
 def test_a_kernel_that_cannot_be_built_falls_back_to_eager_with_one_warning(monkeypatch):
+    from aot_lib import cpu_kernels
     from aot_lib.models import fused
 
-    def no_compiler(name):
+    def no_compiler(name, fn):
         raise RuntimeError("no C++ compiler found\nmore detail")
 
     monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
-    monkeypatch.setattr(fused, "_KERNELS", {})
-    monkeypatch.setattr(fused, "_compiled", no_compiler)
+    monkeypatch.setattr(cpu_kernels, "_KERNELS", {})
+    monkeypatch.setattr(cpu_kernels, "_compiled", no_compiler)
     args = inputs(shape=(2, 5, 8), dtype=torch.float64, seed=4)
     gy = [torch.ones(2, 5, 8, dtype=torch.float64) for _ in range(3)]
     with pytest.warns(RuntimeWarning) as caught:
@@ -259,6 +262,8 @@ def test_a_flop_count_runs_the_eager_path_and_leaves_the_kernels_on(monkeypatch)
         model.forward_features(x).sum().backward()
         flops = count_flops(model, img_size=32)
         model.forward_features(x).sum().backward()
-    assert fused.kernel(torch.device("cpu")) == "compiled" and not fused._KERNELS.get("failed")
+    from aot_lib import cpu_kernels
+
+    assert fused.kernel(torch.device("cpu")) == "compiled" and not cpu_kernels._KERNELS.get("failed")
     monkeypatch.setenv(fused.KERNEL_ENV, "eager")
     assert count_flops(model, img_size=32) == flops  # the same operations counted either way

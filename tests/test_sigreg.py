@@ -195,6 +195,43 @@ def test_empirical_cf_within_its_stated_bound_at_any_node_count(n_points, dtype)
         assert torch.equal(a, b)
 
 
+def test_the_compiled_cpu_kernel_is_within_the_same_bound_and_matches_the_eager_path(monkeypatch):
+    """On a CPU, above COMPILE_MIN_ENTRIES (set to 0 here, so a small x takes the path training's large ones take),
+    the characteristic function and its gradient come from the two compiled kernels: within the bound stated for
+    the recurrence, against cos/sin evaluated at every node in float64, and equal to the eager path but for the
+    order of the sums."""
+    from aot_lib import cpu_kernels
+    from aot_lib.objectives import sigreg
+
+    monkeypatch.delenv(cpu_kernels.KERNEL_ENV, raising=False)
+    monkeypatch.setattr(sigreg, "COMPILE_MIN_ENTRIES", 0)
+    g = torch.Generator().manual_seed(5)
+    x = (2 * torch.randn(2, 24, 5, generator=g)).requires_grad_(True)
+    x64 = x.detach().double().requires_grad_(True)
+    t = torch.linspace(0.0, 3.0, 17, dtype=torch.float64)
+    gc, gs = (torch.randn(2, 5, 17, generator=g) for _ in range(2))
+    got = empirical_cf(x)
+    (g_got,) = torch.autograd.grad((got[0] * gc).sum() + (got[1] * gs).sum(), x)
+    assert not cpu_kernels._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
+    assert {"empirical_cf.forward", "empirical_cf.backward"} <= set(cpu_kernels._KERNELS)
+    ref = direct_cf(x64, t)
+    (g_ref,) = torch.autograd.grad((ref[0] * gc.double()).sum() + (ref[1] * gs.double()).sum(), x64)
+    u, n = 2.0**-24, x.shape[-2]
+    entry = cf_bound(x, 3.0, 17)
+    for a, b in zip(got, ref):  # the bound of test_empirical_cf_within_its_stated_bound_at_any_node_count
+        assert ((a.double() - b).abs() <= entry.amax(-2).unsqueeze(-1) + n * u).all()
+    big_g = ((t * torch.hypot(gc.double(), gs.double())).sum(-1) / n).unsqueeze(-2)
+    assert ((g_got.double() - g_ref).abs() <= (entry + (ANCHOR_EVERY + 5) * u) * big_g).all()
+    monkeypatch.setenv(cpu_kernels.KERNEL_ENV, "eager")
+    eager = empirical_cf(x)
+    (g_eager,) = torch.autograd.grad((eager[0] * gc).sum() + (eager[1] * gs).sum(), x)
+    # the same recurrence; only the order of the 24 additions of each mean (and of the 16 node terms of the
+    # gradient) may differ: 24 u on terms of modulus <= 1, 16 u relative on the gradient's terms
+    for a, b in zip(got, eager):
+        torch.testing.assert_close(a, b, rtol=0, atol=n * u)
+    torch.testing.assert_close(g_got, g_eager, rtol=0, atol=(16 * u * big_g).max().item())
+
+
 def test_empirical_cf_backward_is_the_derivative_of_forward_across_anchors():
     """70 nodes: anchors at nodes 32 and 64 and three blocks of the gradient's compensated sum; 9 nodes: none."""
     g = torch.Generator().manual_seed(1)

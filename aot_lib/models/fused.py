@@ -26,7 +26,7 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
   ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
   against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
-**On a CPU the passes are fused further** (:func:`kernel`): the forward arithmetic and the per-token part
+**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the per-token part
 of the backward (the two RMS backwards and the threshold) run as two kernels that ``torch.compile``
 (inductor's C++ backend) generates, one loop over the tokens each, instead of 11 and 22 passes of
 eager operations; the full reductions of the backward (``dtau`` and the coefficients' gradients) stay
@@ -54,12 +54,10 @@ from __future__ import annotations
 
 import torch
 
+from ..cpu_kernels import KERNEL_ENV, kernel, run_compiled
 from ..runtime import full_precision
 
 __all__ = ["admm_state_update", "ADMMStateUpdate", "kernel", "KERNEL_ENV"]
-
-#: The environment variable that chooses the CPU kernel: ``compiled`` (default) or ``eager``.
-KERNEL_ENV = "AOT_FUSED_KERNEL"
 
 
 def _forward_math(z, attn, v, w, coef, tau, eps: float):
@@ -84,47 +82,11 @@ def _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1):
     return g_p, g_u - c * g_p, g_wraw - g_u
 
 
-_KERNELS: dict[str, object] = {}
-
-
-def kernel(device: torch.device) -> str:
-    """Which implementation the fused update uses on ``device``: ``"compiled"`` (CPU, unless
-    ``AOT_FUSED_KERNEL=eager`` or the kernels could not be built here) or ``"eager"``."""
-    import os
-
-    choice = os.environ.get(KERNEL_ENV, "compiled")
-    if choice not in ("compiled", "eager"):
-        raise ValueError(f"{KERNEL_ENV}={choice!r}: set it to 'compiled' or 'eager'")
-    if device.type != "cpu" or choice == "eager" or _KERNELS.get("failed"):
-        return "eager"
-    return "compiled"
-
-
-def _compiled(name: str):
-    if name not in _KERNELS:
-        fn = {"forward": _forward_math, "backward": _backward_rows}[name]
-        _KERNELS[name] = torch.compile(fn, fullgraph=True)
-    return _KERNELS[name]
-
-
 def _run_compiled(name: str, *args):
-    """The compiled kernel ``name`` on ``args``; None once building a kernel has failed on this machine, and None
-    under a Python dispatch mode (a FLOP counter: what it counts are the eager operations, and Dynamo compiles
-    nothing under one)."""
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-    if _KERNELS.get("failed") or _get_current_dispatch_mode() is not None:
-        return None
-    try:  # detached: the kernels see plain tensors (autograd is this Function's own business)
-        return _compiled(name)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
-    except Exception as e:  # no C++ compiler, an unsupported platform: the eager path gives the same values
-        import warnings
-
-        _KERNELS["failed"] = True
-        warnings.warn(f"aot_lib.models.fused: the compiled CPU kernel could not be built ({type(e).__name__}: "
-                      f"{str(e).splitlines()[0] if str(e) else ''}); using the eager path (set {KERNEL_ENV}=eager "
-                      "to skip the attempt)", RuntimeWarning, stacklevel=3)
-        return None
+    """The compiled kernel ``name`` (``forward`` or ``backward``) on ``args``, or None: then the eager path runs
+    (:func:`aot_lib.cpu_kernels.run_compiled`)."""
+    fn = {"forward": _forward_math, "backward": _backward_rows}[name]
+    return run_compiled(f"admm_state_update.{name}", fn, *args, caller="aot_lib.models.fused")
 
 
 def _inv_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
