@@ -26,12 +26,13 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
   ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
   against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
-**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the per-token part
-of the backward (the two RMS backwards and the threshold) run as two kernels that ``torch.compile``
-(inductor's C++ backend) generates, one loop over the tokens each, instead of 11 and 22 passes of
-eager operations; the full reductions of the backward (``dtau`` and the coefficients' gradients) stay
-eager. Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle: forward 5.3 ms
-eager, 1.7 ms compiled; per-token backward 1.3 ms compiled. Values agree with the eager path to
+**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the whole
+backward (the two RMS backwards, the threshold, the four input gradients and the full reductions for ``dtau``
+and the coefficients) run as kernels that ``torch.compile`` (inductor's C++ backend) generates, instead of 11
+and 22 passes of eager operations. Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle:
+forward 5.3 ms eager, 1.7 ms compiled. The backward's full reductions were eager until 2026-11-27; a profile of
+a w192 training step (``benchmarks/profile_families.py``) then put them (with the gradient scalings) at about
+45 ms of AoT-ADMM's 527 ms. Values agree with the eager path to
 float rounding (another summation order); ``AOT_FUSED_KERNEL=eager`` turns it off, and a machine
 where the kernels cannot be built (no C++ compiler) falls back to the eager path with one warning.
 The run record names the kernel in use (``hardware.fused_kernel``).
@@ -82,10 +83,21 @@ def _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1):
     return g_p, g_u - c * g_p, g_wraw - g_u
 
 
+def _backward_all(z, attn, v, w, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1, lead: int):
+    """The whole backward (see the module's formulas) for the compiler: the per-token part, the gradients of
+    ``Z, A, V, W``, and the full reductions (``dtau`` over the ``lead`` token axes, the coefficients' inner
+    products), so that no eager pass over memory is left."""
+    a, b, c = coef.unbind()
+    g_p, g_w, g_diff = _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1)
+    g_tau = g_diff.sum(tuple(range(lead)))
+    g_coef = torch.stack([(g_p * z).sum(), (g_p * attn).sum(), (g_p * (v - w)).sum()])
+    return g_p * a, g_p * b, g_p * c, g_w, g_coef, g_tau
+
+
 def _run_compiled(name: str, *args):
     """The compiled kernel ``name`` (``forward`` or ``backward``) on ``args``, or None: then the eager path runs
     (:func:`aot_lib.cpu_kernels.run_compiled`)."""
-    fn = {"forward": _forward_math, "backward": _backward_rows}[name]
+    fn = {"forward": _forward_math, "backward": _backward_all}[name]
     return run_compiled(f"admm_state_update.{name}", fn, *args, caller="aot_lib.models.fused")
 
 
@@ -163,19 +175,13 @@ class ADMMStateUpdate(torch.autograd.Function):
         rows = None
         if ctx.compiled and gz1 is not None and gv1 is not None and gw1 is not None:
             with full_precision(z.device):
-                rows = _run_compiled("backward", z1, v1, w1, r1, r2, coef[2], gz1, gv1, gw1)
-        if rows is not None:  # the full reductions, eager: a loop over all tokens each
-            g_p, gw, g_diff = rows
-            a, b, c = coef.unbind()
-            lead = tuple(range(z1.ndim - len(ctx.tau_shape)))
-            gtau = g_diff.sum(lead).sum_to_size(ctx.tau_shape) if need[5] else None
-            gcoef = None
-            if need[4]:
-                gcoef = torch.stack([_dot(g_p, z), _dot(g_p, attn), _dot(g_p, v) - _dot(g_p, w)])
-            gz = g_p * a if need[0] else None
-            gattn = g_p * b if need[1] else None
-            gv = g_p.mul_(c) if need[2] else None
-            return gz, gattn, gv, gw if need[3] else None, gcoef, gtau, None
+                rows = _run_compiled("backward", z, attn, v, w, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1,
+                                     z1.ndim - len(ctx.tau_shape))
+        if rows is not None:
+            gz, gattn, gv, gw, gcoef, gtau = rows
+            return (gz if need[0] else None, gattn if need[1] else None, gv if need[2] else None,
+                    gw if need[3] else None, gcoef if need[4] else None,
+                    gtau.sum_to_size(ctx.tau_shape) if need[5] else None, None)
         with full_precision(z.device):
             a, b, c = coef.unbind()
             # The four full-size buffers are the four gradients returned; each step writes into one.
