@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import raises_exactly, require
 
 from aot_lib.book.benchmarks import (current, family_speed_rows, family_speed_table, family_targets,
@@ -130,3 +131,36 @@ def test_every_plotted_element_is_named_in_the_legend():
             assert lines["1: equal cost"] == [1.0, 1.0]
     finally:
         plt.close(fig)
+
+
+def test_kernel_history_pairs_each_change_before_and_after(tmp_path):
+    """aot_lib.book.benchmarks.kernel_history_rows on made-up recordings: changes in KERNEL_CHANGES's order,
+    before then after, a family a recording did not time left empty; an unknown change refused by name."""
+    import json
+
+    from aot_lib.book.benchmarks import KERNEL_CHANGES, kernel_history_rows
+
+    def record(name, commit, steps, over_crate):
+        results = {f: {"step": {"median_s": s}} for f, s in steps.items()}
+        entry = {"setting": {"name": "w192"}, "mode": "eager", "results": results,
+                 "ratio_aot_admm_over_crate": {"median": over_crate}, "targets": {"aot_admm/crate <= 0.7": False}}
+        if "aot" in steps:
+            entry["ratio_aot_admm_over_aot"] = {"median": steps["aot_admm"] / steps["aot"]}
+        (tmp_path / name).write_text(json.dumps({"commit": commit, "repeats": 7, "runs": [entry],
+                                                 "hardware": {"machine": "x86_64", "cpu_count": 2}}))
+
+    record("families_w192_sigreg_compiled_1.json", "bbbbbbb1", {"aot_admm": 0.5, "crate": 0.7, "aot": 0.4}, 0.72)
+    record("families_w192_sigreg_before_1.json", "aaaaaaa1", {"aot_admm": 0.6, "crate": 0.8, "aot": 0.5}, 0.75)
+    record("families_w192_kernel_eager_1.json", "ccccccc1", {"aot_admm": 0.62, "crate": 0.77}, 0.80)
+    record("families_run1.json", "ddddddd1", {"aot_admm": 1.0, "crate": 1.0}, 1.0)  # not a kernel change
+    rows = kernel_history_rows(tmp_path)
+    assert [(r["change"], r["side"], r["commit"]) for r in rows] == [
+        (KERNEL_CHANGES["kernel"], "before", "ccccccc"), (KERNEL_CHANGES["sigreg"], "before", "aaaaaaa"),
+        (KERNEL_CHANGES["sigreg"], "after", "bbbbbbb")]
+    assert rows[0]["aot_ms"] is None and rows[0]["over_aot"] is None
+    assert rows[2]["aot_admm_ms"] == pytest.approx(500.0) and rows[2]["over_aot"] == pytest.approx(1.25)
+    assert {r["target_crate"] for r in rows} == {0.7} and {r["repeats"] for r in rows} == {7}
+    record("families_w192_fusion_before_1.json", "eeeeeee1", {"aot_admm": 0.6, "crate": 0.8}, 0.75)
+    with pytest.raises(ValueError, match=r"families_w192_fusion_before_1.json: change 'fusion' is not in "
+                                         r"aot_lib.book.benchmarks.KERNEL_CHANGES: add what it changed there$"):
+        kernel_history_rows(tmp_path)

@@ -21,7 +21,7 @@ from .tables import Col, Table
 from .plotting import FIGURE_WIDTH_IN
 
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
-           "family_targets", "trainer_records_table", "trainer_phase_table", "plot_family_ratios"]
+           "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table", "plot_family_ratios"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -131,8 +131,52 @@ def family_speed_table(runs: Sequence[Mapping], name: str | None = None) -> Tabl
     )
 
 
+#: The CPU kernels' before/after benchmarks (``families_w192_<change>_<side>_<k>.json``: ``bench_families.py`` at
+#: width 192, eager mode, each change's two sides interleaved recording by recording on an idle machine), in the
+#: order they were made: the change's file name part and what it changed.
+KERNEL_CHANGES = {
+    "kernel": "AoT-ADMM's state update: forward and per-token backward compiled",
+    "sigreg": "SIGReg's characteristic function compiled",
+    "backward": "the state update's whole backward compiled",
+}
+_KERNEL_FILE = re.compile(r"families_w192_(?P<change>[a-z]+)_(?P<side>eager|before|compiled)_(?P<k>\d+)\.json")
+
+
+def kernel_history_rows(folder) -> list[dict[str, Any]]:
+    """One row per recording of :data:`KERNEL_CHANGES` under ``folder`` (``results/benchmarks``), change by
+    change, before then after: its commit, the families' median step times (ms) and AoT-ADMM's step over
+    CRATE's and AoT's (the median of the per-repeat ratios), and the target against CRATE. A file whose change
+    is not in :data:`KERNEL_CHANGES` is refused by name (the table would not say what it measured)."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for f in sorted(Path(folder).glob("families_w192_*.json")):
+        m = _KERNEL_FILE.fullmatch(f.name)
+        if m is None:
+            continue
+        if m["change"] not in KERNEL_CHANGES:
+            raise ValueError(f"{f}: change {m['change']!r} is not in aot_lib.book.benchmarks.KERNEL_CHANGES: add "
+                             "what it changed there")
+        rec = json.loads(f.read_text())
+        (entry,) = [e for e in rec["runs"] if e["setting"]["name"] == "w192" and e["mode"] == "eager"]
+        rows.append({"change": KERNEL_CHANGES[m["change"]], "side": "after" if m["side"] == "compiled" else "before",
+                     "recording": int(m["k"]), "commit": str(rec.get("commit", ""))[:7],
+                     "machine": _machine(rec.get("hardware") or {}), "repeats": rec.get("repeats"),
+                     # a family the recording did not time (--families) stays empty
+                     **{f"{fam}_ms": 1e3 * entry["results"][fam]["step"]["median_s"] if fam in entry["results"]
+                        else None for fam in FAMILY_NAMES},
+                     **{f"over_{o}": entry[f"ratio_aot_admm_over_{o}"]["median"]
+                        if f"ratio_aot_admm_over_{o}" in entry else None for o in ("crate", "aot")},
+                     "target_crate": family_targets(entry).get("crate")})
+    order = list(KERNEL_CHANGES.values())
+    return sorted(rows, key=lambda r: (order.index(r["change"]), r["side"] == "after", r["recording"]))
+
+
 def _machine(hw: Mapping) -> str:
-    parts = [hw.get("machine"), hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
+    # the CPU model and instruction set where recorded: float results and kernel speeds differ between them
+    cpu = " ".join(str(hw[k]) for k in ("cpu_model", "cpu_isa") if hw.get(k))
+    parts = [hw.get("machine"), cpu, hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
              hw.get("torch") and f"PyTorch {hw['torch']}"]
     return ", ".join(str(p) for p in parts if p)
 
