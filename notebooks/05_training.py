@@ -363,6 +363,11 @@ if history:
 # 3. **The probe's split.** Probe a recorded encoder again with `probe.val_fraction=0.2`
 #    (`scripts/reprobe.py` shows how a recorded run is probed with new settings). Does
 #    the chosen learning rate change?
+# 4. **Where a step goes.** Run `python benchmarks/profile_families.py --setting w192
+#    --name my_profile` on your machine, once as it is and once with
+#    `AOT_FUSED_KERNEL=eager`. Which operators grow when the kernels are off, and is
+#    AoT-ADMM's cost beyond AoT's the same share of a step as in
+#    {numref}`tbl-training-kernel-history`'s machine?
 
 # %% [markdown]
 # ## What we learned

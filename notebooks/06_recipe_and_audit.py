@@ -866,6 +866,12 @@ if encoder is not None:
 #    (`evidence.search_rows(ROOT)`, keys `<family>_knn`) instead of the linear probe.
 #    Do the same two candidates reach the finals? Which score would you have fixed
 #    before the runs, and why?
+# 5. **Your machine's half hour.** Time one step of the recipe on your machine
+#    (`python scripts/recipe_search.py time --repeats 3 --out my_times.json` writes the
+#    step times of every candidate). How many epochs of the recipe
+#    fit in 30 minutes there, and how many PFLOP a second does your machine sustain on
+#    this workload (`evidence.pretraining_flops`)? Redraw
+#    {numref}`fig-time-to-accuracy` on your clock.
 
 # %% [markdown]
 # ## What we learned

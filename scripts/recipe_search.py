@@ -261,11 +261,14 @@ def main() -> None:
     p.add_argument("what", choices=["time", "configs", "finalists", "recipe"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--out", type=Path, default=TIMES, help=f"where time writes (default {TIMES.relative_to(ROOT)})")
     a = p.parse_args()
     if a.what == "time":
+        if a.out.exists():  # a record is never rewritten: a new measurement goes beside it
+            raise SystemExit(f"recipe_search: {a.out} exists (a recorded measurement): pass --out with a new path")
         steps = time_steps(a.repeats, a.warmup)
-        TIMES.parent.mkdir(parents=True, exist_ok=True)
-        write_json(TIMES, {"commit": git_commit(), "hardware": hardware_summary(),
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(a.out, {"commit": git_commit(), "hardware": hardware_summary(),
                            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": a.repeats, "steps": steps})
         print(json.dumps(steps, indent=1))
     elif a.what == "configs":

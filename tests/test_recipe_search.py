@@ -298,3 +298,15 @@ def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
     assert old["linear"] == pytest.approx(43.0)  # seed 1's best over its grid (42), seed 2's recorded best (44)
     assert new["minutes"] == [pytest.approx(1.0), pytest.approx(2.0)] and new["knn"] == [45.0, 50.5]
     assert new["linear"] == 56.0
+
+
+def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch):
+    import sys
+
+    recorded = tmp_path / "step_times.json"
+    recorded.write_text("{}")
+    monkeypatch.setattr(sys, "argv", ["recipe_search.py", "time", "--out", str(recorded)])
+    with pytest.raises(SystemExit) as e:
+        RS.main()
+    assert str(e.value) == f"recipe_search: {recorded} exists (a recorded measurement): pass --out with a new path"
+    assert recorded.read_text() == "{}"
