@@ -477,5 +477,13 @@ if history:
 # bench_families.py’s target (red dashes) and equal cost (black line).
 # :::
 #
+# :::{figure}
+# :label: tbl-training-kernel-history
+# :kind: table
+# :enumerator: 6.7
+# What each compiled CPU kernel changed: one LeJEPA step at width 192
+# (benchmarks/bench_families.py, eager mode), before and after
+# :::
+#
 # (sec-two-resolutions)=
 # ###### One encoder, two resolutions

@@ -934,6 +934,16 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
+# :label: fig-time-to-accuracy
+# :enumerator: 7.2
+# Validation k-NN accuracy against modelled pretraining minutes (steps times the idle,
+# interleaved step time): the first recipe (10 epochs; its CIFAR-10 seeds recorded with
+# the online monitor, averaged) and the recipe search’s finalists at full length (seed
+# 0), one panel per family. A hollow marker at a curve’s end is the mean final linear
+# probe on the validation split (each run’s own probe and learning-rate grid).
+# :::
+#
+# :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
 # :enumerator: 7.5
@@ -942,7 +952,7 @@ if encoder is not None:
 #
 # :::{figure}
 # :label: fig-monitors
-# :enumerator: 7.2
+# :enumerator: 7.3
 # The monitors of the run named above, on its fixed batch. Left: SIGReg per sample and
 # its covariance part (log scale) with the rate gap $R(I)-R(\hat\Sigma)$ (dashed, right
 # axis). Middle: covariance part over rate gap, against Theorem 1’s limit at $\Sigma=I$
@@ -961,14 +971,14 @@ if encoder is not None:
 #
 # :::{figure}
 # :label: fig-cls-attention
-# :enumerator: 7.3
+# :enumerator: 7.4
 # The class token’s attention to the patches (heads averaged; brighter: more attention),
 # one row per image, one column per layer, beside the image as the encoder sees it.
 # :::
 #
 # :::{figure}
 # :label: fig-attention-panel
-# :enumerator: 7.4
+# :enumerator: 7.5
 # The class token’s attention to the patches of the same four images, per layer and per
 # head (or their mean), for the trained encoder and for its initialisation; one colour
 # scale for both, its bar on the right. Computed for every setting when the page was
