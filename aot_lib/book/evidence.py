@@ -903,16 +903,16 @@ def time_to_accuracy(root: str | Path) -> list[dict]:
 #: Tables 1 and 3 at the 30-minute recipe (issue 37): the plan's cpu30 claims, judged as the first recipe's are.
 CLAIMS_30MIN = (
     Claim("t1_cifar10_30min", "AoT-ADMM − CRATE, linear probe on CIFAR-10 (Table 1, 30-minute recipe)",
-          "cpu30_aot_admm_cifar10", "cpu30_crate_cifar10", "parity", CLAIMS[0].paper_gap, "ch-recipe-audit",
+          "cpu30_aot_admm_cifar10", "cpu30_crate_cifar10", "parity", CLAIMS[0].paper_gap, "ch-tables-1-3",
           smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=CLAIMS[0].paper_b),
     Claim("t1_cifar100_30min", "AoT-ADMM − CRATE, linear probe on CIFAR-100 (Table 1, 30-minute recipe)",
-          "cpu30_aot_admm_cifar100", "cpu30_crate_cifar100", "parity", CLAIMS[1].paper_gap, "ch-recipe-audit",
+          "cpu30_aot_admm_cifar100", "cpu30_crate_cifar100", "parity", CLAIMS[1].paper_gap, "ch-tables-1-3",
           smaller="a", smaller_name="AoT-ADMM", names=("AoT-ADMM", "CRATE"), paper_b=CLAIMS[1].paper_b),
     Claim("t3_cifar10_30min", "AoT-ADMM − AoT, linear probe on CIFAR-10 (Table 3, 30-minute recipe)",
-          "cpu30_aot_admm_cifar10", "cpu30_aot_cifar10", "better", CLAIMS[2].paper_gap, "ch-recipe-audit",
+          "cpu30_aot_admm_cifar10", "cpu30_aot_cifar10", "better", CLAIMS[2].paper_gap, "ch-tables-1-3",
           names=("AoT-ADMM", "AoT")),
     Claim("t3_cifar100_30min", "AoT-ADMM − AoT, linear probe on CIFAR-100 (Table 3, 30-minute recipe)",
           "cpu30_aot_admm_cifar100", "cpu30_aot_cifar100", "better",
-          _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "aot_tiny"), "ch-recipe-audit",
+          _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "aot_tiny"), "ch-tables-1-3",
           names=("AoT-ADMM", "AoT")),
 )
