@@ -243,13 +243,20 @@ def test_the_recipe_is_the_better_finalist_at_full_length_with_the_plans_cells(t
 def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
     """evidence.time_to_accuracy: the first recipe's seeds with a k-NN curve averaged step by step (a seed without
     the monitor left out), each finalist on its own, minutes from the interleaved step times of each candidate."""
-    from aot_lib.book.evidence import time_to_accuracy
+    from aot_lib.book.evidence import step_clock, time_to_accuracy
 
     root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0}})
     search = root / "results" / "cpu" / "search"
+    # two clocks: the newer by date (not by name) is the one used; the older stays as recorded
     (search / "step_times.json").write_text(json.dumps(
-        {"steps": {c: {f: {"median_s": {"c0_base": 0.6, "c1_local2": 0.3}.get(c, 9.9)} for f in RS.FAMILIES}
+        {"date": "2026-11-26T14:49:35+0000", "commit": "a" * 40,
+         "steps": {c: {f: {"median_s": 9.9} for f in RS.FAMILIES} for c in RS.CANDIDATES}}))
+    (search / "step_times_0000000.json").write_text(json.dumps(
+        {"date": "2026-11-27T06:00:00+0100", "commit": "b" * 40,
+         "steps": {c: {f: {"median_s": {"c0_base": 0.6, "c1_local2": 0.3}.get(c, 9.9)} for f in RS.FAMILIES}
                    for c in RS.CANDIDATES}}))
+    assert step_clock(root)["path"] == "results/cpu/search/step_times_0000000.json"
+    assert step_clock(root)["commit"] == "b" * 40
     cpu = root / "results" / "cpu"
     record = dict(json.loads((ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2/run.json").read_text()))
     for fam in RS.FAMILIES:
@@ -282,6 +289,12 @@ def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
     assert old["linear"] == pytest.approx(43.0)  # seed 1's best over its grid (42), seed 2's recorded best (44)
     assert new["minutes"] == [pytest.approx(1.0), pytest.approx(2.0)] and new["knn"] == [45.0, 50.5]
     assert new["linear"] == 56.0
+    for clock in search.glob("step_times*.json"):
+        clock.unlink()
+    with pytest.raises(FileNotFoundError, match=r"^no step times under results/cpu/search: measure them on an idle "
+                                                r"machine \(python scripts/recipe_search.py time --out "
+                                                r"results/cpu/search/step_times.json\)$"):
+        time_to_accuracy(root)
 
 
 def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch):
@@ -294,3 +307,33 @@ def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch):
         RS.main()
     assert str(e.value) == f"recipe_search: {recorded} exists (a recorded measurement): pass --out with a new path"
     assert recorded.read_text() == "{}"
+
+
+def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path):
+    """evidence.goal_30min: nothing before the first cpu30 AoT-ADMM seed; then the seeds' test top-1 (mean, best,
+    how many reach 60 %), each run's steps on the picked candidate's idle clock, and the config's FLOPs."""
+    from aot_lib.book.evidence import GOAL_30MIN, goal_30min
+
+    root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0, "crate": 55.0, "aot": 50.0},
+                                 "c4_w128_local2": {"aot_admm": 54.0, "crate": 52.0, "aot": 49.0}})
+    (root / "results" / "cpu" / "search" / "step_times.json").write_text(json.dumps(
+        {"date": "2026-11-27T06:00:00+0000", "commit": "b" * 40,
+         "steps": {c: {f: {"median_s": 0.4 if c == "c1_local2" else 9.9} for f in RS.FAMILIES}
+                   for c in RS.CANDIDATES}}))
+    assert goal_30min(root) is None
+    source = ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2"
+    for seed, top1 in ((0, 61.5), (1, 58.5)):
+        d = root / "results" / "cpu" / ("cpu30_aot_admm_cifar10" + (f"_seed{seed}" if seed else ""))
+        shutil.copytree(source, d)
+        config = yaml.safe_load((d / "config.yaml").read_text())
+        config["run"]["seed"], config["run"]["name"] = seed, d.name
+        (d / "config.yaml").write_text(yaml.safe_dump(config))
+        record = json.loads((d / "run.json").read_text())
+        (d / "run.json").write_text(json.dumps({**record, "seed": seed}))
+        (d / "probe.json").write_text(json.dumps({**json.loads((d / "probe.json").read_text()), "linear_top1": top1}))
+    goal = goal_30min(root)
+    assert GOAL_30MIN == {"top1": 60.0, "moonshot": 65.0, "minutes": 30.0}
+    assert (goal["summary"].n, goal["summary"].mean) == (2, pytest.approx(60.0))
+    assert (goal["best"].seed, goal["best"].top1, goal["reached"]) == (0, 61.5, 1)
+    assert goal["minutes"] == {0: pytest.approx(1950 * 0.4 / 60), 1: pytest.approx(1950 * 0.4 / 60)}
+    assert goal["flops"]["steps"] == 10 * (50_000 // 256)  # the copied record's config: 10 epochs of batch 256

@@ -28,7 +28,8 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
-           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "time_to_accuracy", "CLAIMS_30MIN"]
+           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "time_to_accuracy", "GOAL_30MIN", "goal_30min",
+           "CLAIMS_30MIN"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -855,18 +856,35 @@ def _mean_curve(curves: list[list[tuple[int, float]]]) -> list[tuple[int, float]
     return [(step, sum(p[step] for p in per) / len(per)) for step in sorted(common)]
 
 
+def step_clock(root: str | Path) -> dict:
+    """The newest idle, interleaved measurement of every search candidate's step time, the clock of
+    :func:`time_to_accuracy`: ``results/cpu/search/step_times*.json`` (``recipe_search.py time --out``; a new
+    measurement goes beside the old ones, which stay as recorded) with the latest ``date``, as the file's own
+    fields plus ``path`` (relative to ``root``, the checkout). Its ``commit`` says which code was timed: the modelled
+    minutes are what each run's steps cost at that commit, on that machine."""
+    from datetime import datetime
+
+    root = Path(root)
+    found = sorted((root / "results" / "cpu" / "search").glob("step_times*.json"))
+    if not found:
+        raise FileNotFoundError("no step times under results/cpu/search: measure them on an idle machine "
+                                "(python scripts/recipe_search.py time --out results/cpu/search/step_times.json)")
+    clocks = [{**_read_json(f), "path": f.relative_to(root).as_posix()} for f in found]
+    return max(clocks, key=lambda c: datetime.strptime(c["date"], "%Y-%m-%dT%H:%M:%S%z"))
+
+
 def time_to_accuracy(root: str | Path) -> list[dict]:
     """Validation k-NN against modelled pretraining minutes, per family, for the first recipe (the CIFAR-10 seeds
     of Tables 1/3 that ran with the online k-NN monitor, averaged step by step), every finalist of the recipe
     search, and the 30-minute cells (``cpu30_<family>_cifar10``, averaged) once recorded. Minutes are steps times
-    the candidate's and family's idle step time, measured interleaved for every candidate at once
-    (``results/cpu/search/step_times.json``; the first recipe is its candidate ``c0_base``), so the old and the new
-    recipe share one clock; the runs' own wall times were taken on a shared machine. Each curve:
+    the candidate's and family's idle step time, measured interleaved for every candidate at once (the newest
+    measurement, :func:`step_clock`; the first recipe is its candidate ``c0_base``), so the old and the new recipe
+    share one clock; the runs' own wall times were taken on a shared machine. Each curve:
     ``{"recipe", "candidate", "family", "runs", "minutes", "knn", "linear"}``, ``linear`` the mean final
     validation linear probe of its runs (each run's own probe; None when one lacks it). ``root`` is the checkout."""
     root = Path(root)
     results = root / "results" / "cpu"
-    times = _read_json(results / "search" / "step_times.json")["steps"]
+    times = step_clock(root)["steps"]
     pick = recipe_pick(root)
 
     def curve(recipe: str, cand: str, fam: str, folders: list[Path]) -> dict | None:
@@ -898,6 +916,34 @@ def time_to_accuracy(root: str | Path) -> list[dict]:
             cells = [r.folder for r in cell_runs(results, f"cpu30_{fam}_cifar10")]
             out.append(curve(f"30-minute recipe ({pick['epochs']} epochs)", pick["candidate"], fam, cells))
     return [c for c in out if c is not None]
+
+
+#: The 30-minute recipe's goal (issue 37): AoT-ADMM's CIFAR-10 linear probe top-1 on the test split, % (and the
+#: issue's moonshot), in at most this many minutes of pretraining on two CPU cores.
+GOAL_30MIN = {"top1": 60.0, "moonshot": 65.0, "minutes": 30.0}
+
+
+def goal_30min(root: str | Path) -> dict | None:
+    """How the 30-minute recipe's AoT-ADMM CIFAR-10 seeds (``cpu30_aot_admm_cifar10[_seed<k>]``) stand against
+    :data:`GOAL_30MIN`, or None before the first is recorded: ``runs`` (:class:`SeedRun`, test linear top-1 and the
+    recorded wall time of pretraining, the machine possibly shared), ``summary`` of their top-1, ``best`` (the best
+    seed), ``reached`` (seeds at or above the goal), ``minutes`` (each run's steps at the idle clock,
+    :func:`step_clock`) and ``flops`` (:func:`pretraining_flops` of the cell's config). ``root`` is the
+    checkout."""
+    root = Path(root)
+    results = root / "results" / "cpu"
+    if not (results / "cpu30_aot_admm_cifar10").exists():
+        return None
+    runs = cell_runs(results, "cpu30_aot_admm_cifar10")
+    pick = recipe_pick(root)
+    if pick is None:
+        raise ValueError("cpu30_aot_admm_cifar10 is recorded but the recipe search's finalists are not: record "
+                         "them (results/cpu/search/final) before the cells they chose")
+    step_s = step_clock(root)["steps"][pick["candidate"]]["aot_admm"]["median_s"]
+    minutes = {r.seed: _read_json(r.folder / "run.json")["step"] * step_s / 60 for r in runs}
+    return {"runs": runs, "summary": stats.summarize([r.top1 for r in runs]),
+            "best": max(runs, key=lambda r: r.top1), "reached": sum(r.top1 >= GOAL_30MIN["top1"] for r in runs),
+            "minutes": minutes, "flops": pretraining_flops(_read_yaml(runs[0].folder / "config.yaml"))}
 
 
 #: Tables 1 and 3 at the 30-minute recipe (issue 37): the plan's cpu30 claims, judged as the first recipe's are.
