@@ -541,11 +541,11 @@ if reached is not None:
     goal += (
         f" On the test split the 30-minute recipe's AoT-ADMM scores {g.mean:.2f} % "
         f"over {g.n} seed{'s' * (g.n > 1)}{spread}; {reached['reached']} of {g.n} "
-        f"reach{'es' * (g.n == 1)} {target['top1']:.0f} %, and the best, seed {best.seed}, "
-        f"scores {best.top1:.2f} % after {reached['minutes'][best.seed]:.1f} modelled "
+        f"reach{'es' * (g.n == 1)} {target['top1']:.0f} %, and the best, "
+        f"seed {best.seed}, scores {best.top1:.2f} % after {reached['minutes'][best.seed]:.1f} modelled "
         f"minutes of pretraining ({best.wall_time_s / 60:.1f} minutes recorded, on a "
-        f"machine that other work may have shared; {reached['flops']['total'] / 1e15:.2f} "
-        f"PFLOP). The moonshot, {target['moonshot']:.0f} %, is "
+        f"machine that other work may have shared; "
+        f"{reached['flops']['total'] / 1e15:.2f} PFLOP). The moonshot, {target['moonshot']:.0f} %, is "
         + ("reached." if best.top1 >= target["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
 if pick_row is not None:
