@@ -187,7 +187,8 @@ for r in rows:
         ours=None if d is None else f"{d.mean:+.2f}",
         interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
         seeds=None if d is None else d.n, verdict=r["verdict"] + late,
-        ahead=c.names[0 if r["ahead"] == "a" else 1] if r["ahead"] else "neither",
+        ahead=(None if d is None  # pending: no interval, nobody ahead or not
+               else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"] else "neither"),
         one_sided=r["noninferiority"] and r["noninferiority"] + late))
 display(Table(
     glance,
