@@ -164,6 +164,9 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # model, so it has a second, one-sided verdict: does the smaller model trail by no more
 # than the margin (non-inferiority)? The chapter named in each row shows the
 # runs, the tuning and the reasoning; "pending" rows wait for runs not recorded yet.
+# The rows marked "30-minute recipe" are the same comparisons at the recipe the search
+# of {ref}`sec-recipe-search` chose; {ref}`sec-two-recipes` sets the two side by side.
+# Seeds: the paired seeds recorded, of the number the analysis plan asks for.
 
 # %% tags=["hide-input"]
 from pathlib import Path
@@ -186,7 +189,7 @@ for r in rows:
         claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
         ours=None if d is None else f"{d.mean:+.2f}",
         interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
-        seeds=None if d is None else d.n, verdict=r["verdict"] + late,
+        seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}", verdict=r["verdict"] + late,
         ahead=(None if d is None  # pending: no interval, nobody ahead or not
                else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"] else "neither"),
         one_sided=r["noninferiority"] and r["noninferiority"] + late))
