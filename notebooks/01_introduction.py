@@ -177,7 +177,7 @@ ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 CHAPTER = {"ch-tables-1-3": "Tables 1 and 3", "ch-transfer": "Table 2",
            "ch-table4": "Table 4"}
 glance = []
-# the first recipe's claims, then the same comparisons at the 30-minute recipe (issue 37)
+# the first recipe's claims, then the same comparisons at the 30-minute recipe
 rows = (evidence.claim_rows(ROOT / "results" / "cpu")
         + evidence.claim_rows(ROOT / "results" / "cpu", evidence.CLAIMS_30MIN))
 margins = {r["plan"].table: r["margin"] for r in rows if r["margin"] is not None}
@@ -189,9 +189,11 @@ for r in rows:
         claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
         ours=None if d is None else f"{d.mean:+.2f}",
         interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
-        seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}", verdict=r["verdict"] + late,
+        seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
+        verdict=r["verdict"] + late,
         ahead=(None if d is None  # pending: no interval, nobody ahead or not
-               else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"] else "neither"),
+               else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"]
+               else "neither"),
         one_sided=r["noninferiority"] and r["noninferiority"] + late))
 display(Table(
     glance,

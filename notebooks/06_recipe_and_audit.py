@@ -305,8 +305,9 @@ else:
 #
 # The 10-epoch recipe ({numref}`tbl-recipe-ten-epoch-run`) trains for 10 of the paper's
 # 800 epochs; the online k-NN curves of its runs are in {ref}`ch-tables-1-3`. The search
-# asks what the same half hour buys when it is spent differently: narrower or shallower networks that
-# take more epochs, fewer local views, smaller patches (four times the tokens). Its
+# asks what the same half hour buys when it is spent differently: narrower or
+# shallower networks that take more epochs, fewer local views, smaller patches (four
+# times the tokens). Its
 # rule was written into `scripts/recipe_search.py` before any screening run, and the
 # book follows it here as it happened.
 #
@@ -533,7 +534,8 @@ goal = ("The goal set for the 30-minute recipe (issue 37) is a CIFAR-10 linear p
            f"run is {best_linear['linear']:.2f} % ({best_linear['recipe']})."
            if best_linear else ""))
 clock = evidence.step_clock(ROOT)
-finalist_names = {c["recipe"].split()[1] for c in tta if c["recipe"].startswith("finalist")}
+finalist_names = {c["recipe"].split()[1] for c in tta
+                  if c["recipe"].startswith("finalist")}
 display(Markdown(
     f"The clock: `{clock['path']}`, measured {clock['date'][:10]} at commit "
     f"{clock['commit'][:7]} on {clock['hardware']['cpu_model']} "
@@ -552,10 +554,12 @@ if reached is not None:
         f"over {g.n} seed{'s' * (g.n > 1)}{spread}; {reached['reached']} of {g.n} "
         f"reach{'es' * (g.n == 1)} {target['top1']:.0f} % within "
         f"{target['minutes']:.0f} modelled minutes, and the best, "
-        f"seed {best.seed}, scores {best.top1:.2f} % after {reached['minutes'][best.seed]:.1f} modelled "
-        f"minutes of pretraining ({best.wall_time_s / 60:.1f} minutes recorded, on a "
-        f"machine that other work may have shared; "
-        f"{reached['flops']['total'] / 1e15:.2f} PFLOP). The moonshot, {target['moonshot']:.0f} %, is "
+        f"seed {best.seed}, scores {best.top1:.2f} % after "
+        f"{reached['minutes'][best.seed]:.1f} modelled minutes of pretraining "
+        f"({best.wall_time_s / 60:.1f} minutes recorded, on a "
+        "machine that other work may have shared; "
+        f"{reached['flops']['total'] / 1e15:.2f} PFLOP). The moonshot, "
+        f"{target['moonshot']:.0f} %, is "
         + ("reached." if best.top1 >= target["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
 if pick_row is not None:
@@ -572,6 +576,9 @@ if pick_row is not None:
     was, now = (c["steps"][pick_row["candidate"]]["aot_admm"]["median_s"]
                 * cost["steps"] / 60 for c in (search_clock, clock))
     budget = evidence.GOAL_30MIN["minutes"]
+    # the recipe's steps at the clock's step time of CRATE and AoT, in minutes
+    other = {f: clock["steps"][pick_row["candidate"]][f]["median_s"] * cost["steps"]
+             / 60 for f in ("crate", "aot")}
     if clock["commit"] != search_clock["commit"] and now < was:
         display(Markdown(
             f"The search sized the recipe by its own clock (commit "
@@ -579,14 +586,12 @@ if pick_row is not None:
             f"steps took {was:.1f} minutes there. The clock above, "
             f"{clock['commit'][:7]}, is faster: the same steps take {now:.1f} minutes. "
             "The rule fixed each candidate's epochs by the search's clock, before any "
-            f"full-length run, and the recipe keeps them, so {budget - now:.1f} minutes "
-            "of AoT-ADMM's half hour go unused: a lever left for a later search, not "
-            "taken after seeing the finalists. Every family trains the same epochs, so "
+            "full-length run, and the recipe keeps them, so "
+            f"{budget - now:.1f} minutes of AoT-ADMM's half hour go unused: a lever "
+            "left for a later search, not taken after seeing the finalists. Every "
+            "family trains the same epochs, so "
             "the half hour is AoT-ADMM's: at this clock the same steps take CRATE "
-            + " and AoT ".join(
-                f"{clock['steps'][pick_row['candidate']][f]['median_s'] * cost['steps'] / 60:.1f}"
-                for f in ("crate", "aot"))
-            + " minutes."))
+            f"{other['crate']:.1f} and AoT {other['aot']:.1f} minutes."))
 
 # %% [markdown]
 # (sec-admm-sweep)=

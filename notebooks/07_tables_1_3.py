@@ -587,8 +587,8 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 #
 # Every verdict above rests on one recipe: 10 epochs, against the paper's 800. The
 # recipe search of {ref}`sec-recipe-search` picks a second one, on validation data
-# only, for accuracy per CPU-minute. The analysis plan fixed how its cells are judged before
-# any of their runs: the same rules and margins, 5 seeds on CIFAR-10 and 3 on
+# only, for accuracy per CPU-minute. The analysis plan fixed how its cells are judged
+# before any of their runs: the same rules and margins, 5 seeds on CIFAR-10 and 3 on
 # CIFAR-100, and Table 3's CIFAR-100 half included. {numref}`tbl-two-recipes` sets the
 # two recipes side by side, claim by claim. A verdict that holds at both says more
 # than either alone; one that flips says the ranking depends on how long the models
