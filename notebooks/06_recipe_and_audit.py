@@ -562,6 +562,25 @@ if reached is not None:
         f"{target['moonshot']:.0f} %, is "
         + ("reached." if best.top1 >= target["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
+rerun = evidence.recipe_rerun(ROOT)
+if rerun is not None and rerun["commits"][0] != rerun["commits"][1]:
+    moved = {lr: b - a for lr, (a, b) in rerun["linear"].items()}
+    monitor_last = {  # the last points of the figure's two AoT-ADMM curves of the pick
+        "finalist" if c["recipe"].startswith("finalist") else "cell": c["knn"][-1]
+        for c in tta
+        if c["family"] == "aot_admm" and c["candidate"] == pick_row["candidate"]}
+    display(Markdown(
+        "The recipe's seed 0 is the picked finalist's AoT-ADMM run again: the same "
+        f"config and seed, trained at commit {rerun['commits'][1][:7]} instead of "
+        f"{rerun['commits'][0][:7]}, whose CPU kernels round differently "
+        "(the kernel history of the training chapter). At the learning rates both "
+        "probes tried, its validation top-1 moved by "
+        + ", ".join(f"{d:+.2f} points ({lr.split(',')[0]})" for lr, d in moved.items())
+        + f"; the probe's validation k-NN by {rerun['knn'][1] - rerun['knn'][0]:+.2f}, "
+        f"and the online monitor's last k-NN (the curves above) by "
+        f"{monitor_last['cell'] - monitor_last['finalist']:+.2f}. "
+        "That is how far floating-point rounding alone moves one run: part of the "
+        "spread between seeds comes from it."))
 if pick_row is not None:
     cfg_file = (ROOT / "configs" / "cpu" / "search" / "final"
                 / f"{pick_row['candidate']}_aot_admm.yaml")

@@ -344,3 +344,34 @@ def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path)
     slow["steps"]["c1_local2"]["aot_admm"]["median_s"] = 0.95
     clock.write_text(json.dumps(slow))
     assert goal_30min(root)["reached"] == 0
+
+
+def test_the_recipes_seed_0_is_the_picked_finalist_again(tmp_path):
+    """evidence.recipe_rerun pairs the picked finalist's AoT-ADMM run with cpu30_aot_admm_cifar10 (one config, one
+    seed): the validation top-1 at the learning rates both probes tried, and refuses a cell that is another run."""
+    from aot_lib.book.evidence import recipe_rerun
+
+    root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0, "crate": 55.0, "aot": 50.0},
+                                 "c4_w128_local2": {"aot_admm": 54.0, "crate": 52.0, "aot": 49.0}})
+    assert recipe_rerun(root) is None
+    final = root / "results" / "cpu" / "search" / "final" / "final_c1_local2_aot_admm"
+    cell = root / "results" / "cpu" / "cpu30_aot_admm_cifar10"
+    config = yaml.safe_load((ROOT / "results/cpu/search/final/final_c1_local2_aot_admm/config.yaml").read_text())
+    (final / "config.yaml").write_text(yaml.safe_dump(config))
+    (final / "run.json").write_text(json.dumps({"commit": "a" * 40}))
+    (final / "probe.json").write_text(json.dumps({"linear_val_top1": {"lr=0.001,wd=0": 55.5, "lr=0.01,wd=0": 56.25},
+                                                  "knn_val_top1": 54.0}))
+    cell.mkdir(parents=True)
+    config["run"]["name"], config["probe"]["lr"], config["probe"]["test"] = cell.name, [1e-3, 1e-2, 3e-2], True
+    (cell / "config.yaml").write_text(yaml.safe_dump(config))
+    (cell / "run.json").write_text(json.dumps({"commit": "b" * 40}))
+    (cell / "probe.json").write_text(json.dumps({"linear_val_top1": {"lr=0.001,wd=0": 56.0, "lr=0.01,wd=0": 56.5,
+                                                                     "lr=0.03,wd=0": 57.0}, "knn_val_top1": 54.5}))
+    assert recipe_rerun(root) == {"commits": ("a" * 40, "b" * 40), "knn": (54.0, 54.5),
+                                  "linear": {"lr=0.001,wd=0": (55.5, 56.0), "lr=0.01,wd=0": (56.25, 56.5)}}
+    config["optim"]["lr"] = 1.0
+    (cell / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match=r"^cpu30_aot_admm_cifar10 is not final_c1_local2_aot_admm again: optim.lr "
+                                         r"differ; the recipe's configs must be written from the picked finalist "
+                                         r"\(recipe_search.py recipe\)$"):
+        recipe_rerun(root)

@@ -28,7 +28,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
-           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "time_to_accuracy", "GOAL_30MIN", "goal_30min",
+           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
            "CLAIMS_30MIN"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
@@ -944,6 +944,32 @@ def goal_30min(root: str | Path) -> dict | None:
     reached = sum(r.top1 >= GOAL_30MIN["top1"] and minutes[r.seed] <= GOAL_30MIN["minutes"] for r in runs)
     return {"runs": runs, "summary": stats.summarize([r.top1 for r in runs]),
             "best": max(runs, key=lambda r: r.top1), "reached": reached, "minutes": minutes, "flops": pretraining_flops(_read_yaml(runs[0].folder / "config.yaml"))}
+
+
+def recipe_rerun(root: str | Path) -> dict | None:
+    """The picked finalist's AoT-ADMM run and the 30-minute recipe's seed 0 on CIFAR-10 are one config and one seed
+    (the cell adds only the test probe and its wider grid): when they were trained at different commits, the pair
+    shows how far the code's floating-point rounding alone moves one run. None until both are recorded; refuses a
+    pair whose configs differ outside :data:`SEED_FREE_KEYS` or whose seeds differ. ``{"commits": (finalist's,
+    cell's), "linear": {lr: (finalist's, cell's)}`` (validation top-1 at the learning rates both probes tried),
+    ``"knn": (finalist's, cell's)`` (final validation k-NN)."""
+    root = Path(root)
+    pick = recipe_pick(root)
+    cell = root / "results" / "cpu" / "cpu30_aot_admm_cifar10"
+    if pick is None or not (cell / "probe.json").exists():
+        return None
+    final = root / "results" / "cpu" / "search" / "final" / f"final_{pick['candidate']}_aot_admm"
+    a, b = (flatten(_read_yaml(f / "config.yaml")) for f in (final, cell))
+    differ = sorted(k for k in set(a) | set(b) if not _seed_free(k) and a.get(k) != b.get(k))
+    if differ or a.get("run.seed") != b.get("run.seed"):
+        raise ValueError(f"{cell.name} is not {final.name} again: {', '.join(differ) or 'run.seed'} differ; "
+                         "the recipe's configs must be written from the picked finalist (recipe_search.py recipe)")
+    pa, pb = (_read_json(f / "probe.json") for f in (final, cell))
+    ra, rb = (_read_json(f / "run.json") for f in (final, cell))
+    va, vb = pa.get("linear_val_top1") or {}, pb.get("linear_val_top1") or {}
+    return {"commits": (ra["commit"], rb["commit"]),
+            "linear": {k: (va[k], vb[k]) for k in va if k in vb},
+            "knn": (pa.get("knn_val_top1"), pb.get("knn_val_top1"))}
 
 
 #: Tables 1 and 3 at the 30-minute recipe (issue 37): the plan's cpu30 claims, judged as the first recipe's are.
