@@ -381,6 +381,12 @@ margin_panel(rows)
 # The paper's claims at CPU scale: A − B in top-1 points
 # :::
 #
+# (sec-recipe-search)=
+# ###### More accuracy per CPU-minute: the recipe search
+#
+# (sec-two-recipes)=
+# ###### The same claims at the 30-minute recipe
+#
 # :::{figure}
 # :label: fig-claims-forest
 # :enumerator: 1.1
