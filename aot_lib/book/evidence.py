@@ -943,7 +943,8 @@ def goal_30min(root: str | Path) -> dict | None:
     minutes = {r.seed: _read_json(r.folder / "run.json")["step"] * step_s / 60 for r in runs}
     reached = sum(r.top1 >= GOAL_30MIN["top1"] and minutes[r.seed] <= GOAL_30MIN["minutes"] for r in runs)
     return {"runs": runs, "summary": stats.summarize([r.top1 for r in runs]),
-            "best": max(runs, key=lambda r: r.top1), "reached": reached, "minutes": minutes, "flops": pretraining_flops(_read_yaml(runs[0].folder / "config.yaml"))}
+            "best": max(runs, key=lambda r: r.top1), "reached": reached, "minutes": minutes,
+            "flops": pretraining_flops(_read_yaml(runs[0].folder / "config.yaml"))}
 
 
 def recipe_rerun(root: str | Path) -> dict | None:
