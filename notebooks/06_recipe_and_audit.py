@@ -592,12 +592,14 @@ if pick_row is not None:
         "machine sustains to scale these minutes."))
     search_clock = json.loads((ROOT / "results" / "cpu" / "search"
                                / "step_times.json").read_text())
-    was, now = (c["steps"][pick_row["candidate"]]["aot_admm"]["median_s"]
-                * cost["steps"] / 60 for c in (search_clock, clock))
+    was, now = (evidence.modelled_minutes(
+        cost["steps"], c["steps"][pick_row["candidate"]]["aot_admm"]["median_s"])
+        for c in (search_clock, clock))
     budget = evidence.GOAL_30MIN["minutes"]
     # the recipe's steps at the clock's step time of CRATE and AoT, in minutes
-    other = {f: clock["steps"][pick_row["candidate"]][f]["median_s"] * cost["steps"]
-             / 60 for f in ("crate", "aot")}
+    other = {f: evidence.modelled_minutes(
+        cost["steps"], clock["steps"][pick_row["candidate"]][f]["median_s"])
+        for f in ("crate", "aot")}
     if clock["commit"] != search_clock["commit"] and now < was:
         display(Markdown(
             f"The search sized the recipe by its own clock (commit "

@@ -445,7 +445,7 @@ if curves:
         label = f"{NAMES[fam]}, seed {seed}"
         ax_e.plot(epochs, accs, marker="o", ms=3, color=colours[fam], label=label)
         ax_t.plot(
-            [s * step_s[fam] / 60 for s in steps],
+            evidence.modelled_minutes(steps, step_s[fam]),
             accs,
             marker="o",
             ms=3,
@@ -479,7 +479,7 @@ if common:
         steps = [s for s, _, _ in curves[fam, common[0]]]
         assert all([s for s, _, _ in curves[fam, k]] == steps for k in common), fam
         accs = [mean(curves[fam, k][i][2] for k in common) for i in range(len(steps))]
-        mean_curve[fam] = ([s * step_s[fam] / 60 for s in steps], accs)
+        mean_curve[fam] = (evidence.modelled_minutes(steps, step_s[fam]), accs)
     target = min(curve_accs[-1] for _, curve_accs in mean_curve.values())
     reach = {
         fam: evidence.first_reaching(*mean_curve[fam], target) for fam in mean_curve

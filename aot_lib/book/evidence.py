@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import yaml
 
@@ -403,6 +403,16 @@ def first_reaching(xs: list[float], accs: list[float], target: float) -> float |
     return next((x for x, a in zip(xs, accs) if a >= target), None)
 
 
+def modelled_minutes(steps: int | Sequence[int], step_s: float) -> float | list[float]:
+    """Minutes of pretraining at an idle clock: ``steps`` (one count or a curve's steps) times ``step_s``, the
+    median seconds of one step measured interleaved on an otherwise idle machine (:func:`seconds_per_step`,
+    :func:`step_clock`). The time axis of every curve and goal in the book: the runs' own wall times were taken
+    on a shared machine."""
+    if isinstance(steps, int):
+        return steps * step_s / 60
+    return [s * step_s / 60 for s in steps]
+
+
 def seconds_per_step(benchmark: Mapping, setting: str = "w192", mode: str = "eager") -> dict[str, float]:
     """Median seconds of one training step per family, from an interleaved ``bench_families.py`` JSON: the
     time axis of a learning curve (wall times of runs that shared a machine are not comparable)."""
@@ -766,7 +776,8 @@ def search_curves(root: str | Path) -> dict[tuple[str, str], list[tuple[float, f
                 step_s = times[row["candidate"]][fam]["median_s"]
                 # steps only: search_c2_w128_crate's run.json lost its metrics (and steps_per_epoch) to the
                 # relaunch bug fixed in d62e535, and minutes need no epochs
-                out[row["candidate"], fam] = [(s * step_s / 60, acc) for s, acc in _knn_rows(folder, "knn/val_top1")]
+                out[row["candidate"], fam] = [(modelled_minutes(s, step_s), acc)
+                                              for s, acc in _knn_rows(folder, "knn/val_top1")]
     return out
 
 
@@ -901,7 +912,7 @@ def time_to_accuracy(root: str | Path) -> list[dict]:
         scores = [validation_scores(folder) for folder, _ in knn]
         linear = (sum(s["linear"] for s in scores) / len(scores)) if None not in scores else None
         return {"recipe": recipe, "candidate": cand, "family": fam, "runs": [f.name for f, _ in knn],
-                "minutes": [s * step_s / 60 for s in steps], "knn": list(accs), "linear": linear}
+                "minutes": modelled_minutes(steps, step_s), "knn": list(accs), "linear": linear}
 
     out = []
     for fam in SEARCH_FAMILIES:
@@ -940,7 +951,7 @@ def goal_30min(root: str | Path) -> dict | None:
         raise ValueError("cpu30_aot_admm_cifar10 is recorded but the recipe search's finalists are not: record "
                          "them (results/cpu/search/final) before the cells they chose")
     step_s = step_clock(root)["steps"][pick["candidate"]]["aot_admm"]["median_s"]
-    minutes = {r.seed: _read_json(r.folder / "run.json")["step"] * step_s / 60 for r in runs}
+    minutes = {r.seed: modelled_minutes(_read_json(r.folder / "run.json")["step"], step_s) for r in runs}
     reached = sum(r.top1 >= GOAL_30MIN["top1"] and minutes[r.seed] <= GOAL_30MIN["minutes"] for r in runs)
     return {"runs": runs, "summary": stats.summarize([r.top1 for r in runs]),
             "best": max(runs, key=lambda r: r.top1), "reached": reached, "minutes": minutes,
