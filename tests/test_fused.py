@@ -209,15 +209,42 @@ def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch
     compiled = _update_and_grads(args, gy)
     from aot_lib import cpu_kernels
 
+    # the last layer: only V^+ is used, Z^+ and W^+ get no gradient (a kernel of its own)
+    compiled_last = list(torch.autograd.grad(ADMMStateUpdate.apply(*args, 1e-6)[1], args, gy[1]))
     assert not cpu_kernels._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
-    assert {"admm_state_update.forward", "admm_state_update.backward"} <= set(cpu_kernels._KERNELS)
+    assert {"admm_state_update.forward", "admm_state_update.backward",
+            "admm_state_update.backward_last"} <= set(cpu_kernels._KERNELS)
     monkeypatch.setenv(fused.KERNEL_ENV, "eager")
     assert fused.kernel(torch.device("cpu")) == "eager"
     eager = _update_and_grads(args, gy)
-    for x, y in zip(compiled, eager):
+    eager_last = list(torch.autograd.grad(ADMMStateUpdate.apply(*args, 1e-6)[1], args, gy[1]))
+    for x, y in zip(compiled + compiled_last, eager + eager_last):
         # float32: the kernels sum each token's 24 squares (and the backward's row means) in another order;
         # coef and tau gradients sum over all 68 tokens
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+
+
+def test_coefficient_gradients_in_float32_at_a_training_size_match_float64(monkeypatch):
+    """The compiled backward gets dc from c dc = <dP, P> - a da - b db (it reads neither V nor W): at a w192 layer's
+    size in float32 the three coefficient gradients stay within float32 summation error of a float64 reference."""
+    from aot_lib.models import fused
+
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    g = torch.Generator().manual_seed(4)
+    shape = (128, 17, 192)
+    z, attn, v, w = (torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(4))
+    coef = torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)  # a small c: the identity divides by it
+    tau = torch.full((192,), 0.1, dtype=torch.float64)
+    gy = [torch.randn(shape, generator=g, dtype=torch.float64) for _ in range(3)]
+    a64 = [t.clone().requires_grad_() for t in (z, attn, v.relu(), w, coef, tau)]
+    ref = torch.autograd.grad(reference(*a64, 1e-6), a64, gy)[4]
+    a32 = [t.detach().float().requires_grad_() for t in a64]
+    out = torch.autograd.grad(ADMMStateUpdate.apply(*a32, 1e-6), a32, [x.float() for x in gy])[4]
+    assert fused.kernel(torch.device("cpu")) == "compiled"
+    # each gradient is a sum of 418k products of O(1) terms: float32 rounding of the per-token sums (192 terms)
+    # and of their sum (8,704) is a few 1e-7 of the largest; the identity adds the rounding of a da + b db
+    # divided by c = 0.1, so 1e-5 of the largest gradient leaves a margin of about ten
+    torch.testing.assert_close(out.double(), ref, rtol=0, atol=1e-5 * ref.abs().max().item())
     monkeypatch.setenv(fused.KERNEL_ENV, "fast")
     with pytest.raises(ValueError, match=r"^AOT_FUSED_KERNEL='fast': set it to 'compiled' or 'eager'$"):
         fused.kernel(torch.device("cpu"))

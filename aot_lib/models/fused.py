@@ -26,14 +26,15 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
   ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
   against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
-**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the whole
-backward (the two RMS backwards, the threshold, the four input gradients and the full reductions for ``dtau``
-and the coefficients) run as kernels that ``torch.compile`` (inductor's C++ backend) generates, instead of 11
-and 22 passes of eager operations. Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle:
-forward 5.3 ms eager, 1.7 ms compiled. The backward's full reductions were eager until 2026-11-27; a profile of
-a w192 training step (``benchmarks/profile_families.py``) then put them (with the gradient scalings) at about
-45 ms of AoT-ADMM's 527 ms. Values agree with the eager path to
-float rounding (another summation order); ``AOT_FUSED_KERNEL=eager`` turns it off, and a machine
+**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the
+backward's per-token work (the two RMS backwards, the threshold, the four input gradients, and per token the
+terms of ``dtau`` and the coefficients' inner products) run as kernels that ``torch.compile`` (inductor's C++
+backend) generates, instead of 11 and 22 passes of eager operations; the last layer, whose ``Z^+`` and ``W^+``
+get no gradient, has a backward kernel of its own. The sums over tokens follow the kernel (short passes over
+small tensors): fused into it, inductor made them extra loops over memory that cost more than the kernel
+(:func:`_backward_all`). Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle:
+forward 5.3 ms eager, 1.7 ms compiled. Values agree with the eager path to
+float rounding (another summation order, and ``dc`` by an identity: :func:`_coefficient_grads`); ``AOT_FUSED_KERNEL=eager`` turns it off, and a machine
 where the kernels cannot be built (no C++ compiler) falls back to the eager path with one warning.
 The run record names the kernel in use (``hardware.fused_kernel``).
 
@@ -75,29 +76,61 @@ def _forward_math(z, attn, v, w, coef, tau, eps: float):
 
 
 def _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1):
-    """The per-token part of the backward (see the module's formulas): ``(dP, dW, dW_raw - dU)``."""
-    g_wraw = r2 * (gw1 - w1 * (gw1 * w1).mean(-1, keepdim=True))
-    g_u = torch.where(v1 > 0, gv1, g_wraw)  # m = [U > tau] = [V^+ > 0]
-    g_z1 = gz1 + g_u
+    """The per-token part of the backward (see the module's formulas): ``(dP, dW, dW_raw - dU)``. An output
+    gradient may be None (the last layer's ``Z^+`` and ``W^+`` are unused): its terms are zero, and the compiler
+    specialises the kernel to skip them."""
+    g_wraw = None if gw1 is None else r2 * (gw1 - w1 * (gw1 * w1).mean(-1, keepdim=True))
+    if gv1 is None and g_wraw is None:
+        g_u = torch.zeros_like(v1)
+    else:  # m = [U > tau] = [V^+ > 0]
+        g_u = torch.where(v1 > 0, 0.0 if gv1 is None else gv1, 0.0 if g_wraw is None else g_wraw)
+    g_z1 = g_u if gz1 is None else gz1 + g_u
     g_p = r1 * (g_z1 - z1 * (g_z1 * z1).mean(-1, keepdim=True))
-    return g_p, g_u - c * g_p, g_wraw - g_u
+    return g_p, g_u - c * g_p, -g_u if g_wraw is None else g_wraw - g_u
 
 
-def _backward_all(z, attn, v, w, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1, lead: int):
-    """The whole backward (see the module's formulas) for the compiler: the per-token part, the gradients of
-    ``Z, A, V, W``, and the full reductions (``dtau`` over the ``lead`` token axes, the coefficients' inner
-    products), so that no eager pass over memory is left."""
+def _backward_all(z, attn, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1):
+    """The backward (see the module's formulas) as one loop over the tokens for the compiler: the gradients of
+    ``Z, A, V, W``, each token's ``dW_raw - dU`` (summed over the tokens into ``dtau`` after the kernel) and each
+    token's three inner products for the coefficients (summed after it, :func:`_coefficient_grads`).
+
+    Why the sums over tokens are not in the kernel: inductor fuses them in as a second and third loop over memory
+    (a column sum per 16 features), which cost more than the per-token loop itself (4.6 against 3.2 ms at
+    ``(512, 17, 192)``, idle, on the 2-core Xeon); a sum over 8,704 rows after it is one short pass."""
+    return _backward_rows_and_dots(z, attn, z1, r1, coef, *_backward_rows(z1, v1, w1, r1, r2, coef[2], gz1, gv1, gw1))
+
+
+def _backward_last(z, attn, z1, v1, r1, coef, gv1):
+    """:func:`_backward_all` when only ``V^+`` has a gradient (the last layer: ``Z^+`` and ``W^+`` are unused), a
+    kernel of its own (one compiled graph per gradient pattern, not a recompile of the other)."""
+    return _backward_rows_and_dots(z, attn, z1, r1, coef,
+                                   *_backward_rows(z1, v1, None, r1, None, coef[2], None, gv1, None))
+
+
+def _backward_rows_and_dots(z, attn, z1, r1, coef, g_p, g_w, g_diff):
     a, b, c = coef.unbind()
-    g_p, g_w, g_diff = _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1)
-    g_tau = g_diff.sum(tuple(range(lead)))
-    g_coef = torch.stack([(g_p * z).sum(), (g_p * attn).sum(), (g_p * (v - w)).sum()])
-    return g_p * a, g_p * b, g_p * c, g_w, g_coef, g_tau
+    # per token: <dP, Z>, <dP, A> and <dP, P> with P = Z^+ / r1 (see _coefficient_grads)
+    dots = torch.cat([(g_p * z).sum(-1, keepdim=True), (g_p * attn).sum(-1, keepdim=True),
+                      (g_p * z1).sum(-1, keepdim=True) / r1], -1)
+    return g_p * a, g_p * b, g_p * c, g_w, g_diff, dots
+
+
+def _coefficient_grads(dots: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
+    """``(da, db, dc)`` from the per-token ``<dP, Z>, <dP, A>, <dP, P>`` (``dots``, last axis of 3).
+
+    ``dc = <dP, V - W>`` is not read from ``V`` and ``W``: ``P = aZ + bA + c(V - W)`` gives
+    ``c dc = <dP, P> - a da - b db``, and ``P = Z^+ / r1`` is already in the kernel's loop (two full-size reads
+    fewer). RMS makes ``Z^+`` blind to the scale of ``P``, so ``<dP, P>`` is nearly zero (exactly, up to
+    ``eps``); ``dc`` then carries the rounding of ``a da + b db`` divided by ``c``."""
+    a, b, c = coef.unbind()
+    g_a, g_b, g_pp = dots.reshape(-1, 3).sum(0).unbind()
+    return torch.stack([g_a, g_b, (g_pp - a * g_a - b * g_b) / c])
 
 
 def _run_compiled(name: str, *args):
     """The compiled kernel ``name`` (``forward`` or ``backward``) on ``args``, or None: then the eager path runs
     (:func:`aot_lib.cpu_kernels.run_compiled`)."""
-    fn = {"forward": _forward_math, "backward": _backward_all}[name]
+    fn = {"forward": _forward_math, "backward": _backward_all, "backward_last": _backward_last}[name]
     return run_compiled(f"admm_state_update.{name}", fn, *args, caller="aot_lib.models.fused")
 
 
@@ -173,15 +206,20 @@ class ADMMStateUpdate(torch.autograd.Function):
         z, attn, v, w, coef, z1, v1, w1, r1, r2 = ctx.saved_tensors
         need, eps = ctx.needs_input_grad, ctx.eps
         rows = None
+        lead = z1.ndim - len(ctx.tau_shape)
         if ctx.compiled and gz1 is not None and gv1 is not None and gw1 is not None:
             with full_precision(z.device):
-                rows = _run_compiled("backward", z, attn, v, w, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1,
-                                     z1.ndim - len(ctx.tau_shape))
+                rows = _run_compiled("backward", z, attn, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1)
+        elif ctx.compiled and gz1 is None and gv1 is not None and gw1 is None:
+            with full_precision(z.device):
+                rows = _run_compiled("backward_last", z, attn, z1, v1, r1, coef, gv1)
         if rows is not None:
-            gz, gattn, gv, gw, gcoef, gtau = rows
+            gz, gattn, gv, gw, g_diff, dots = rows
+            with full_precision(z.device):
+                gtau = g_diff.sum(tuple(range(lead))).sum_to_size(ctx.tau_shape) if need[5] else None
+                gcoef = _coefficient_grads(dots, coef) if need[4] else None
             return (gz if need[0] else None, gattn if need[1] else None, gv if need[2] else None,
-                    gw if need[3] else None, gcoef if need[4] else None,
-                    gtau.sum_to_size(ctx.tau_shape) if need[5] else None, None)
+                    gw if need[3] else None, gcoef, gtau, None)
         with full_precision(z.device):
             a, b, c = coef.unbind()
             # The four full-size buffers are the four gradients returned; each step writes into one.
@@ -198,14 +236,14 @@ class ADMMStateUpdate(torch.autograd.Function):
             # V^+ = ReLU(U - tau), W_raw = min(U, tau); m = [U > tau] = [V^+ > 0] = sign(V^+) (V^+ >= 0):
             # dU = dW_raw + m (dV^+ - dW_raw), dtau = sum_tokens m (dW_raw - dV^+) = sum_tokens (dW_raw - dU)
             m = torch.sign(v1, out=g_p)
-            lead = tuple(range(z1.ndim - len(ctx.tau_shape)))
-            gtau = g_u.sum(lead) if need[5] else None
+            token_axes = tuple(range(lead))
+            gtau = g_u.sum(token_axes) if need[5] else None
             if gv1 is not None:
                 g_u.lerp_(gv1, m)  # exact for a 0/1 weight
             else:
                 g_u.addcmul_(g_u, m, value=-1.0)
             if need[5]:
-                gtau = gtau.sub_(g_u.sum(lead)).sum_to_size(ctx.tau_shape)
+                gtau = gtau.sub_(g_u.sum(token_axes)).sum_to_size(ctx.tau_shape)
             # Z^+ = rms(P) and U = Z^+ + W, with P = aZ + bA + c(V - W)
             if gz1 is None:
                 g_p.copy_(g_u)
