@@ -2,10 +2,12 @@
 
 Two hot spots of a CPU training step are chains of element-wise operations, each a pass over memory: AoT-ADMM's
 state update (:mod:`aot_lib.models.fused`) and SIGReg's empirical characteristic function
-(:mod:`aot_lib.objectives.sigreg`). On a CPU each is run as a kernel that ``torch.compile`` (inductor's C++
-backend) generates from the same arithmetic, one loop over memory instead of dozens. ``AOT_FUSED_KERNEL=eager``
-turns every one of them off; a machine where they cannot be built (no C++ compiler) falls back to the eager
-path with one warning; a run records the choice (``hardware.fused_kernel``, :func:`aot_lib.runtime.hardware_summary`).
+(:mod:`aot_lib.objectives.sigreg`). On a CPU each runs as a kernel that loops over memory once instead of dozens
+of times: SIGReg's as code that ``torch.compile`` (inductor's C++ backend) generates from the same arithmetic
+(:func:`run_compiled`), AoT-ADMM's as a small C++ extension built on first use (:func:`extension`; inductor splits
+its per-token chain at each of its row reductions, see ``aot_lib/models/admm_cpu.cpp``). ``AOT_FUSED_KERNEL=eager``
+turns every one of them off; a machine where they cannot be built (no C++ compiler) falls back to the eager path
+with one warning; a run records the choice (``hardware.fused_kernel``, :func:`aot_lib.runtime.hardware_summary`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import warnings
 
 import torch
 
-__all__ = ["KERNEL_ENV", "kernel", "run_compiled"]
+__all__ = ["KERNEL_ENV", "kernel", "run_compiled", "extension"]
 
 #: The environment variable that chooses the CPU kernels: ``compiled`` (default) or ``eager``.
 KERNEL_ENV = "AOT_FUSED_KERNEL"
@@ -51,8 +53,53 @@ def run_compiled(name: str, fn, *args, caller: str = "aot_lib"):
     try:  # detached: the kernels see plain tensors (autograd is the caller's Function's business)
         return _compiled(name, fn)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
     except Exception as e:  # no C++ compiler, an unsupported platform: the eager path gives the same values
-        _KERNELS["failed"] = True
-        warnings.warn(f"{caller}: the compiled CPU kernel could not be built ({type(e).__name__}: "
-                      f"{str(e).splitlines()[0] if str(e) else ''}); using the eager path (set {KERNEL_ENV}=eager "
-                      "to skip the attempt)", RuntimeWarning, stacklevel=3)
+        _give_up(caller, e)
         return None
+
+
+def _give_up(caller: str, error: Exception) -> None:
+    """Every kernel off for the rest of the process, with one warning naming the cause (shown to the caller's
+    caller: the module whose step needed the kernel)."""
+    _KERNELS["failed"] = True
+    warnings.warn(f"{caller}: the compiled CPU kernel could not be built ({type(error).__name__}: "
+                  f"{str(error).splitlines()[0] if str(error) else ''}); using the eager path (set {KERNEL_ENV}=eager "
+                  "to skip the attempt)", RuntimeWarning, stacklevel=4)
+
+
+#: Vector instructions to build an extension for, by torch's reading of this CPU (other CPUs: the compiler's default).
+_ISA_FLAGS = {"AVX512": ["-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", "-mavx2", "-mfma"],
+              "AVX2": ["-mavx2", "-mfma"]}
+
+
+def _build_extension(name: str, source: str):
+    """Build (or load from torch's extension cache) the C++ file ``source`` as module ``name``, for this CPU's
+    vector instructions: the name carries them, so a cache shared by two kinds of CPU holds one build per kind."""
+    from torch.utils.cpp_extension import load
+
+    try:  # the ninja of the ninja package, on PATH for torch even when the environment is not activated
+        import ninja
+
+        if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+    except ImportError:  # a ninja on PATH, or the build fails with torch's message
+        pass
+    isa = torch.backends.cpu.get_cpu_capability()
+    return load(name=f"{name}_{isa.lower()}", sources=[source], verbose=False,
+                extra_cflags=["-O3", "-fopenmp", *_ISA_FLAGS.get(isa, [])], extra_ldflags=["-fopenmp"])
+
+
+def extension(name: str, source: str, caller: str = "aot_lib"):
+    """The C++ extension ``name`` built from ``source`` (once per process; torch caches the build on disk, so
+    only the first use on a machine compiles, about 25 s), or None: when building a kernel has failed on this
+    machine, and under a Python dispatch mode (as :func:`run_compiled`). The caller then runs its eager path."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    if _KERNELS.get("failed") or _get_current_dispatch_mode() is not None:
+        return None
+    if name not in _KERNELS:
+        try:
+            _KERNELS[name] = _build_extension(name, source)
+        except Exception as e:  # no C++ compiler, no ninja, an unsupported platform: the eager path is the same
+            _give_up(caller, e)
+            return None
+    return _KERNELS[name]

@@ -196,36 +196,57 @@ def _update_and_grads(args, gy):
     return list(out) + list(torch.autograd.grad(out, args, gy))
 
 
+class _CountingKernels:
+    """The built CPU kernels, counting their calls."""
+
+    def __init__(self, built):
+        self.built, self.calls = built, {"forward": 0, "backward": 0}
+
+    def forward(self, *args):
+        self.calls["forward"] += 1
+        return self.built.forward(*args)
+
+    def backward(self, *args):
+        self.calls["backward"] += 1
+        return self.built.backward(*args)
+
+
 def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch):
-    """On a CPU the forward and the per-token backward are the two compiled kernels (this machine can build
-    them: a failure would fall back to eager, and this test would say so), with the eager path's values and
-    gradients to float32 rounding."""
+    """On a CPU forward and backward are the C++ kernels (this machine can build them: a failure would fall back
+    to eager, and this test would say so), also for the last layer's pattern (only V^+ has a gradient), with the
+    eager path's values and gradients to float32 rounding."""
+    from aot_lib import cpu_kernels
     from aot_lib.models import fused
 
     args = inputs(shape=(4, 17, 24), dtype=torch.float32, margin=1e-3, seed=2)
     gy = [torch.randn(4, 17, 24, generator=torch.Generator().manual_seed(3)) for _ in range(3)]
     monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
     assert fused.kernel(torch.device("cpu")) == "compiled"
+    built = fused._cpu_kernels()
+    assert built is not None and not cpu_kernels._KERNELS.get("failed"), \
+        "the CPU kernels could not be built on this machine"
+    counting = _CountingKernels(built)
+    monkeypatch.setitem(cpu_kernels._KERNELS, "aot_admm_cpu", counting)
     compiled = _update_and_grads(args, gy)
-    from aot_lib import cpu_kernels
-
-    # the last layer: only V^+ is used, Z^+ and W^+ get no gradient (a kernel of its own)
+    # the last layer: only V^+ is used, Z^+ and W^+ get no gradient
     compiled_last = list(torch.autograd.grad(ADMMStateUpdate.apply(*args, 1e-6)[1], args, gy[1]))
-    assert not cpu_kernels._KERNELS.get("failed"), "the compiled kernels could not be built on this machine"
-    assert {"admm_state_update.forward", "admm_state_update.backward",
-            "admm_state_update.backward_last"} <= set(cpu_kernels._KERNELS)
+    assert counting.calls == {"forward": 2, "backward": 2}
     monkeypatch.setenv(fused.KERNEL_ENV, "eager")
     assert fused.kernel(torch.device("cpu")) == "eager"
     eager = _update_and_grads(args, gy)
     eager_last = list(torch.autograd.grad(ADMMStateUpdate.apply(*args, 1e-6)[1], args, gy[1]))
+    assert counting.calls == {"forward": 2, "backward": 2}
     for x, y in zip(compiled + compiled_last, eager + eager_last):
         # float32: the kernels sum each token's 24 squares (and the backward's row means) in another order;
         # coef and tau gradients sum over all 68 tokens
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv(fused.KERNEL_ENV, "fast")
+    with pytest.raises(ValueError, match=r"^AOT_FUSED_KERNEL='fast': set it to 'compiled' or 'eager'$"):
+        fused.kernel(torch.device("cpu"))
 
 
 def test_coefficient_gradients_in_float32_at_a_training_size_match_float64(monkeypatch):
-    """The compiled backward gets dc from c dc = <dP, P> - a da - b db (it reads neither V nor W): at a w192 layer's
+    """The CPU kernel gets dc from c dc = <dP, P> - a da - b db (it reads neither V nor W): at a w192 layer's
     size in float32 the three coefficient gradients stay within float32 summation error of a float64 reference."""
     from aot_lib.models import fused
 
@@ -241,25 +262,22 @@ def test_coefficient_gradients_in_float32_at_a_training_size_match_float64(monke
     a32 = [t.detach().float().requires_grad_() for t in a64]
     out = torch.autograd.grad(ADMMStateUpdate.apply(*a32, 1e-6), a32, [x.float() for x in gy])[4]
     assert fused.kernel(torch.device("cpu")) == "compiled"
-    # each gradient is a sum of 418k products of O(1) terms: float32 rounding of the per-token sums (192 terms)
-    # and of their sum (8,704) is a few 1e-7 of the largest; the identity adds the rounding of a da + b db
-    # divided by c = 0.1, so 1e-5 of the largest gradient leaves a margin of about ten
+    # each gradient sums 418k products of O(1) terms; every product and each token's sum of 192 is float32
+    # (relative rounding about 1e-7 times a few), the sums over tokens float64; the identity adds the rounding of
+    # a da + b db divided by c = 0.1: 1e-5 of the largest gradient leaves a margin of about ten
     torch.testing.assert_close(out.double(), ref, rtol=0, atol=1e-5 * ref.abs().max().item())
-    monkeypatch.setenv(fused.KERNEL_ENV, "fast")
-    with pytest.raises(ValueError, match=r"^AOT_FUSED_KERNEL='fast': set it to 'compiled' or 'eager'$"):
-        fused.kernel(torch.device("cpu"))
 
 
 def test_a_kernel_that_cannot_be_built_falls_back_to_eager_with_one_warning(monkeypatch):
     from aot_lib import cpu_kernels
     from aot_lib.models import fused
 
-    def no_compiler(name, fn):
+    def no_compiler(*args):
         raise RuntimeError("no C++ compiler found\nmore detail")
 
     monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
     monkeypatch.setattr(cpu_kernels, "_KERNELS", {})
-    monkeypatch.setattr(cpu_kernels, "_compiled", no_compiler)
+    monkeypatch.setattr(cpu_kernels, "_build_extension", no_compiler)
     args = inputs(shape=(2, 5, 8), dtype=torch.float64, seed=4)
     gy = [torch.ones(2, 5, 8, dtype=torch.float64) for _ in range(3)]
     with pytest.warns(RuntimeWarning) as caught:

@@ -26,17 +26,19 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
   ``(B, N, 1)`` reciprocal RMS: per layer 3 full-size tensors beyond what LayerNorm and MSSA keep,
   against 5 for the plain operations (``V - W``, ``P``, ``V^+``, ``W_raw`` and ``Z^+``).
 
-**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): the forward arithmetic and the
-backward's per-token work (the two RMS backwards, the threshold, the four input gradients, and per token the
-terms of ``dtau`` and the coefficients' inner products) run as kernels that ``torch.compile`` (inductor's C++
-backend) generates, instead of 11 and 22 passes of eager operations; the last layer, whose ``Z^+`` and ``W^+``
-get no gradient, has a backward kernel of its own. The sums over tokens follow the kernel (short passes over
-small tensors): fused into it, inductor made them extra loops over memory that cost more than the kernel
-(:func:`_backward_all`). Measured on the 2-core Intel Xeon with AVX-512 at ``(512, 17, 192)``, idle:
-forward 5.3 ms eager, 1.7 ms compiled. Values agree with the eager path to
-float rounding (another summation order, and ``dc`` by an identity: :func:`_coefficient_grads`); ``AOT_FUSED_KERNEL=eager`` turns it off, and a machine
-where the kernels cannot be built (no C++ compiler) falls back to the eager path with one warning.
-The run record names the kernel in use (``hardware.fused_kernel``).
+**On a CPU the passes are fused further** (:mod:`aot_lib.cpu_kernels`): forward and backward each run as one
+loop over the tokens of a small C++ extension (``admm_cpu.cpp``, built on first use), which keeps each token's
+row in the L1 cache from its first read to its last write, so every full-size tensor is read or written once
+(forward 4 reads and 3 writes; backward 8 reads and 4 writes, ``V`` and ``W`` not read: :func:`_coefficient_grads`).
+The sums over tokens (``dtau``, the coefficients' inner products) are kept per thread in float64. The last layer,
+whose ``Z^+`` and ``W^+`` get no gradient, skips their terms. Inductor (``torch.compile``), which generated these
+kernels before, splits the chain at each row reduction into loops over the whole tensor (13 passes forward) and
+turned the sums over tokens into further loops. Idle, caches evicted, at ``(512, 17, 192)`` float32 on the 2-core
+Xeon with AVX-512: forward 5.3 ms eager, 2.3-2.8 ms inductor, 1.3-1.6 ms C++; backward 3.1-3.5 ms inductor (the
+token sums after it not counted), 2.6-2.9 ms C++ (2.0 ms for the last layer). Values agree with the eager path
+to float rounding (another summation order, and ``dc`` by an identity); ``AOT_FUSED_KERNEL=eager`` turns the
+kernels off, and a machine where they cannot be built (no C++ compiler) falls back to the eager path with one
+warning. The run record names the kernel in use (``hardware.fused_kernel``).
 
 Gradients flow to ``Z, A, V, W``, to the coefficients ``(a, b, c)`` (hence through the softmax to
 ``coef_logits``) and to ``tau``. Only pure torch operations are used, so it runs on any device.
@@ -54,84 +56,39 @@ Backward, for reference (``D`` the width, ``r = 1/sqrt(mean(x^2) + eps)`` per to
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
-from ..cpu_kernels import KERNEL_ENV, kernel, run_compiled
+from ..cpu_kernels import KERNEL_ENV, extension, kernel
 from ..runtime import full_precision
 
 __all__ = ["admm_state_update", "ADMMStateUpdate", "kernel", "KERNEL_ENV"]
 
 
-def _forward_math(z, attn, v, w, coef, tau, eps: float):
-    """The forward arithmetic with RMS rescaling, as plain operations for the compiler to fuse."""
-    a, b, c = coef.unbind()
-    p = a * z + b * attn + c * (v - w)
-    r1 = torch.rsqrt(p.square().mean(-1, keepdim=True) + eps)
-    z1 = p * r1
-    u = z1 + w
-    w_raw = torch.minimum(u, tau)
-    v1 = u - w_raw
-    r2 = torch.rsqrt(w_raw.square().mean(-1, keepdim=True) + eps)
-    return z1, v1, w_raw * r2, r1, r2
+#: The CPU kernels' C++ source (built on first use: :func:`aot_lib.cpu_kernels.extension`).
+_SOURCE = Path(__file__).with_name("admm_cpu.cpp")
 
 
-def _backward_rows(z1, v1, w1, r1, r2, c, gz1, gv1, gw1):
-    """The per-token part of the backward (see the module's formulas): ``(dP, dW, dW_raw - dU)``. An output
-    gradient may be None (the last layer's ``Z^+`` and ``W^+`` are unused): its terms are zero, and the compiler
-    specialises the kernel to skip them."""
-    g_wraw = None if gw1 is None else r2 * (gw1 - w1 * (gw1 * w1).mean(-1, keepdim=True))
-    if gv1 is None and g_wraw is None:
-        g_u = torch.zeros_like(v1)
-    else:  # m = [U > tau] = [V^+ > 0]
-        g_u = torch.where(v1 > 0, 0.0 if gv1 is None else gv1, 0.0 if g_wraw is None else g_wraw)
-    g_z1 = g_u if gz1 is None else gz1 + g_u
-    g_p = r1 * (g_z1 - z1 * (g_z1 * z1).mean(-1, keepdim=True))
-    return g_p, g_u - c * g_p, -g_u if g_wraw is None else g_wraw - g_u
+def _cpu_kernels():
+    """The built CPU kernels (``forward`` and ``backward``), or None: then the eager path runs."""
+    return extension("aot_admm_cpu", str(_SOURCE), caller="aot_lib.models.fused")
 
 
-def _backward_all(z, attn, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1):
-    """The backward (see the module's formulas) as one loop over the tokens for the compiler: the gradients of
-    ``Z, A, V, W``, each token's ``dW_raw - dU`` (summed over the tokens into ``dtau`` after the kernel) and each
-    token's three inner products for the coefficients (summed after it, :func:`_coefficient_grads`).
-
-    Why the sums over tokens are not in the kernel: inductor fuses them in as a second and third loop over memory
-    (a column sum per 16 features), which cost more than the per-token loop itself (4.6 against 3.2 ms at
-    ``(512, 17, 192)``, idle, on the 2-core Xeon); a sum over 8,704 rows after it is one short pass."""
-    return _backward_rows_and_dots(z, attn, z1, r1, coef, *_backward_rows(z1, v1, w1, r1, r2, coef[2], gz1, gv1, gw1))
-
-
-def _backward_last(z, attn, z1, v1, r1, coef, gv1):
-    """:func:`_backward_all` when only ``V^+`` has a gradient (the last layer: ``Z^+`` and ``W^+`` are unused), a
-    kernel of its own (one compiled graph per gradient pattern, not a recompile of the other)."""
-    return _backward_rows_and_dots(z, attn, z1, r1, coef,
-                                   *_backward_rows(z1, v1, None, r1, None, coef[2], None, gv1, None))
-
-
-def _backward_rows_and_dots(z, attn, z1, r1, coef, g_p, g_w, g_diff):
-    a, b, c = coef.unbind()
-    # per token: <dP, Z>, <dP, A> and <dP, P> with P = Z^+ / r1 (see _coefficient_grads)
-    dots = torch.cat([(g_p * z).sum(-1, keepdim=True), (g_p * attn).sum(-1, keepdim=True),
-                      (g_p * z1).sum(-1, keepdim=True) / r1], -1)
-    return g_p * a, g_p * b, g_p * c, g_w, g_diff, dots
+def _dense(*tensors):
+    return [None if t is None else t.detach().contiguous() for t in tensors]
 
 
 def _coefficient_grads(dots: torch.Tensor, coef: torch.Tensor) -> torch.Tensor:
-    """``(da, db, dc)`` from the per-token ``<dP, Z>, <dP, A>, <dP, P>`` (``dots``, last axis of 3).
+    """``(da, db, dc)`` from the CPU kernel's sums ``<dP, Z>, <dP, A>, <dP, P>`` (float64).
 
     ``dc = <dP, V - W>`` is not read from ``V`` and ``W``: ``P = aZ + bA + c(V - W)`` gives
     ``c dc = <dP, P> - a da - b db``, and ``P = Z^+ / r1`` is already in the kernel's loop (two full-size reads
     fewer). RMS makes ``Z^+`` blind to the scale of ``P``, so ``<dP, P>`` is nearly zero (exactly, up to
     ``eps``); ``dc`` then carries the rounding of ``a da + b db`` divided by ``c``."""
-    a, b, c = coef.unbind()
-    g_a, g_b, g_pp = dots.reshape(-1, 3).sum(0).unbind()
-    return torch.stack([g_a, g_b, (g_pp - a * g_a - b * g_b) / c])
-
-
-def _run_compiled(name: str, *args):
-    """The compiled kernel ``name`` (``forward`` or ``backward``) on ``args``, or None: then the eager path runs
-    (:func:`aot_lib.cpu_kernels.run_compiled`)."""
-    fn = {"forward": _forward_math, "backward": _backward_all, "backward_last": _backward_last}[name]
-    return run_compiled(f"admm_state_update.{name}", fn, *args, caller="aot_lib.models.fused")
+    a, b, c = coef.double().unbind()
+    g_a, g_b, g_pp = dots.unbind()
+    return torch.stack([g_a, g_b, (g_pp - a * g_a - b * g_b) / c]).to(coef.dtype)
 
 
 def _inv_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
@@ -169,12 +126,11 @@ class ADMMStateUpdate(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, z, attn, v, w, coef, tau, eps):
-        compiled = None
-        if eps is not None and kernel(z.device) == "compiled":
-            with full_precision(z.device):
-                compiled = _run_compiled("forward", z, attn, v, w, coef, tau, eps)
-        if compiled is not None:
-            z1, v1, w1, r1, r2 = compiled
+        cpu = None
+        if eps is not None and kernel(z.device) == "compiled" and tau.numel() == z.shape[-1]:
+            cpu = _cpu_kernels()
+        if cpu is not None:
+            z1, v1, w1, r1, r2 = cpu.forward(*_dense(z, attn, v, w, coef, tau.reshape(-1)), eps)
             ctx.eps, ctx.tau_shape, ctx.compiled = eps, tau.shape, True
             ctx.set_materialize_grads(False)
             ctx.save_for_backward(z, attn, v, w, coef, z1, v1, w1, r1, r2)
@@ -205,21 +161,14 @@ class ADMMStateUpdate(torch.autograd.Function):
     def backward(ctx, gz1, gv1, gw1):
         z, attn, v, w, coef, z1, v1, w1, r1, r2 = ctx.saved_tensors
         need, eps = ctx.needs_input_grad, ctx.eps
-        rows = None
-        lead = z1.ndim - len(ctx.tau_shape)
-        if ctx.compiled and gz1 is not None and gv1 is not None and gw1 is not None:
-            with full_precision(z.device):
-                rows = _run_compiled("backward", z, attn, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1)
-        elif ctx.compiled and gz1 is None and gv1 is not None and gw1 is None:
-            with full_precision(z.device):
-                rows = _run_compiled("backward_last", z, attn, z1, v1, r1, coef, gv1)
-        if rows is not None:
-            gz, gattn, gv, gw, g_diff, dots = rows
-            with full_precision(z.device):
-                gtau = g_diff.sum(tuple(range(lead))).sum_to_size(ctx.tau_shape) if need[5] else None
-                gcoef = _coefficient_grads(dots, coef) if need[4] else None
+        # the CPU kernels: every output with a gradient, or the last layer's V^+ alone (other patterns: eager)
+        cpu = _cpu_kernels() if ctx.compiled and gv1 is not None and (gz1 is None) == (gw1 is None) else None
+        if cpu is not None:
+            gz, gattn, gv, gw, gtau, dots = cpu.backward(*_dense(z, attn, z1, v1, w1, r1, r2, coef, gz1, gv1, gw1))
             return (gz if need[0] else None, gattn if need[1] else None, gv if need[2] else None,
-                    gw if need[3] else None, gcoef, gtau, None)
+                    gw if need[3] else None, _coefficient_grads(dots, coef) if need[4] else None,
+                    gtau.reshape(ctx.tau_shape) if need[5] else None, None)
+        lead = z1.ndim - len(ctx.tau_shape)
         with full_precision(z.device):
             a, b, c = coef.unbind()
             # The four full-size buffers are the four gradients returned; each step writes into one.
