@@ -153,10 +153,11 @@ def test_kernel_history_pairs_each_change_before_and_after(tmp_path):
     record("families_w192_sigreg_before_1.json", "aaaaaaa1", {"aot_admm": 0.6, "crate": 0.8, "aot": 0.5}, 0.75)
     record("families_w192_kernel_eager_1.json", "ccccccc1", {"aot_admm": 0.62, "crate": 0.77}, 0.80)
     record("families_run1.json", "ddddddd1", {"aot_admm": 1.0, "crate": 1.0}, 1.0)  # not a kernel change
+    record("families_w192_cpp_after_1.json", "fffffff1", {"aot_admm": 0.5, "crate": 0.75}, 0.67)  # the new name
     rows = kernel_history_rows(tmp_path)
     assert [(r["change"], r["side"], r["commit"]) for r in rows] == [
         (KERNEL_CHANGES["kernel"], "before", "ccccccc"), (KERNEL_CHANGES["sigreg"], "before", "aaaaaaa"),
-        (KERNEL_CHANGES["sigreg"], "after", "bbbbbbb")]
+        (KERNEL_CHANGES["sigreg"], "after", "bbbbbbb"), (KERNEL_CHANGES["cpp"], "after", "fffffff")]
     assert rows[0]["aot_ms"] is None and rows[0]["over_aot"] is None
     assert rows[2]["aot_admm_ms"] == pytest.approx(500.0) and rows[2]["over_aot"] == pytest.approx(1.25)
     assert {r["target_crate"] for r in rows} == {0.7} and {r["repeats"] for r in rows} == {7}

@@ -133,13 +133,17 @@ def family_speed_table(runs: Sequence[Mapping], name: str | None = None) -> Tabl
 
 #: The CPU kernels' before/after benchmarks (``families_w192_<change>_<side>_<k>.json``: ``bench_families.py`` at
 #: width 192, eager mode, each change's two sides interleaved recording by recording on an idle machine), in the
-#: order they were made: the change's file name part and what it changed.
+#: order they were made: the change's file name part and what it changed. The side is ``before`` (the first
+#: change named it ``eager``) or ``after`` (the first three changes named it ``compiled``).
 KERNEL_CHANGES = {
     "kernel": "AoT-ADMM's state update: forward and per-token backward compiled",
     "sigreg": "SIGReg's characteristic function compiled",
     "backward": "the state update's whole backward compiled",
+    "tokensums": "the backward's sums over tokens after its kernel; the last layer's backward compiled",
+    "cpp": "the state update as a C++ extension, one loop over the tokens each way",
 }
-_KERNEL_FILE = re.compile(r"families_w192_(?P<change>[a-z]+)_(?P<side>eager|before|compiled)_(?P<k>\d+)\.json")
+_KERNEL_FILE = re.compile(
+    r"families_w192_(?P<change>[a-z]+)_(?P<side>eager|before|compiled|after)_(?P<k>\d+)\.json")
 
 
 def kernel_history_rows(folder) -> list[dict[str, Any]]:
@@ -160,7 +164,7 @@ def kernel_history_rows(folder) -> list[dict[str, Any]]:
                              "what it changed there")
         rec = json.loads(f.read_text())
         (entry,) = [e for e in rec["runs"] if e["setting"]["name"] == "w192" and e["mode"] == "eager"]
-        rows.append({"change": KERNEL_CHANGES[m["change"]], "side": "after" if m["side"] == "compiled" else "before",
+        rows.append({"change": KERNEL_CHANGES[m["change"]], "side": "after" if m["side"] in ("compiled", "after") else "before",
                      "recording": int(m["k"]), "commit": str(rec.get("commit", ""))[:7],
                      "machine": _machine(rec.get("hardware") or {}), "repeats": rec.get("repeats"),
                      # a family the recording did not time (--families) stays empty
