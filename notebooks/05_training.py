@@ -483,7 +483,7 @@ if history:
 # :label: tbl-training-kernel-history
 # :kind: table
 # :enumerator: 6.7
-# What each compiled CPU kernel changed: one LeJEPA step at width 192
+# What each CPU kernel changed: one LeJEPA step at width 192
 # (benchmarks/bench_families.py, eager mode), before and after
 # :::
 #
