@@ -12,6 +12,7 @@ with one warning; a run records the choice (``hardware.fused_kernel``, :func:`ao
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import torch
@@ -53,17 +54,17 @@ def run_compiled(name: str, fn, *args, caller: str = "aot_lib"):
     try:  # detached: the kernels see plain tensors (autograd is the caller's Function's business)
         return _compiled(name, fn)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
     except Exception as e:  # no C++ compiler, an unsupported platform: the eager path gives the same values
-        _give_up(caller, e)
+        _give_up(caller, e, stacklevel=4)  # past run_compiled and the caller's helper
         return None
 
 
-def _give_up(caller: str, error: Exception) -> None:
-    """Every kernel off for the rest of the process, with one warning naming the cause (shown to the caller's
-    caller: the module whose step needed the kernel)."""
+def _give_up(caller: str, error: Exception, stacklevel: int) -> None:
+    """Every kernel off for the rest of the process, with one warning naming the cause, attributed ``stacklevel``
+    frames up (to the code whose step needed the kernel)."""
     _KERNELS["failed"] = True
     warnings.warn(f"{caller}: the compiled CPU kernel could not be built ({type(error).__name__}: "
                   f"{str(error).splitlines()[0] if str(error) else ''}); using the eager path (set {KERNEL_ENV}=eager "
-                  "to skip the attempt)", RuntimeWarning, stacklevel=4)
+                  "to skip the attempt)", RuntimeWarning, stacklevel=stacklevel)
 
 
 #: Vector instructions to build an extension for, by torch's reading of this CPU (other CPUs: the compiler's default).
@@ -83,8 +84,8 @@ def _build_extension(name: str, source: str):
             os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
     except ImportError:  # a ninja on PATH, or the build fails with torch's message
         pass
-    isa = torch.backends.cpu.get_cpu_capability()
-    return load(name=f"{name}_{isa.lower()}", sources=[source], verbose=False,
+    isa = torch.backends.cpu.get_cpu_capability()  # "AVX512", "AVX2", "DEFAULT", "NO AVX", "Z VECTOR", ...
+    return load(name=f"{name}_{re.sub(r'[^a-z0-9]+', '_', isa.lower())}", sources=[source], verbose=False,
                 extra_cflags=["-O3", "-fopenmp", *_ISA_FLAGS.get(isa, [])], extra_ldflags=["-fopenmp"])
 
 
@@ -100,6 +101,6 @@ def extension(name: str, source: str, caller: str = "aot_lib"):
         try:
             _KERNELS[name] = _build_extension(name, source)
         except Exception as e:  # no C++ compiler, no ninja, an unsupported platform: the eager path is the same
-            _give_up(caller, e)
+            _give_up(caller, e, stacklevel=4)  # past extension and the caller's helper: the code that needed it
             return None
     return _KERNELS[name]

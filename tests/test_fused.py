@@ -245,6 +245,32 @@ def test_cpu_uses_the_compiled_kernels_and_they_match_the_eager_path(monkeypatch
         fused.kernel(torch.device("cpu"))
 
 
+def test_the_cpu_kernels_give_the_same_sums_on_any_number_of_threads(monkeypatch):
+    """The backward's sums over tokens (dtau, the coefficients') are kept per chunk of tokens, not per thread: on
+    1 and on 3 threads (this machine may have fewer cores: the threads then share them) and on 272 tokens (5
+    chunks of at least 64 on 3 threads, 1 on 1) the kernels agree with the eager path."""
+    from aot_lib.models import fused
+
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    args = inputs(shape=(16, 17, 24), dtype=torch.float64, margin=1e-3, seed=5)
+    gy = [torch.randn(16, 17, 24, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+          for _ in range(3)]
+    threads = torch.get_num_threads()
+    try:
+        results = []
+        for n in (1, 3):
+            torch.set_num_threads(n)
+            results.append(_update_and_grads(args, gy))
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.setenv(fused.KERNEL_ENV, "eager")
+    eager = _update_and_grads(args, gy)
+    for one, three, ref in zip(*results, eager):
+        # float64: other orders of the same sums (272 tokens) differ by a few ulps
+        torch.testing.assert_close(one, ref, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(three, ref, rtol=1e-12, atol=1e-12)
+
+
 def test_coefficient_gradients_in_float32_at_a_training_size_match_float64(monkeypatch):
     """The CPU kernel gets dc from c dc = <dP, P> - a da - b db (it reads neither V nor W): at a w192 layer's
     size in float32 the three coefficient gradients stay within float32 summation error of a float64 reference."""

@@ -127,7 +127,9 @@ class ADMMStateUpdate(torch.autograd.Function):
     @staticmethod
     def forward(ctx, z, attn, v, w, coef, tau, eps):
         cpu = None
-        if eps is not None and kernel(z.device) == "compiled" and tau.numel() == z.shape[-1]:
+        # the kernels: float32/float64, a threshold per feature (any other shape broadcasts in the eager path)
+        if (eps is not None and kernel(z.device) == "compiled" and z.dtype in (torch.float32, torch.float64)
+                and tau.numel() == tau.shape[-1] == z.shape[-1]):
             cpu = _cpu_kernels()
         if cpu is not None:
             z1, v1, w1, r1, r2 = cpu.forward(*_dense(z, attn, v, w, coef, tau.reshape(-1)), eps)
