@@ -133,27 +133,22 @@ class ADMMStateUpdate(torch.autograd.Function):
             cpu = _cpu_kernels()
         if cpu is not None:
             z1, v1, w1, r1, r2 = cpu.forward(*_dense(z, attn, v, w, coef, tau.reshape(-1)), eps)
-            ctx.eps, ctx.tau_shape, ctx.compiled = eps, tau.shape, True
-            ctx.set_materialize_grads(False)
-            ctx.save_for_backward(z, attn, v, w, coef, z1, v1, w1, r1, r2)
-            return z1, v1, w1
-        ctx.compiled = False
-        with full_precision(z.device):
-            a, b, c = coef.unbind()
-            z1 = torch.mul(z, a)
-            z1.addcmul_(attn, b).addcmul_(v, c).addcmul_(w, c, value=-1.0)  # P = aZ + bA + c(V - W)
-            r1 = r2 = None
-            if eps is not None:
-                r1 = _inv_rms(z1, eps)
-                z1.mul_(r1)  # Z^+ = rms(P)
-            v1 = torch.add(z1, w)  # U = Z^+ + W
-            w1 = torch.minimum(v1, tau)  # W_raw = U - ReLU(U - tau) = min(U, tau)
-            v1.sub_(w1)  # V^+ = U - min(U, tau) = ReLU(U - tau)
-            if eps is not None:
-                r2 = _inv_rms(w1, eps)
-                w1.mul_(r2)  # W^+ = rms(W_raw)
-        ctx.eps = eps
-        ctx.tau_shape = tau.shape
+        else:
+            with full_precision(z.device):
+                a, b, c = coef.unbind()
+                z1 = torch.mul(z, a)
+                z1.addcmul_(attn, b).addcmul_(v, c).addcmul_(w, c, value=-1.0)  # P = aZ + bA + c(V - W)
+                r1 = r2 = None
+                if eps is not None:
+                    r1 = _inv_rms(z1, eps)
+                    z1.mul_(r1)  # Z^+ = rms(P)
+                v1 = torch.add(z1, w)  # U = Z^+ + W
+                w1 = torch.minimum(v1, tau)  # W_raw = U - ReLU(U - tau) = min(U, tau)
+                v1.sub_(w1)  # V^+ = U - min(U, tau) = ReLU(U - tau)
+                if eps is not None:
+                    r2 = _inv_rms(w1, eps)
+                    w1.mul_(r2)  # W^+ = rms(W_raw)
+        ctx.eps, ctx.tau_shape, ctx.compiled = eps, tau.shape, cpu is not None
         ctx.set_materialize_grads(False)  # an unused output (the last layer's Z, W) gets None: no work
         ctx.save_for_backward(z, attn, v, w, coef, z1, v1, w1, r1, r2)
         return z1, v1, w1
