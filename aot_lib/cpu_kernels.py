@@ -44,18 +44,23 @@ def _compiled(name: str, fn):
 
 
 def run_compiled(name: str, fn, *args, caller: str = "aot_lib"):
-    """``fn(*args)`` compiled (once per ``name``); None once building a kernel has failed on this machine, and None
-    under a Python dispatch mode (a FLOP counter: what it counts are the eager operations, and Dynamo compiles
-    nothing under one). The caller then runs its eager path, which gives the same values."""
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-    if _KERNELS.get("failed") or _get_current_dispatch_mode() is not None:
+    """``fn(*args)`` compiled (once per ``name``), or None (:func:`_unavailable`): the caller then runs its eager
+    path, which gives the same values."""
+    if _unavailable():
         return None
     try:  # detached: the kernels see plain tensors (autograd is the caller's Function's business)
         return _compiled(name, fn)(*(x.detach() if isinstance(x, torch.Tensor) else x for x in args))
     except Exception as e:  # no C++ compiler, an unsupported platform: the eager path gives the same values
         _give_up(caller, e, stacklevel=4)  # past run_compiled and the caller's helper
         return None
+
+
+def _unavailable() -> bool:
+    """No kernel runs once building one has failed on this machine, nor under a Python dispatch mode (a FLOP
+    counter: what it counts are the eager operations, and Dynamo compiles nothing under one)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    return bool(_KERNELS.get("failed")) or _get_current_dispatch_mode() is not None
 
 
 def _give_up(caller: str, error: Exception, stacklevel: int) -> None:
@@ -92,10 +97,8 @@ def _build_extension(name: str, source: str):
 def extension(name: str, source: str, caller: str = "aot_lib"):
     """The C++ extension ``name`` built from ``source`` (once per process; torch caches the build on disk, so
     only the first use on a machine compiles, about 25 s), or None: when building a kernel has failed on this
-    machine, and under a Python dispatch mode (as :func:`run_compiled`). The caller then runs its eager path."""
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-
-    if _KERNELS.get("failed") or _get_current_dispatch_mode() is not None:
+    machine, and under a Python dispatch mode (:func:`_unavailable`). The caller then runs its eager path."""
+    if _unavailable():
         return None
     if name not in _KERNELS:
         try:
