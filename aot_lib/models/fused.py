@@ -30,7 +30,7 @@ inputs, and more again backward: on a CPU it costs about as much as the matrix p
 loop over the tokens of a small C++ extension (``admm_cpu.cpp``, built on first use), which keeps each token's
 row in the L1 cache from its first read to its last write, so every full-size tensor is read or written once
 (forward 4 reads and 3 writes; backward 8 reads and 4 writes, ``V`` and ``W`` not read: :func:`_coefficient_grads`).
-The sums over tokens (``dtau``, the coefficients' inner products) are kept per thread in float64. The last layer,
+The sums over tokens (``dtau``, the coefficients' inner products) are kept per chunk of tokens in float64. The last layer,
 whose ``Z^+`` and ``W^+`` get no gradient, skips their terms. Inductor (``torch.compile``), which generated these
 kernels before, splits the chain at each row reduction into loops over the whole tensor (13 passes forward) and
 turned the sums over tokens into further loops. Idle, caches evicted, at ``(512, 17, 192)`` float32 on the 2-core
