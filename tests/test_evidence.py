@@ -368,6 +368,18 @@ def test_first_reaching_is_the_first_logged_point_at_or_above_the_target():
         evidence.first_reaching(xs[:3], accs, 30.0)
 
 
+def test_gain_between_reads_the_last_logged_points_at_or_before_each_end():
+    xs, accs = [1.0, 2.0, 3.0, 4.0], [30.0, 35.0, 34.0, 38.0]
+    assert evidence.gain_between(xs, accs, 1.0, 4.0) == 8.0
+    assert evidence.gain_between(xs, accs, 2.5, 3.9) == -1.0  # 35 (x = 2) to 34 (x = 3): a dip counts as one
+    assert evidence.gain_between(xs, accs, 2.0, 2.0) == 0.0
+    with raises_exactly(ValueError, "no gain from 0.5 to 4 on a curve logged from 1: start at or after its first "
+                                    "point, end after start"):
+        evidence.gain_between(xs, accs, 0.5, 4.0)
+    with raises_exactly(ValueError, "3 x values for 4 accuracies"):
+        evidence.gain_between(xs[:3], accs, 1.0, 2.0)
+
+
 def test_an_old_fine_tuning_record_without_overrides_is_a_seed_of_a_new_one(tmp_path):
     """Fine-tunings recorded before 450bbd7 wrote model.overrides {} (the model came from the checkpoint); a newer
     record states the model built. Pretraining records get no such pass."""

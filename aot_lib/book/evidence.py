@@ -403,6 +403,22 @@ def first_reaching(xs: list[float], accs: list[float], target: float) -> float |
     return next((x for x, a in zip(xs, accs) if a >= target), None)
 
 
+def gain_between(xs: list[float], accs: list[float], start: float, end: float) -> float:
+    """How many points a learning curve gained from ``start`` to ``end`` (epochs or modelled minutes): its value at
+    the last logged point at or before ``end`` minus its value at the last logged point at or before ``start`` (no
+    interpolation, as :func:`first_reaching`). Refused when ``start`` comes before the first logged point."""
+    if len(xs) != len(accs):
+        raise ValueError(f"{len(xs)} x values for {len(accs)} accuracies")
+    if not xs or start < xs[0] or end < start:
+        raise ValueError(f"no gain from {start:g} to {end:g} on a curve logged from "
+                         f"{xs[0] if xs else float('nan'):g}: start at or after its first point, end after start")
+
+    def at(x: float) -> float:
+        return [a for t, a in zip(xs, accs) if t <= x][-1]
+
+    return at(end) - at(start)
+
+
 def modelled_minutes(steps: int | Sequence[int], step_s: float) -> float | list[float]:
     """Minutes of pretraining at an idle clock: ``steps`` (one count or a curve's steps) times ``step_s``, the
     median seconds of one step measured interleaved on an otherwise idle machine (:func:`seconds_per_step`,
