@@ -184,17 +184,16 @@ margins = {r["plan"].table: r["margin"] for r in rows if r["margin"] is not None
 post_hoc = sum(r["plan"].post_hoc for r in rows)
 for r in rows:
     c, d = r["claim"], r["diff"]
-    late = " (post hoc)" if r["plan"].post_hoc else ""
     glance.append(dict(
         claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
         ours=None if d is None else f"{d.mean:+.2f}",
         interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
         seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
-        verdict=r["verdict"] + late,
+        verdict=evidence.verdict_label(r),
         ahead=(None if d is None  # pending: no interval, nobody ahead or not
                else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"]
                else "neither"),
-        one_sided=r["noninferiority"] and r["noninferiority"] + late))
+        one_sided=evidence.verdict_label(r, "noninferiority")))
 display(Table(
     glance,
     # the verdict first after the claim: on a phone it shows before any scroll

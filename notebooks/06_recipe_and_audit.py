@@ -527,9 +527,12 @@ pick_row = evidence.recipe_pick(ROOT)
 new_admm = [c for c in tta if c["family"] == "aot_admm"
             and c["recipe"].startswith("finalist") and c["linear"] is not None]
 best_linear = max(new_admm, key=lambda c: c["linear"], default=None)
+target = evidence.GOAL_30MIN
 goal = ("The goal set for the 30-minute recipe (issue 37) is a CIFAR-10 linear probe "
-        "of 60 % for AoT-ADMM in 30 minutes of pretraining, judged on the test split "
-        "by the runs of the recipe's cells (the seeds the analysis plan fixes). "
+        f"of {target['top1']:.0f} % for AoT-ADMM in {target['minutes']:.0f} minutes of "
+        "pretraining, judged on the test split by the runs of the recipe's cells (the "
+        "seeds the analysis plan fixes); the issue counts it reached when one recorded "
+        "seed reaches it, and the mean over the seeds is given beside. "
         + (f"The search's best validation score of a full-length AoT-ADMM run was "
            f"{best_linear['linear']:.2f} %, the {best_linear['recipe']}."
            if best_linear else ""))
@@ -547,23 +550,23 @@ display(Markdown(
                 if r["candidate"] in finalist_names | {evidence.FIRST_RECIPE}) + "."))
 reached = evidence.goal_30min(ROOT)
 if reached is not None:
-    g, best, target = reached["summary"], reached["best"], evidence.GOAL_30MIN
+    g, best = reached["summary"], reached["best"]
     spread = (f" (95 % interval {g.low:.2f} to {g.high:.2f})" if g.n > 1 else "")
     goal += (
         f" On the test split the 30-minute recipe's AoT-ADMM scores {g.mean:.2f} % "
-        f"over {g.n} seed{'s' * (g.n > 1)}{spread}; {reached['reached']} of {g.n} "
-        f"reach{'es' * (g.n == 1)} {target['top1']:.0f} % within "
-        f"{target['minutes']:.0f} modelled minutes, and the best, "
+        f"over {g.n} seed{'s' * (g.n > 1)}{spread}. Seeds at or above "
+        f"{target['top1']:.0f} % within {target['minutes']:.0f} modelled minutes: "
+        f"{reached['reached']} of {g.n}. The best, "
         f"seed {best.seed}, scores {best.top1:.2f} % after "
         f"{reached['minutes'][best.seed]:.1f} modelled minutes of pretraining "
         f"({best.wall_time_s / 60:.1f} minutes recorded, on a "
         "machine that other work may have shared; "
         f"{reached['flops']['total'] / 1e15:.2f} PFLOP). The moonshot, "
         f"{target['moonshot']:.0f} %, is "
-        + ("reached." if best.top1 >= target["moonshot"] else "not reached."))
+        + ("reached." if reached["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
 cells30 = [c for c in tta if c["recipe"].startswith("30-minute")]
-if reached is not None and reached["best"].top1 < evidence.GOAL_30MIN["top1"] and cells30:
+if reached is not None and not reached["reached"] and cells30:
     def thirds(c: dict) -> tuple[float, float]:
         """Validation k-NN gained over the middle and the last third of a curve's minutes."""
         m, end = c["minutes"], c["minutes"][-1]
@@ -576,25 +579,24 @@ if reached is not None and reached["best"].top1 < evidence.GOAL_30MIN["top1"] an
         "What held it below the goal (a reading written after the first seeds were "
         "recorded, not part of the plan): over the middle and the last third of "
         "their modelled minutes, the 30-minute curves of validation k-NN gained "
-        + "; ".join(f"{FAMILY_NAMES[c['family']]} {a:+.2f} and {b:+.2f} points"
+        + "; ".join(f"{FAMILY_NAMES[c['family']]} {a:+.2f} and {b:+.2f} points "
+                    f"({'mean of ' * (len(c['runs']) > 1)}{len(c['runs'])} "
+                    f"seed{'s' * (len(c['runs']) > 1)})"
                     for c in cells30 for a, b in [thirds(c)])
-        + (", the growth slowing as the cosine schedule ends. "
+        + (", the growth slowing as the learning rate decays. "
            if all(b < a for a, b in map(thirds, cells30)) else ". ")
-        + (f"No full-length run of the search reached {evidence.GOAL_30MIN['top1']:.0f} % "
-           f"on validation either (AoT-ADMM's best, {best_linear['linear']:.2f} %), "
+        + (f"No full-length AoT-ADMM run of the search reached {target['top1']:.0f} % "
+           f"on validation either (the best, {best_linear['linear']:.2f} %), "
            "and the test split read "
-           if best_linear and best_linear["linear"] < evidence.GOAL_30MIN["top1"]
+           if best_linear and best_linear["linear"] < target["top1"]
            else "The test split read ")
-        + f"{mean(gaps):.2f} points below the validation probe on average over "
+        + f"{abs(mean(gaps)):.2f} points {'below' if mean(gaps) > 0 else 'above'} the "
+        "validation probe (the best of its learning-rate grid) on average over "
         f"AoT-ADMM's {len(gaps)} recorded seed{'s' * (len(gaps) > 1)}"
         + (f" (from {min(gaps):+.2f} to {max(gaps):+.2f})." if len(gaps) > 1 else ".")))
 rerun = evidence.recipe_rerun(ROOT)
 if rerun is not None and rerun["commits"][0] != rerun["commits"][1]:
     moved = {lr: b - a for lr, (a, b) in rerun["linear"].items()}
-    monitor_last = {  # the last points of the figure's two AoT-ADMM curves of the pick
-        "finalist" if c["recipe"].startswith("finalist") else "cell": c["knn"][-1]
-        for c in tta
-        if c["family"] == "aot_admm" and c["candidate"] == pick_row["candidate"]}
     display(Markdown(
         "The recipe's seed 0 is the picked finalist's AoT-ADMM run again: the same "
         f"config and seed, trained at commit {rerun['commits'][1][:7]} instead of "
@@ -603,8 +605,8 @@ if rerun is not None and rerun["commits"][0] != rerun["commits"][1]:
         "probes tried, its validation top-1 moved by "
         + ", ".join(f"{d:+.2f} points ({lr.split(',')[0]})" for lr, d in moved.items())
         + f"; the probe's validation k-NN by {rerun['knn'][1] - rerun['knn'][0]:+.2f}, "
-        f"and the online monitor's last k-NN (the curves above) by "
-        f"{monitor_last['cell'] - monitor_last['finalist']:+.2f}. "
+        f"and the online monitor's last k-NN by "
+        f"{rerun['monitor'][1] - rerun['monitor'][0]:+.2f}. "
         "That is how far floating-point rounding alone moves one run: part of the "
         "spread between seeds comes from it."))
 if pick_row is not None:

@@ -600,8 +600,7 @@ def verdict_cells(row, prefix):
     if row is None:
         return {prefix + "verdict": "not tested"}
     d = row["diff"]
-    late = " (post hoc)" if row["plan"].post_hoc else ""
-    return {prefix + "verdict": row["verdict"] + late,
+    return {prefix + "verdict": evidence.verdict_label(row),
             prefix + "ours": None if d is None else f"{d.mean:+.2f}",
             prefix + "ci": (None if d is None or d.n < 2
                             else f"[{d.low:+.2f}, {d.high:+.2f}]"),

@@ -1,5 +1,6 @@
 """aot_lib.book.evidence: a table cell's seeds read from recorded folders, checked to be seeds of one recipe, and
 compared by seed with the interval worked out by hand here."""
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -259,6 +260,17 @@ def test_claim_rows_say_pending_for_a_cell_not_yet_recorded(tmp_path):
                                    "missing: seed 1).")
     assert rows[0]["missing_seeds"] == [1]
     assert rows[1]["diff"] is None and rows[1]["sentence"] == "A − C: pending (c not recorded yet)."
+    # a table never shows a verdict on fewer seeds than planned as final; pending is not a verdict to mark
+    assert [evidence.verdict_label(r) for r in rows] == ["not settled (interim, 1 of 2 seeds)", "pending"]
+    assert evidence.verdict_label(rows[1], "noninferiority") is None
+    _record(tmp_path, "a_seed1", 1, 53.0)
+    _record(tmp_path, "b_seed1", 1, 50.5, model__name="crate_tiny")
+    full = evidence.claim_rows(tmp_path, claims)[0]
+    assert full["missing_seeds"] == [] and evidence.verdict_label(full) == full["verdict"]
+    late = {**full, "plan": dataclasses.replace(full["plan"], post_hoc=True)}
+    assert evidence.verdict_label(late) == full["verdict"] + " (post hoc)"
+    late["missing_seeds"] = [1]
+    assert evidence.verdict_label(late) == full["verdict"] + " (post hoc) (interim, 1 of 2 seeds)"
 
 
 def test_every_claimed_cell_is_the_run_name_of_a_config():
