@@ -133,6 +133,40 @@ def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encode
         evidence.wide_probe(runs, tmp_path / "wide")
 
 
+def test_wide_claims_judge_each_claim_again_on_the_wider_grid_once_every_run_is_probed_on_it(tmp_path):
+    claims = (evidence.Claim("x", "A − B", "a", "b", "parity", -1.0, "ch"),)
+    _plan(tmp_path, x="parity")  # 2 seeds, margin 1.39
+    wide = tmp_path / "wide"
+
+    base = {"pretrain_step": 100, "linear_lr": 0.01, "linear_val_best": 49.0}
+
+    def widened(name, wide_top1):
+        (wide / name).mkdir(parents=True)
+        (wide / name / "probe.json").write_text(json.dumps(
+            {**base, "probe": {"lr": [0.001, 0.01, 0.1]}, "linear_top1": wide_top1}))
+
+    def probed(name, seed, top1, wide_top1=None, **changes):
+        folder = _record(tmp_path, name, seed, top1, **changes)
+        (folder / "probe.json").write_text(json.dumps({**base, "probe": {"lr": [0.001, 0.01]}, "linear_top1": top1}))
+        if wide_top1 is not None:
+            widened(name, wide_top1)
+
+    probed("a", 0, 51.0, 50.1)
+    probed("b", 0, 50.0, 50.0, model__name="crate_tiny")
+    probed("a_seed1", 1, 52.0, 50.2)
+    probed("b_seed1", 1, 50.0, model__name="crate_tiny")  # recorded, not yet probed on the wider grid
+    (row,) = evidence.wide_claims(tmp_path, claims, wide)
+    assert (row["verdict0"], row["verdict"], row["missing"], row["diff"], row["same"]) == (
+        "not settled", "pending", ["b_seed1"], None, None)
+    widened("b_seed1", 50.0)
+    (row,) = evidence.wide_claims(tmp_path, claims, wide)
+    # recorded differences 1, 2: t_{0.975,1} = 12.706 makes the interval ±6.35 wide, not settled; on the wider grid
+    # 0.1, 0.2: mean 0.15, half-width 12.706 * 0.0707 / sqrt(2) = 0.635, inside ±1.39: reproduced
+    assert row["diff"].mean == pytest.approx(0.15, abs=1e-9) and row["diff"].n == 2
+    assert (row["diff"].low, row["diff"].high) == pytest.approx((0.15 - 0.6353, 0.15 + 0.6353), abs=1e-3)
+    assert (row["verdict0"], row["verdict"], row["same"], row["missing"]) == ("not settled", "reproduced", False, [])
+
+
 def test_seed_k_of_a_chain_must_start_from_seed_k_of_the_stage_before(tmp_path):
     assert evidence.seed_variant_path("runs/t/last.ckpt", 2) == "runs/t_seed2/last.ckpt"
     assert evidence.seed_variant_path("runs/t_seed1/last.ckpt", 0) == "runs/t/last.ckpt"

@@ -282,6 +282,31 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     return out
 
 
+def wide_claims(root: str | Path, claims, wide_root: str | Path) -> list[dict]:
+    """Each recorded claim of ``claims`` judged again on the wider learning-rate grid's probes (:func:`wide_probe`,
+    under ``wide_root``): a check beside the verdict, never the verdict (the plan fixed the recorded grid). One row
+    per claim with runs: ``{"claim", "verdict0"`` (the recorded verdict), ``"diff"`` and ``"verdict"`` (paired on
+    the wider grid's test top-1, judged by the plan's rule and margin), ``"same"``, ``"missing"`` (runs not yet
+    probed on the wider grid: then ``diff`` and ``same`` are None and ``verdict`` is "pending")}``."""
+    rows = []
+    for r in claim_rows(root, claims):
+        if r["verdict"] == "pending":
+            continue
+        c = r["claim"]
+        runs = {side: cell_runs(root, name) for side, name in (("a", c.a), ("b", c.b))}
+        missing = [x.name for side in runs.values() for x in side
+                   if not (Path(wide_root) / x.name / "probe.json").exists()]
+        row = {"claim": c, "verdict0": r["verdict"], "missing": missing, "diff": None, "verdict": "pending",
+               "same": None}
+        if not missing:
+            a, b = ({k: w["top1"] for k, w in wide_probe(runs[side], wide_root).items()} for side in "ab")
+            row["diff"] = stats.paired_difference(a, b)
+            row["verdict"] = stats.verdict(row["diff"], r["plan"].rule, r["margin"])
+            row["same"] = row["verdict"] == r["verdict"]
+        rows.append(row)
+    return rows
+
+
 def cell(root: str | Path, name: str) -> dict[int, float]:
     """``{seed: test accuracy}`` of cell ``name`` (see :func:`cell_runs`)."""
     return {r.seed: r.top1 for r in cell_runs(root, name)}
