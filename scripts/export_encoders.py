@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
+
+# this checkout's package, not whichever one the environment's editable install points to (a venv shared
+# between clones would otherwise run another commit's code and record that commit)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
