@@ -566,6 +566,25 @@ if reached is not None:
         + ("reached." if reached["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
 cells30 = [c for c in tta if c["recipe"].startswith("30-minute")]
+
+
+def wide_goal_sentence(runs: list) -> str:
+    """How far the plan addendum's wider probe grid (1e-1 added; a check, never the goal's
+    judge) moved the AoT-ADMM seeds probed on it so far."""
+    wide = evidence.wide_probe(
+        [r for r in runs if (WIDE / r.name / "probe.json").exists()], WIDE)
+    if not wide:
+        return ""
+    moved = [w["top1"] - w["top1_0"] for w in wide.values()]
+    top = max(max(w["grid"]) for w in wide.values())
+    return (f" On the wider probe grid of the plan's addendum ({top:g} added; a check, "
+            f"not the goal's judge), {sum(w['lr'] == top for w in wide.values())} of "
+            f"the {len(wide)} seed{'s' * (len(wide) > 1)} probed on it picked {top:g}; "
+            f"the test top-1 moved by {mean(moved):+.2f} points on average, the best "
+            f"seed scoring {max(w['top1'] for w in wide.values()):.2f} %.")
+
+
+WIDE = ROOT / "results" / "cpu" / "probe_wide"  # scripts/reprobe.py --dest --set
 if reached is not None and not reached["reached"] and cells30:
     def thirds(c: dict) -> tuple[float, float]:
         """Validation k-NN gained over the middle and the last third of a curve's minutes."""
@@ -593,7 +612,8 @@ if reached is not None and not reached["reached"] and cells30:
         + f"{abs(mean(gaps)):.2f} points {'below' if mean(gaps) > 0 else 'above'} the "
         "validation probe (the best of its learning-rate grid) on average over "
         f"AoT-ADMM's {len(gaps)} recorded seed{'s' * (len(gaps) > 1)}"
-        + (f" (from {min(gaps):+.2f} to {max(gaps):+.2f})." if len(gaps) > 1 else ".")))
+        + (f" (from {min(gaps):+.2f} to {max(gaps):+.2f})." if len(gaps) > 1 else ".")
+        + wide_goal_sentence(reached["runs"])))
 rerun = evidence.recipe_rerun(ROOT)
 if rerun is not None and rerun["commits"][0] != rerun["commits"][1]:
     moved = {lr: b - a for lr, (a, b) in rerun["linear"].items()}
