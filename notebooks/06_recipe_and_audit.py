@@ -569,8 +569,8 @@ cells30 = [c for c in tta if c["recipe"].startswith("30-minute")]
 
 
 def wide_goal_sentence(runs: list) -> str:
-    """How far the plan addendum's wider probe grid (1e-1 added; a check, never the goal's
-    judge) moved the AoT-ADMM seeds probed on it so far."""
+    """How far the plan addendum's wider probe grid (1e-1 added; a check, never the
+    goal's judge) moved the AoT-ADMM seeds probed on it so far."""
     wide = evidence.wide_probe(
         [r for r in runs if (WIDE / r.name / "probe.json").exists()], WIDE)
     if not wide:
@@ -587,7 +587,7 @@ def wide_goal_sentence(runs: list) -> str:
 WIDE = ROOT / "results" / "cpu" / "probe_wide"  # scripts/reprobe.py --dest --set
 if reached is not None and not reached["reached"] and cells30:
     def thirds(c: dict) -> tuple[float, float]:
-        """Validation k-NN gained over the middle and the last third of a curve's minutes."""
+        """Validation k-NN gained over the middle and the last third of its minutes."""
         m, end = c["minutes"], c["minutes"][-1]
         return (evidence.gain_between(m, c["knn"], end / 3, 2 * end / 3),
                 evidence.gain_between(m, c["knn"], 2 * end / 3, end))

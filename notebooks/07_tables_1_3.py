@@ -358,7 +358,8 @@ if WIDE.exists():
             "the test accuracy moved by "
             + ", ".join(f"{NAMES[f]} {d:+.2f}" for f, d in shift.items())
             + " points on average. Re-paired on the wider grid, AoT-ADMM − CRATE is "
-            f"{again['t1']['diff'].mean:+.2f} points, {again['t1']['diff'].interval()}, "
+            f"{again['t1']['diff'].mean:+.2f} points, "
+            f"{again['t1']['diff'].interval()}, "
             f"and AoT-ADMM − AoT {again['t3']['diff'].mean:+.2f}, "
             f"{again['t3']['diff'].interval()}: "
             + (
@@ -664,7 +665,8 @@ def wide_sentence(r: dict) -> str:
     return (f"{what}: {r['diff'].mean:+.2f} points on the wider grid"
             + (f", {r['diff'].interval()}" if r["diff"].n > 1 else " (one seed)")
             + f"; {r['verdict']}"
-            + (", as recorded." if r["same"] else f", where the record reads {r['verdict0']}."))
+            + (", as recorded." if r["same"]
+               else f", where the record reads {r['verdict0']}."))
 
 
 moved_30 = [w["top1"] - w["top1_0"]  # test top-1, wider grid minus recorded, run by run
