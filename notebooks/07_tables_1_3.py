@@ -345,9 +345,7 @@ if WIDE.exists():
     again = {
         r["claim"].key[:2]: r
         for r in evidence.wide_claims(
-            RESULTS,
-            [c for c in evidence.CLAIMS if c.key in ("t1_cifar10", "t3_cifar10")],
-            WIDE,
+            RESULTS, [claims["t1_cifar10"], claims["t3_cifar10"]], WIDE
         )
     }
     same = {key: r["same"] for key, r in again.items()}
@@ -653,7 +651,7 @@ display(Markdown(
 runs_30 = [x for name in sorted({n for c in evidence.CLAIMS_30MIN for n in (c.a, c.b)})
            if (RESULTS / name).exists() for x in evidence.cell_runs(RESULTS, name)]
 picks_30 = evidence.probe_lr_picks(runs_30)
-wide_30 = evidence.wide_claims(RESULTS, evidence.CLAIMS_30MIN, WIDE)
+wide_30 = evidence.wide_claims(RESULTS, rows_30, WIDE)
 probed_30 = [x for x in runs_30 if (WIDE / x.name / "probe.json").exists()]
 
 

@@ -155,11 +155,11 @@ def test_wide_claims_judge_each_claim_again_on_the_wider_grid_once_every_run_is_
     probed("b", 0, 50.0, 50.0, model__name="crate_tiny")
     probed("a_seed1", 1, 52.0, 50.2)
     probed("b_seed1", 1, 50.0, model__name="crate_tiny")  # recorded, not yet probed on the wider grid
-    (row,) = evidence.wide_claims(tmp_path, claims, wide)
+    (row,) = evidence.wide_claims(tmp_path, evidence.claim_rows(tmp_path, claims), wide)
     assert (row["verdict0"], row["verdict"], row["missing"], row["diff"], row["same"]) == (
         "not settled", "pending", ["b_seed1"], None, None)
     widened("b_seed1", 50.0)
-    (row,) = evidence.wide_claims(tmp_path, claims, wide)
+    (row,) = evidence.wide_claims(tmp_path, evidence.claim_rows(tmp_path, claims), wide)
     # recorded differences 1, 2: t_{0.975,1} = 12.706 makes the interval ±6.35 wide, not settled; on the wider grid
     # 0.1, 0.2: mean 0.15, half-width 12.706 * 0.0707 / sqrt(2) = 0.635, inside ±1.39: reproduced
     assert row["diff"].mean == pytest.approx(0.15, abs=1e-9) and row["diff"].n == 2

@@ -282,14 +282,15 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     return out
 
 
-def wide_claims(root: str | Path, claims, wide_root: str | Path) -> list[dict]:
-    """Each recorded claim of ``claims`` judged again on the wider learning-rate grid's probes (:func:`wide_probe`,
-    under ``wide_root``): a check beside the verdict, never the verdict (the plan fixed the recorded grid). One row
-    per claim with runs: ``{"claim", "verdict0"`` (the recorded verdict), ``"diff"`` and ``"verdict"`` (paired on
-    the wider grid's test top-1, judged by the plan's rule and margin), ``"same"``, ``"missing"`` (runs not yet
-    probed on the wider grid: then ``diff`` and ``same`` are None and ``verdict`` is "pending")}``."""
-    rows = []
-    for r in claim_rows(root, claims):
+def wide_claims(root: str | Path, rows: list[dict], wide_root: str | Path) -> list[dict]:
+    """Each recorded claim among ``rows`` (:func:`claim_rows` of ``root``) judged again on the wider learning-rate
+    grid's probes (:func:`wide_probe`, under ``wide_root``): a check beside the verdict, never the verdict (the plan
+    fixed the recorded grid). One row per claim with runs: ``{"claim", "verdict0"`` (the recorded verdict),
+    ``"diff"`` and ``"verdict"`` (paired on the wider grid's test top-1, judged by the plan's rule and margin),
+    ``"same"``, ``"missing"`` (runs not yet probed on the wider grid: then ``diff`` and ``same`` are None and
+    ``verdict`` is "pending")}``."""
+    out = []
+    for r in rows:
         if r["verdict"] == "pending":
             continue
         c = r["claim"]
@@ -303,8 +304,8 @@ def wide_claims(root: str | Path, claims, wide_root: str | Path) -> list[dict]:
             row["diff"] = stats.paired_difference(a, b)
             row["verdict"] = stats.verdict(row["diff"], r["plan"].rule, r["margin"])
             row["same"] = row["verdict"] == r["verdict"]
-        rows.append(row)
-    return rows
+        out.append(row)
+    return out
 
 
 def cell(root: str | Path, name: str) -> dict[int, float]:
