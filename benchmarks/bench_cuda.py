@@ -154,8 +154,9 @@ def part_paper(device: torch.device, steps: int, batch: int | None = None) -> di
             torch.cuda.reset_peak_memory_stats()
 
         def step(model=model, opt=opt, aug=aug, images=images, gen=gen):
+            views = aug(images, gen)  # outside autocast, as in the trainer (Fabric's autocast wraps the model alone)
             with torch.autocast(device.type, dtype=torch.bfloat16):
-                loss = model(aug(images, gen)).loss
+                loss = model(views).loss
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
