@@ -18,8 +18,8 @@ Each part writes its own JSON (``results/benchmarks/cuda_<part>.json``, or under
   time does not depend on what they show): median step time, peak GPU memory, and the hours 800 epochs of
   50,000 images take on this one GPU, beside what ``results/benchmarks/estimates_a100.json`` modelled for an A100.
 
-The device copy of the repository carries no git history, so the commit the code came from is taken from
-``$AOT_SOURCE_COMMIT`` when git cannot tell.
+The commit the code came from is ``$AOT_SOURCE_COMMIT`` where the caller sets it: a device machine's copy of the
+repository may hold a ``.git`` of another commit than its files (``results/benchmarks/cuda_device_calls.json``).
 """
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ PAPER_TABLE = {"aot_admm": "table1", "crate": "table1", "aot": "table3"}  # AoT 
 
 
 def source() -> dict:
-    commit = git_commit(ROOT)
-    return {"source_commit": commit if commit != "unknown" else os.environ.get("AOT_SOURCE_COMMIT", "unknown")}
+    """The commit the code came from: ``$AOT_SOURCE_COMMIT`` when the caller sets it (a device copy's git may stand
+    at another commit than its files: on 2026-11-27 it said 197faaa+dirty for files of f0a2b53), else git's."""
+    return {"source_commit": os.environ.get("AOT_SOURCE_COMMIT") or git_commit(ROOT)}
 
 
 def sync(device: torch.device) -> None:
