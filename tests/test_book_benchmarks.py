@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from helpers import raises_exactly, require
 
-from aot_lib.book.benchmarks import (current, family_speed_rows, family_speed_table, family_targets,
-                                     plot_family_ratios, setting_label, trainer_phase_table, trainer_records_table)
+from aot_lib.book.benchmarks import (cuda_paper_rows, current, device_call_commit, family_speed_rows, family_speed_table,
+                                     family_targets, plot_family_ratios, setting_label, trainer_phase_table,
+                                     trainer_records_table)
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = {"overrides": {"embed_dim": 32, "depth": 2, "num_heads": 2}, "batch": 8, "name": "smoke"}
@@ -165,3 +166,31 @@ def test_kernel_history_pairs_each_change_before_and_after(tmp_path):
     with pytest.raises(ValueError, match=r"families_w192_fusion_before_1.json: change 'fusion' is not in "
                                          r"aot_lib.book.benchmarks.KERNEL_CHANGES: add what it changed there$"):
         kernel_history_rows(tmp_path)
+
+
+def test_cuda_paper_rows_put_the_measured_hours_beside_the_estimate():
+    """The GPU table's hours are 800 epochs of ceil(50,000 / 256) = 196 steps at the recorded median step, and its
+    ratio divides them by estimates_a100.json's hours for the same config (looked up here, not through the row)."""
+    bench = ROOT / "results" / "benchmarks"
+    paper = json.loads((bench / "cuda_paper.json").read_text())
+    estimates = {r["config"]: r["hours_1xA100"] for r in json.loads((bench / "estimates_a100.json").read_text())["rows"]}
+    rows = cuda_paper_rows(paper)
+    assert [r["model"] for r in rows] == ["AoT-ADMM-Base", "CRATE-Base", "AoT-Base"]
+    for row, rec in zip(rows, paper["results"].values()):
+        hours = 800 * 196 * rec["step_s_median"] / 3600
+        assert row["hours"] == pytest.approx(hours, rel=1e-12)  # float64 rounding of the same product
+        assert row["ratio"] == pytest.approx(hours / estimates[row["config"]], rel=1e-12)
+        assert row["step_ms"] == pytest.approx(1e3 * rec["step_s_median"], rel=1e-12)
+
+
+def test_device_call_commit_names_the_one_call_that_wrote_a_file():
+    """The commits each device call ran (git log of this session: f0a2b53 for agreement and trainer, fdd59bd for
+    the paper part after its fix), not the 197faaa+dirty the files say of themselves."""
+    calls = json.loads((ROOT / "results" / "benchmarks" / "cuda_device_calls.json").read_text())
+    assert device_call_commit(calls, "cuda_agreement.json")[:7] == "f0a2b53"
+    assert device_call_commit(calls, "cuda_trainer.json")[:7] == "f0a2b53"
+    assert device_call_commit(calls, "cuda_paper.json")[:7] == "fdd59bd"
+    assert json.loads((ROOT / "results" / "benchmarks" / "cuda_paper.json").read_text())["commit"].startswith("197faaa")
+    with raises_exactly(ValueError, "cuda_nothing.json: 0 device calls say they wrote it; the record of the calls "
+                                    "must name one"):
+        device_call_commit(calls, "cuda_nothing.json")
