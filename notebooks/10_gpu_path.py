@@ -13,9 +13,8 @@
 # (ch-gpu)=
 # # The paper's experiments on GPUs
 #
-# **This chapter:** the commands that run the paper's Tables 1–4 at its scale on one GPU
-# or many, what each configuration is estimated to cost in time and memory, and what one
-# GPU measured when the project was lent one.
+# **This chapter:** the paper's Tables 1–4 at its scale on one GPU or many: one command
+# each, the estimated cost in time and memory, and what one H100 measured.
 
 # %% tags=["remove-input"]
 from aot_lib.book.pages import run_record_box
@@ -157,7 +156,9 @@ else:
 # (bf16-mixed, compiled layers). `results/benchmarks/cuda_device_calls.json` says
 # which commit each call ran and how the data travelled; there,
 # `tests/test_fused.py`'s CUDA test passed. The machine had PyTorch 2.11, not the
-# 2.14.1 of the CPU chapters.
+# 2.14.1 of the CPU chapters. {numref}`tbl-gpu-measured-trainer` gives the trainer's
+# speed on the CPU recipe's config, {numref}`tbl-gpu-measured-paper` the paper's Base
+# configs, and {numref}`tbl-gpu-measured-cell` one recipe cell trained end to end.
 
 # %% tags=["hide-input"]
 import json
