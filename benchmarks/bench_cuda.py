@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import os
 import statistics
@@ -40,7 +41,7 @@ from aot_lib import create_model
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig, prepare_images
 from aot_lib.models.compile import compile_blocks
 from aot_lib.runtime import git_commit
-from aot_lib.training.builders import normalization_for
+from aot_lib.training.builders import normalization_for, schedule_steps
 from aot_lib.training.config import load_config
 from aot_lib.training.optim import param_groups
 from aot_lib.training.pretrain import build_lejepa_model, pretrain
@@ -48,6 +49,7 @@ from aot_lib.training.pretrain import build_lejepa_model, pretrain
 FAMILIES = ("aot_admm", "crate", "aot")
 RECIPE = ROOT / "configs" / "cpu" / "cpu30" / "cpu30_aot_admm_cifar10.yaml"
 RECIPE_SHAPE = dict(embed_dim=192, depth=6, num_heads=6)
+CIFAR_TRAIN_IMAGES = 50_000  # the configs' data set (CIFAR-10's training split)
 PAPER_TABLE = {"aot_admm": "table1", "crate": "table1", "aot": "table3"}  # AoT is Table 3's
 
 
@@ -112,6 +114,9 @@ def _trainer_log(run_dir: Path) -> list[dict]:
 
 
 def part_trainer(device: torch.device, steps: int) -> dict:
+    recipe = load_config(RECIPE)
+    oc = recipe["optim"]
+    _, recipe_steps, _ = schedule_steps(CIFAR_TRAIN_IMAGES, oc["batch_size"], oc["epochs"], oc["warmup_epochs"], None)
     out = {}
     variants = {"fp32_eager": ["fabric.precision=32-true", "model.compile=false"],
                 "default": ["fabric.precision=auto", "model.compile=auto"]}
@@ -131,12 +136,12 @@ def part_trainer(device: torch.device, steps: int) -> dict:
                       "steps": steps, "wall_s": wall, "final_loss": metrics.get("loss"),
                       "loss_by_step": {int(float(r["step"])): float(r["loss"]) for r in log if r.get("loss")},
                       "images_per_s_after_step_20": ips,
-                      "recipe_minutes_at_that_rate": (4290 * 256 / ips / 60) if ips else None}
-    return {"config": str(RECIPE.relative_to(ROOT)), "results": out,
-            "recipe_steps": "4,290 (22 epochs of 195 steps of 256 images)"}
+                      "recipe_minutes_at_that_rate": (recipe_steps * oc["batch_size"] / ips / 60) if ips else None}
+    return {"config": str(RECIPE.relative_to(ROOT)), "results": out, "recipe_steps": recipe_steps,
+            "recipe_batch": oc["batch_size"]}
 
 
-def part_paper(device: torch.device, steps: int, batch: int | None = None) -> dict:
+def part_paper(device: torch.device, steps: int, batch_override: int | None = None) -> dict:
     estimates = json.loads((ROOT / "results" / "benchmarks" / "estimates_a100.json").read_text())
     modelled = {r["config"]: r for r in estimates["rows"]}
     rows = {}
@@ -148,10 +153,12 @@ def part_paper(device: torch.device, steps: int, batch: int | None = None) -> di
         compile_blocks(model)
         opt = torch.optim.AdamW(param_groups(model, cfg["optim"]["weight_decay"]), lr=cfg["optim"]["lr"])
         aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
-        batch = batch or cfg["optim"]["batch_size"]
+        oc = cfg["optim"]
+        batch = batch_override or oc["batch_size"]
         images = torch.randint(0, 256, (batch, 3, 32, 32), dtype=torch.uint8, device=device)
         gen = torch.Generator().manual_seed(0)
-        if device.type == "cuda":
+        if device.type == "cuda":  # the last family's memory freed (gc below), so this peak is this family's
+            torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
 
         def step(model=model, opt=opt, aug=aug, images=images, gen=gen):
@@ -163,7 +170,7 @@ def part_paper(device: torch.device, steps: int, batch: int | None = None) -> di
             opt.zero_grad(set_to_none=True)
 
         t0 = time.perf_counter()
-        for _ in range(3):  # the first step of each view size compiles
+        for _ in range(3):  # the first step compiles (global and local views: one graph each), the next settle
             step()
         sync(device)
         warm_s = time.perf_counter() - t0
@@ -174,13 +181,14 @@ def part_paper(device: torch.device, steps: int, batch: int | None = None) -> di
             sync(device)
             times.append(time.perf_counter() - t)
         s = statistics.median(times)
-        steps_800 = 800 * -(-50000 // batch)
+        _, total, _ = schedule_steps(CIFAR_TRAIN_IMAGES, batch, oc["epochs"], oc["warmup_epochs"], None)
         rows[fam] = {"config": name, "batch": batch, "step_s_median": s, "step_s_min": min(times), "step_s_max": max(times),
                      "timed_steps": steps, "first_3_steps_s": warm_s, "images_per_s": batch / s,
-                     "hours_800_epochs_this_device": steps_800 * s / 3600,
+                     "hours_800_epochs_this_device": total * s / 3600, "schedule_steps": total,
                      "modelled_hours_800_epochs_1xA100": modelled.get(name, {}).get("hours_1xA100"),
                      "peak_gpu_memory_gb": torch.cuda.max_memory_allocated() / 1e9 if device.type == "cuda" else None}
         del step, model, opt  # free this family's memory before the next is built
+        gc.collect()
     return {"precision": "bf16 autocast, compiled layers (what a GPU run gets by default)", "results": rows}
 
 

@@ -168,29 +168,48 @@ def test_kernel_history_pairs_each_change_before_and_after(tmp_path):
         kernel_history_rows(tmp_path)
 
 
-def test_cuda_paper_rows_put_the_measured_hours_beside_the_estimate():
-    """The GPU table's hours are 800 epochs of ceil(50,000 / 256) = 196 steps at the recorded median step, and its
-    ratio divides them by estimates_a100.json's hours for the same config (looked up here, not through the row)."""
-    bench = ROOT / "results" / "benchmarks"
-    paper = json.loads((bench / "cuda_paper.json").read_text())
-    estimates = {r["config"]: r["hours_1xA100"] for r in json.loads((bench / "estimates_a100.json").read_text())["rows"]}
-    rows = cuda_paper_rows(paper)
-    assert [r["model"] for r in rows] == ["AoT-ADMM-Base", "CRATE-Base", "AoT-Base"]
-    for row, rec in zip(rows, paper["results"].values()):
-        hours = 800 * 196 * rec["step_s_median"] / 3600
-        assert row["hours"] == pytest.approx(hours, rel=1e-12)  # float64 rounding of the same product
-        assert row["ratio"] == pytest.approx(hours / estimates[row["config"]], rel=1e-12)
-        assert row["step_ms"] == pytest.approx(1e3 * rec["step_s_median"], rel=1e-12)
+def test_cuda_paper_rows_extrapolate_the_median_step_to_the_estimates_schedule():
+    """Hand-made: a 0.1 s median step on the estimate's schedule of 800 epochs of 50,000 // 256 = 195 steps (the
+    trainer's floor) is 800 * 195 * 0.1 / 3600 = 4.333... h, 4.333... / 0.5 = 8.666... times a 0.5 h estimate; a
+    config with no estimate gets no hours and no ratio, rather than a made-up one."""
+    paper = {"results": {
+        "aot_admm": {"config": "table1/aot_admm_base_cifar10", "batch": 256, "step_s_median": 0.1, "step_s_min": 0.08,
+                     "step_s_max": 0.3, "timed_steps": 10, "peak_gpu_memory_gb": 3.0},
+        "crate": {"config": "table1/crate_base_cifar10", "batch": 256, "step_s_median": 0.2, "step_s_min": 0.2,
+                  "step_s_max": 0.2, "timed_steps": 10, "peak_gpu_memory_gb": 3.0}}}
+    estimates = {"rows": [{"config": "table1/aot_admm_base_cifar10", "epochs": 800, "images": 50000, "batch": 256,
+                           "hours_1xA100": 0.5}]}
+    admm, crate = cuda_paper_rows(paper, estimates)
+    assert (admm["model"], crate["model"]) == ("AoT-ADMM-Base", "CRATE-Base")
+    assert admm["hours"] == pytest.approx(156000 * 0.1 / 3600, rel=1e-12)  # float64 rounding of one product
+    assert admm["ratio"] == pytest.approx(8.6666666667, rel=1e-9)  # the literal is rounded at its 11th digit
+    assert (admm["step_ms"], admm["fastest_ms"], admm["slowest_ms"]) == pytest.approx((100, 80, 300), rel=1e-12)
+    assert (crate["hours"], crate["estimate"], crate["ratio"]) == (None, None, None)
 
 
-def test_device_call_commit_names_the_one_call_that_wrote_a_file():
-    """The commits each device call ran (git log of this session: f0a2b53 for agreement and trainer, fdd59bd for
-    the paper part after its fix), not the 197faaa+dirty the files say of themselves."""
+def test_device_call_commit_names_the_one_call_that_wrote_an_output():
+    """Hand-made record of calls: an output is matched by its whole name after '->', so cuda_paper.json does not
+    match cuda_paper.json.bak, and a folder by its name with the slash; none or two writers are refused."""
+    calls = {"calls": [{"source_commit": "a" * 40, "ran": ["bench --part paper -> cuda_paper.json.bak",
+                                                             "aot pretrain -> cell/ (run.json, probe.json)"]},
+                       {"source_commit": "b" * 40, "ran": ["bench --part paper -> cuda_paper.json"]},
+                       {"source_commit": "c" * 40, "ran": ["again -> twice.json"]},
+                       {"source_commit": "d" * 40, "ran": ["again -> twice.json"]}]}
+    assert device_call_commit(calls, "cuda_paper.json") == "b" * 40
+    assert device_call_commit(calls, "cell/") == "a" * 40
+    with raises_exactly(ValueError, "nothing.json: 0 device calls say they wrote it; the record of the calls must "
+                                    "name one"):
+        device_call_commit(calls, "nothing.json")
+    with raises_exactly(ValueError, "twice.json: 2 device calls say they wrote it; the record of the calls must "
+                                    "name one"):
+        device_call_commit(calls, "twice.json")
+
+
+def test_the_recorded_device_calls_name_the_commits_that_ran():
+    """The committed record against this repository's history: f0a2b53 wrote the agreement and trainer parts,
+    fdd59bd (the paper part's fix) the paper part and the recipe cell; bench_cuda.py exists at both."""
     calls = json.loads((ROOT / "results" / "benchmarks" / "cuda_device_calls.json").read_text())
-    assert device_call_commit(calls, "cuda_agreement.json")[:7] == "f0a2b53"
-    assert device_call_commit(calls, "cuda_trainer.json")[:7] == "f0a2b53"
-    assert device_call_commit(calls, "cuda_paper.json")[:7] == "fdd59bd"
-    assert json.loads((ROOT / "results" / "benchmarks" / "cuda_paper.json").read_text())["commit"].startswith("197faaa")
-    with raises_exactly(ValueError, "cuda_nothing.json: 0 device calls say they wrote it; the record of the calls "
-                                    "must name one"):
-        device_call_commit(calls, "cuda_nothing.json")
+    got = {name: device_call_commit(calls, name)[:7]
+           for name in ("cuda_agreement.json", "cuda_trainer.json", "cuda_paper.json", "cuda_cell_h100/")}
+    assert got == {"cuda_agreement.json": "f0a2b53", "cuda_trainer.json": "f0a2b53", "cuda_paper.json": "fdd59bd",
+                   "cuda_cell_h100/": "fdd59bd"}

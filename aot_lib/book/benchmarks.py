@@ -21,8 +21,9 @@ from .tables import Col, Table
 from .plotting import FIGURE_WIDTH_IN
 
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
-           "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table", "plot_family_ratios",
-           "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table", "device_call_commit"]
+           "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
+           "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
+           "device_call_commit"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -267,13 +268,19 @@ def plot_family_ratios(runs: Sequence[Mapping]):
 
 # ----------------------------------------------------------------------------- benchmarks/bench_cuda.py on a GPU
 
-def device_call_commit(calls: Mapping, filename: str) -> str:
-    """The commit whose code wrote ``filename`` on a device machine, from its record of the calls
-    (``results/benchmarks/cuda_device_calls.json``: each call's ``source_commit`` and what it ``ran``, as
-    ``"... -> FILE"``). The file's own ``commit`` may not say it: the device's copy of ``.git`` can stand elsewhere."""
-    found = [c["source_commit"] for c in calls["calls"] if any(f"-> {filename}" in r for r in c["ran"])]
+_WROTE = re.compile(r"-> (\S+)")
+
+
+def device_call_commit(calls: Mapping, written: str) -> str:
+    """The commit whose code wrote ``written`` (a file, or a folder ending in ``/``) on a device machine, from the
+    record of the calls (``results/benchmarks/cuda_device_calls.json``: each call's ``source_commit`` and what it
+    ``ran``, each output named as ``-> NAME``). The outputs' own ``commit`` may not say it: the device's copy of
+    ``.git`` can stand at another commit than its files."""
+    found = [c["source_commit"] for c in calls["calls"]
+             if any(written in _WROTE.findall(r) for r in c["ran"])]
     if len(found) != 1:
-        raise ValueError(f"{filename}: {len(found)} device calls say they wrote it; the record of the calls must name one")
+        raise ValueError(f"{written}: {len(found)} device calls say they wrote it; the record of the calls must "
+                         "name one")
     return found[0]
 
 
@@ -282,51 +289,59 @@ def _gpu_label(b: Mapping) -> str:
     return f"{b.get('gpu') or 'no GPU'}, PyTorch {hw.get('torch', '?')}"
 
 
-def cuda_paper_rows(paper: Mapping) -> list[dict[str, Any]]:
-    """``bench_cuda.py --part paper``: per family, the measured Base step (bf16, compiled layers, batch 256) and the
-    hours 800 epochs take at that step time on the GPU it ran on, beside ``estimates_a100.json``'s A100 estimate
-    and their ratio."""
+def cuda_paper_rows(paper: Mapping, estimates: Mapping) -> list[dict[str, Any]]:
+    """``bench_cuda.py --part paper`` beside ``estimates_a100.json``: per family, the Base step's median and
+    range, and the hours the estimate's schedule (its ``epochs`` of ``images // batch`` steps, as the trainer
+    counts them) takes at the median step, over the estimate's A100 hours. Extrapolated from the step alone: data
+    loading and the trainer's logging are not in it."""
+    est_rows = {r["config"]: r for r in estimates["rows"]}
     rows = []
     for fam, r in paper["results"].items():
-        est = r.get("modelled_hours_800_epochs_1xA100")
+        est = est_rows.get(r["config"])
+        hours = est["epochs"] * (est["images"] // est["batch"]) * r["step_s_median"] / 3600 if est else None
         rows.append(dict(model=f"{FAMILY_NAMES.get(fam, fam)}-Base", config=r["config"], batch=r["batch"],
-                         step_ms=1e3 * r["step_s_median"], images_per_s=r["images_per_s"],
-                         hours=r["hours_800_epochs_this_device"], estimate=est,
-                         ratio=r["hours_800_epochs_this_device"] / est if est else None,
+                         step_ms=1e3 * r["step_s_median"], fastest_ms=1e3 * r["step_s_min"],
+                         slowest_ms=1e3 * r["step_s_max"], timed=r["timed_steps"], hours=hours,
+                         estimate=est and est["hours_1xA100"], ratio=hours / est["hours_1xA100"] if est else None,
                          memory_gb=r["peak_gpu_memory_gb"]))
     return rows
 
 
-def cuda_paper_table(paper: Mapping, name: str | None = None, commit: str | None = None) -> Table:
+def cuda_paper_table(paper: Mapping, estimates: Mapping, name: str | None = None, commit: str | None = None) -> Table:
+    rows = cuda_paper_rows(paper, estimates)
     return Table(
-        cuda_paper_rows(paper),
-        [Col("model"), Col("config"), Col("batch"), Col("step_ms", "step (ms)", ".1f"),
-         Col("images_per_s", "images/s", ".0f"), Col("hours", "800 epochs, measured GPU (h)", ".2f"),
-         Col("estimate", "800 epochs, 1 A100 (h, est.)", ".2f"), Col("ratio", "measured / est.", ".1f"),
+        rows,
+        [Col("model"), Col("config"), Col("batch"), Col("step_ms", "step, median (ms)", ".1f"),
+         Col("fastest_ms", "fastest (ms)", ".1f"), Col("slowest_ms", "slowest (ms)", ".1f"),
+         Col("hours", "800 epochs at the median step (h)", ".2f"),
+         Col("estimate", "800 epochs, 1 A100 (h, est.)", ".2f"), Col("ratio", "at the median step / est.", ".1f"),
          Col("memory_gb", "peak GPU memory (GB)", ".1f")],
-        caption=f"The paper's Base configs measured on one GPU ({_gpu_label(paper)})",
+        caption=f"The paper's Base configs' step on one GPU ({_gpu_label(paper)})",
         notes=[f"benchmarks/bench_cuda.py --part paper, commit {(commit or paper.get('source_commit', '?'))[:8]}, "
-               f"{str(paper.get('date', ''))[:10]}: the median of {next(iter(paper['results'].values()))['timed_steps']} "
-               "timed LeJEPA steps (views, encoder, projector, loss, backward, AdamW) after 3 untimed ones that "
-               "compile, on random images; 800 epochs = 800 x 196 steps of 256 images. The estimate is for an A100, "
-               "a slower GPU than an H100, so the ratio understates how far the estimate is off."],
+               f"{str(paper.get('date', ''))[:10]}: {', '.join(sorted({str(r['timed']) for r in rows}))} timed "
+               "LeJEPA steps per model (views, encoder, projector, loss, backward, AdamW) after untimed ones that "
+               "compile, on random images. The hours extrapolate the median step to the estimate's schedule; data "
+               "loading and logging are not in them. The estimate is for an A100, a slower GPU than an H100."],
         name=name,
     )
 
 
-def cuda_trainer_rows(trainer: Mapping) -> list[dict[str, Any]]:
-    """``bench_cuda.py --part trainer``: the trainer's own images/s on the recipe config, per variant."""
+def cuda_trainer_rows(trainer: Mapping, recipe_steps: int, batch: int) -> list[dict[str, Any]]:
+    """``bench_cuda.py --part trainer``: the trainer's own images/s on the recipe config, per variant, and the
+    minutes the recipe's ``recipe_steps`` steps of ``batch`` images take at that rate."""
     labels = {"fp32_eager": "float32, eager layers", "default": "the GPU default: bf16-mixed, compiled layers"}
     return [dict(variant=labels.get(k, k), precision=v["precision"], steps=v["steps"],
-                 images_per_s=v["images_per_s_after_step_20"], recipe_minutes=v["recipe_minutes_at_that_rate"],
+                 images_per_s=v["images_per_s_after_step_20"],
+                 recipe_minutes=recipe_steps * batch / v["images_per_s_after_step_20"] / 60,
                  final_loss=v["final_loss"]) for k, v in trainer["results"].items()]
 
 
-def cuda_trainer_table(trainer: Mapping, name: str | None = None, commit: str | None = None) -> Table:
+def cuda_trainer_table(trainer: Mapping, recipe_steps: int, batch: int, name: str | None = None,
+                       commit: str | None = None) -> Table:
     return Table(
-        cuda_trainer_rows(trainer),
+        cuda_trainer_rows(trainer, recipe_steps, batch),
         [Col("variant"), Col("precision"), Col("steps"), Col("images_per_s", "images/s after step 20", ".0f"),
-         Col("recipe_minutes", "recipe's 4,290 steps at that rate (min)", ".1f"),
+         Col("recipe_minutes", f"the recipe's {recipe_steps:,} steps at that rate (min)", ".1f"),
          Col("final_loss", "loss at the last step", ".3f")],
         caption=f"The trainer on the 30-minute recipe's config, on one GPU ({_gpu_label(trainer)})",
         notes=[f"benchmarks/bench_cuda.py --part trainer, commit {(commit or trainer.get('source_commit', '?'))[:8]}: "
