@@ -347,3 +347,26 @@ if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists()
 # :enumerator: 12.2
 # Estimated pretraining cost of the paper's configs (not measured)
 # :::
+#
+# :::{figure}
+# :label: tbl-gpu-measured-trainer
+# :kind: table
+# :enumerator: 12.3
+# The trainer on the 30-minute recipe's config, on one GPU (NVIDIA H100 80GB HBM3,
+# PyTorch 2.11.0+cu130)
+# :::
+#
+# :::{figure}
+# :label: tbl-gpu-measured-paper
+# :kind: table
+# :enumerator: 12.4
+# The paper's Base configs' step on one GPU (NVIDIA H100 80GB HBM3, PyTorch
+# 2.11.0+cu130)
+# :::
+#
+# :::{figure}
+# :label: tbl-gpu-measured-cell
+# :kind: table
+# :enumerator: 12.5
+# One cell of the 30-minute recipe, on the CPU and on one GPU
+# :::
