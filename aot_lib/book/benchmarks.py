@@ -311,17 +311,18 @@ def cuda_paper_table(paper: Mapping, estimates: Mapping, name: str | None = None
     rows = cuda_paper_rows(paper, estimates)
     return Table(
         rows,
-        [Col("model"), Col("config"), Col("batch"), Col("step_ms", "step, median (ms)", ".1f"),
+        [Col("model"), Col("batch"), Col("step_ms", "median step (ms)", ".1f"),
          Col("fastest_ms", "fastest (ms)", ".1f"), Col("slowest_ms", "slowest (ms)", ".1f"),
-         Col("hours", "800 epochs at the median step (h)", ".2f"),
-         Col("estimate", "800 epochs, 1 A100 (h, est.)", ".2f"), Col("ratio", "at the median step / est.", ".1f"),
-         Col("memory_gb", "peak GPU memory (GB)", ".1f")],
+         Col("hours", "800 epochs (h)", ".2f"), Col("estimate", "A100 est. (h)", ".2f"),
+         Col("ratio", "× est.", ".1f"), Col("memory_gb", "peak memory (GB)", ".1f")],
         caption=f"The paper's Base configs' step on one GPU ({_gpu_label(paper)})",
         notes=[f"benchmarks/bench_cuda.py --part paper, commit {(commit or paper.get('source_commit', '?'))[:8]}, "
                f"{str(paper.get('date', ''))[:10]}: {', '.join(sorted({str(r['timed']) for r in rows}))} timed "
                "LeJEPA steps per model (views, encoder, projector, loss, backward, AdamW) after untimed ones that "
-               "compile, on random images. The hours extrapolate the median step to the estimate's schedule; data "
-               "loading and logging are not in them. The estimate is for an A100, a slower GPU than an H100."],
+               "compile, on random images, with the configs "
+               + ", ".join(f"configs/paper/{r['config']}.yaml" for r in rows) + ". 800 epochs: the median step "
+               "times the estimate's schedule (data loading and logging not in it), beside the A100 estimate of "
+               "estimates_a100.json and their ratio; an A100 is a slower GPU than an H100."],
         name=name,
     )
 
