@@ -361,7 +361,7 @@ if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists()
 # :kind: table
 # :enumerator: 12.4
 # The paper's Base configs' step on one GPU (NVIDIA H100 80GB HBM3, PyTorch
-# 2.11.0+cu130)
+# 2.11.0+cu130), batch 256
 # :::
 #
 # :::{figure}

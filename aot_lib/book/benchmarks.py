@@ -311,18 +311,19 @@ def cuda_paper_table(paper: Mapping, estimates: Mapping, name: str | None = None
     rows = cuda_paper_rows(paper, estimates)
     return Table(
         rows,
-        [Col("model"), Col("batch"), Col("step_ms", "median step (ms)", ".1f"),
-         Col("fastest_ms", "fastest (ms)", ".1f"), Col("slowest_ms", "slowest (ms)", ".1f"),
-         Col("hours", "800 epochs (h)", ".2f"), Col("estimate", "A100 est. (h)", ".2f"),
-         Col("ratio", "× est.", ".1f"), Col("memory_gb", "peak memory (GB)", ".1f")],
-        caption=f"The paper's Base configs' step on one GPU ({_gpu_label(paper)})",
+        [Col("model"), Col("step_ms", "median (ms)", ".1f"), Col("fastest_ms", "fastest (ms)", ".1f"),
+         Col("slowest_ms", "slowest (ms)", ".1f"), Col("hours", "800 ep. (h)", ".2f"),
+         Col("estimate", "A100 est. (h)", ".2f"), Col("ratio", "× est.", ".1f"),
+         Col("memory_gb", "memory (GB)", ".1f")],
+        caption=f"The paper's Base configs' step on one GPU ({_gpu_label(paper)}), batch "
+                + ", ".join(sorted({str(r["batch"]) for r in rows})),
         notes=[f"benchmarks/bench_cuda.py --part paper, commit {(commit or paper.get('source_commit', '?'))[:8]}, "
                f"{str(paper.get('date', ''))[:10]}: {', '.join(sorted({str(r['timed']) for r in rows}))} timed "
                "LeJEPA steps per model (views, encoder, projector, loss, backward, AdamW) after untimed ones that "
-               "compile, on random images, with the configs "
-               + ", ".join(f"configs/paper/{r['config']}.yaml" for r in rows) + ". 800 epochs: the median step "
-               "times the estimate's schedule (data loading and logging not in it), beside the A100 estimate of "
-               "estimates_a100.json and their ratio; an A100 is a slower GPU than an H100."],
+               "compile, on random images; configs under configs/paper/: "
+               + ", ".join(f"{r['config']}.yaml" for r in rows) + ". 800 ep.: the median step times the "
+               "estimate's schedule (data loading and logging not in it), beside the A100 estimate of "
+               "estimates_a100.json and their ratio; an A100 is a slower GPU than an H100. Memory: peak GPU memory."],
         name=name,
     )
 
