@@ -151,9 +151,9 @@ def part_paper(device: torch.device, steps: int, batch_override: int | None = No
         torch.manual_seed(0)
         model = build_lejepa_model(cfg).to(device)
         compile_blocks(model)
-        opt = torch.optim.AdamW(param_groups(model, cfg["optim"]["weight_decay"]), lr=cfg["optim"]["lr"])
-        aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
         oc = cfg["optim"]
+        opt = torch.optim.AdamW(param_groups(model, oc["weight_decay"]), lr=oc["lr"])
+        aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
         batch = batch_override or oc["batch_size"]
         images = torch.randint(0, 256, (batch, 3, 32, 32), dtype=torch.uint8, device=device)
         gen = torch.Generator().manual_seed(0)
