@@ -55,7 +55,8 @@ from IPython.display import Markdown, display
 from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.book.benchmarks import (FAMILY_NAMES, current, family_speed_table,
-                                     kernel_history_rows, plot_family_ratios,
+                                     cpu_kind_rows, kernel_history_rows,
+                                     plot_family_ratios,
                                      trainer_phase_table, trainer_records_table)
 from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
@@ -349,6 +350,44 @@ if history:
         + (": a gain inside the machine's spread." if gain <= spread else ".")))
 
 # %% [markdown]
+# These machines come in more than one kind, and a kernel tuned on one CPU can lose
+# ground on another: the state update is memory traffic, which caches and vector width
+# decide. So the same benchmark ran again on another kind, idle
+# (`results/benchmarks/cpu_kinds_w192_*.json`), beside the last change's recordings
+# above ({numref}`tbl-training-cpu-kinds`).
+
+# %% tags=["hide-input"]
+kinds = cpu_kind_rows(BENCH)
+if kinds:
+    display(Table(
+        kinds,
+        [Col("cpu", "CPU"), Col("commit"), Col("recording"),
+         Col("over_crate", "AoT-ADMM / CRATE", ".3f"),
+         Col("over_aot", "AoT-ADMM / AoT", ".3f"),
+         *[Col(f"{fam}_ms", f"{name} step (ms)", ".0f")
+           for fam, name in FAMILY_NAMES.items()]],
+        caption="The eager step at width 192 on each kind of CPU measured "
+                "(benchmarks/bench_families.py, idle machine)",
+        name="tbl-training-cpu-kinds",
+        notes=["Each ratio is the median of the recording's per-repeat ratios; a step "
+               "time is its median over the recording's repeats.",
+               "; ".join(sorted({r["machine"] for r in kinds})) + "."]))
+    by_machine = {}
+    for r in kinds:
+        by_machine.setdefault(r["cpu"], []).append(r["over_crate"])
+    target = kinds[0]["target_crate"]
+    assert {r["target_crate"] for r in kinds} == {target}
+    display(Markdown(
+        f"AoT-ADMM's step over CRATE's, against the target of {target:.2f}: "
+        + "; ".join(f"{m} {min(v):.3f}–{max(v):.3f} ({len(v)} recordings)"
+                    for m, v in by_machine.items())
+        + ". " + ("The target holds in every recording on every kind measured."
+                  if max(max(v) for v in by_machine.values()) <= target
+                  else "It is missed on at least one kind.")
+        + " A CPU of a kind not in the table is not measured: run the benchmark there "
+        "(exercise 5)."))
+
+# %% [markdown]
 # What the paper's configs would cost on a GPU (estimates from these measurements and
 # counted FLOPs) is in {ref}`ch-gpu`.
 
@@ -370,6 +409,10 @@ if history:
 #    `AOT_FUSED_KERNEL=eager`. Which operators grow when the kernels are off, and is
 #    AoT-ADMM's cost beyond AoT's the same share of a step as in
 #    {numref}`tbl-training-kernel-history`'s machine?
+# 5. **Your CPU.** Run `python benchmarks/bench_families.py --settings w192 --modes
+#    eager --name cpu_kinds_w192_4` and build the book again: your machine joins
+#    {numref}`tbl-training-cpu-kinds`. Does the target hold on it, and is its CRATE step
+#    slower by the same factor as its AoT-ADMM step?
 
 # %% [markdown]
 # ## What we learned

@@ -168,6 +168,37 @@ def test_kernel_history_pairs_each_change_before_and_after(tmp_path):
         kernel_history_rows(tmp_path)
 
 
+def test_cpu_kind_rows_put_the_last_kernel_change_beside_the_other_machines(tmp_path):
+    """aot_lib.book.benchmarks.cpu_kind_rows on made-up recordings: the last change's after-recordings (not its
+    before ones, not an earlier change's) and every cpu_kinds_w192_<k>.json, sorted by machine then recording, the
+    CPU model and instruction set named; a cpu_kinds file named otherwise is refused by name."""
+    from aot_lib.book.benchmarks import KERNEL_CHANGES, cpu_kind_rows
+
+    def record(name, commit, cpu, over_crate):
+        entry = {"setting": {"name": "w192"}, "mode": "eager", "targets": {"aot_admm/crate <= 0.7": over_crate <= 0.7},
+                 "results": {"aot_admm": {"step": {"median_s": 0.5}}, "crate": {"step": {"median_s": 0.5 / over_crate}}},
+                 "ratio_aot_admm_over_crate": {"median": over_crate}}
+        hw = {"machine": "x86_64", "cpu_model": cpu, "cpu_isa": "AVX2", "cpu_count": 2}
+        (tmp_path / name).write_text(json.dumps({"commit": commit, "repeats": 7, "runs": [entry], "hardware": hw}))
+
+    last = list(KERNEL_CHANGES)[-1]
+    record(f"families_w192_{last}_before_1.json", "aaaaaaa1", "Xeon", 0.8)
+    record(f"families_w192_{last}_after_2.json", "bbbbbbb2", "Xeon", 0.66)
+    record(f"families_w192_{last}_after_1.json", "bbbbbbb1", "Xeon", 0.68)
+    record(f"families_w192_{list(KERNEL_CHANGES)[0]}_after_1.json", "ccccccc1", "Xeon", 0.9)
+    record("cpu_kinds_w192_1.json", "ddddddd1", "EPYC", 0.61)
+    rows = cpu_kind_rows(tmp_path)
+    assert [(r["commit"], r["recording"], r["over_crate"]) for r in rows] == [
+        ("ddddddd", 1, 0.61), ("bbbbbbb", 1, 0.68), ("bbbbbbb", 2, 0.66)]
+    assert (rows[0]["machine"], rows[0]["cpu"]) == ("x86_64, EPYC AVX2, 2 CPU cores", "EPYC AVX2")
+    assert rows[0]["crate_ms"] == pytest.approx(500 / 0.61)
+    assert {r["target_crate"] for r in rows} == {0.7} and "change" not in rows[0]
+    record("cpu_kinds_w192_amd.json", "eeeeeee1", "EPYC", 0.6)
+    with raises_exactly(ValueError, f"{tmp_path / 'cpu_kinds_w192_amd.json'}: name it cpu_kinds_w192_<k>.json, k the "
+                                    "recording's number"):
+        cpu_kind_rows(tmp_path)
+
+
 def test_cuda_paper_rows_extrapolate_the_median_step_to_the_estimates_schedule():
     """Hand-made: a 0.1 s median step on the estimate's schedule of 800 epochs of 50,000 // 256 = 195 steps (the
     trainer's floor) is 800 * 195 * 0.1 / 3600 = 4.333... h, 4.333... / 0.5 = 8.666... times a 0.5 h estimate; a

@@ -23,7 +23,7 @@ from .plotting import FIGURE_WIDTH_IN
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
-           "device_call_commit"]
+           "device_call_commit", "cpu_kind_rows"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -164,25 +164,56 @@ def kernel_history_rows(folder) -> list[dict[str, Any]]:
         if m["change"] not in KERNEL_CHANGES:
             raise ValueError(f"{f}: change {m['change']!r} is not in aot_lib.book.benchmarks.KERNEL_CHANGES: add "
                              "what it changed there")
-        rec = json.loads(f.read_text())
-        (entry,) = [e for e in rec["runs"] if e["setting"]["name"] == "w192" and e["mode"] == "eager"]
         rows.append({"change": KERNEL_CHANGES[m["change"]], "side": "after" if m["side"] in ("compiled", "after") else "before",
-                     "recording": int(m["k"]), "commit": str(rec.get("commit", ""))[:7],
-                     "machine": _machine(rec.get("hardware") or {}), "repeats": rec.get("repeats"),
-                     # a family the recording did not time (--families) stays empty
-                     **{f"{fam}_ms": 1e3 * entry["results"][fam]["step"]["median_s"] if fam in entry["results"]
-                        else None for fam in FAMILY_NAMES},
-                     **{f"over_{o}": entry[f"ratio_aot_admm_over_{o}"]["median"]
-                        if f"ratio_aot_admm_over_{o}" in entry else None for o in ("crate", "aot")},
-                     "target_crate": family_targets(entry).get("crate")})
+                     **_w192_eager_row(json.loads(f.read_text()), int(m["k"]))})
     order = list(KERNEL_CHANGES.values())
     return sorted(rows, key=lambda r: (order.index(r["change"]), r["side"] == "after", r["recording"]))
 
 
-def _machine(hw: Mapping) -> str:
+def _w192_eager_row(rec: Mapping, recording: int) -> dict[str, Any]:
+    # one bench_families.py recording's width-192 eager entry: commit, machine, step times (ms), ratios, target
+    (entry,) = [e for e in rec["runs"] if e["setting"]["name"] == "w192" and e["mode"] == "eager"]
+    return {"recording": recording, "commit": str(rec.get("commit", ""))[:7],
+            "machine": _machine(rec.get("hardware") or {}), "cpu": _cpu(rec.get("hardware") or {}),
+            "repeats": rec.get("repeats"),
+            # a family the recording did not time (--families) stays empty
+            **{f"{fam}_ms": 1e3 * entry["results"][fam]["step"]["median_s"] if fam in entry["results"]
+               else None for fam in FAMILY_NAMES},
+            **{f"over_{o}": entry[f"ratio_aot_admm_over_{o}"]["median"]
+               if f"ratio_aot_admm_over_{o}" in entry else None for o in ("crate", "aot")},
+            "target_crate": family_targets(entry).get("crate")}
+
+
+_CPU_KIND_FILE = re.compile(r"cpu_kinds_w192_(?P<k>\d+)\.json")
+
+
+def cpu_kind_rows(folder) -> list[dict[str, Any]]:
+    """The eager width-192 step on each kind of CPU measured (under ``folder``, ``results/benchmarks``): the last
+    kernel change's ``after`` recordings (the machine it was made on) and the ``cpu_kinds_w192_<k>.json``
+    recordings (``bench_families.py --settings w192 --modes eager`` on another machine, idle), one row each, by
+    machine then recording; the keys of :func:`kernel_history_rows` less ``change`` and ``side``, plus ``cpu`` (the
+    CPU model and instruction set alone)."""
+    import json
+    from pathlib import Path
+
+    last = list(KERNEL_CHANGES.values())[-1]
+    rows = [{k: v for k, v in r.items() if k not in ("change", "side")}
+            for r in kernel_history_rows(folder) if r["change"] == last and r["side"] == "after"]
+    for f in sorted(Path(folder).glob("cpu_kinds_w192_*.json")):
+        m = _CPU_KIND_FILE.fullmatch(f.name)
+        if m is None:
+            raise ValueError(f"{f}: name it cpu_kinds_w192_<k>.json, k the recording's number")
+        rows.append(_w192_eager_row(json.loads(f.read_text()), int(m["k"])))
+    return sorted(rows, key=lambda r: (r["machine"], r["recording"]))
+
+
+def _cpu(hw: Mapping) -> str:
     # the CPU model and instruction set where recorded: float results and kernel speeds differ between them
-    cpu = " ".join(str(hw[k]) for k in ("cpu_model", "cpu_isa") if hw.get(k))
-    parts = [hw.get("machine"), cpu, hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
+    return " ".join(str(hw[k]) for k in ("cpu_model", "cpu_isa") if hw.get(k))
+
+
+def _machine(hw: Mapping) -> str:
+    parts = [hw.get("machine"), _cpu(hw), hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
              hw.get("torch") and f"PyTorch {hw['torch']}"]
     return ", ".join(str(p) for p in parts if p)
 
