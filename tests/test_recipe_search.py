@@ -241,6 +241,29 @@ def test_the_recipe_is_the_better_finalist_at_full_length_with_the_plans_cells(t
         "(results/cpu/plan.yaml).")
 
 
+def test_machine_clocks_price_the_recipe_on_every_machine_measured(tmp_path):
+    """evidence.machine_clocks: the clock first, then results/benchmarks/recipe_step_times_*.json by date (not by
+    name); minutes = steps x the median step / 60, per family, of the candidate asked for; the CPU named."""
+    from aot_lib.book.evidence import machine_clocks
+
+    def times(path, date, commit, cpu, step_s):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"date": date, "commit": commit, "hardware": {"cpu_model": cpu, "cpu_isa": "AVX2"},
+                                    "steps": {"c1_local2": {"aot_admm": {"median_s": step_s}, "crate": {"median_s": 1.0}},
+                                              "c0_base": {"aot_admm": {"median_s": 9.0}, "crate": {"median_s": 9.0}}}}))
+
+    times(tmp_path / "results/cpu/search/step_times.json", "2026-11-26T10:00:00+0000", "a" * 40, "Xeon", 0.36)
+    times(tmp_path / "results/benchmarks/recipe_step_times_a.json", "2026-11-27T10:00:00+0000", "b" * 40, "EPYC", 0.6)
+    times(tmp_path / "results/benchmarks/recipe_step_times_b.json", "2026-11-25T10:00:00+0000", "c" * 40, "Xeon", 0.4)
+    rows = machine_clocks(tmp_path, "c1_local2", 4290)
+    assert [(r["path"].split("/")[-1], r["clock"], r["cpu"]) for r in rows] == [
+        ("step_times.json", True, "Xeon AVX2"), ("recipe_step_times_b.json", False, "Xeon AVX2"),
+        ("recipe_step_times_a.json", False, "EPYC AVX2")]
+    # 4290 steps: 0.36 s -> 25.74 min, 0.6 s -> 42.9 min, 1.0 s -> 71.5 min (float64 rounding of one product)
+    assert rows[0]["minutes"] == {"aot_admm": pytest.approx(25.74, rel=1e-12), "crate": pytest.approx(71.5, rel=1e-12)}
+    assert rows[2]["minutes"]["aot_admm"] == pytest.approx(42.9, rel=1e-12) and rows[2]["commit"] == "b" * 40
+
+
 def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
     """evidence.time_to_accuracy: the first recipe's seeds with a k-NN curve averaged step by step (a seed without
     the monitor left out), each finalist on its own, minutes from the interleaved step times of each candidate."""

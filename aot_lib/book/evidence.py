@@ -28,7 +28,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
-           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
+           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "machine_clocks", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
            "CLAIMS_30MIN"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
@@ -939,6 +939,25 @@ def step_clock(root: str | Path) -> dict:
                                 "(python scripts/recipe_search.py time --out results/cpu/search/step_times.json)")
     clocks = [{**_read_json(f), "path": f.relative_to(root).as_posix()} for f in found]
     return max(clocks, key=lambda c: datetime.strptime(c["date"], "%Y-%m-%dT%H:%M:%S%z"))
+
+
+def machine_clocks(root: str | Path, candidate: str, steps: int) -> list[dict]:
+    """What ``steps`` steps of search ``candidate`` cost on each machine measured, in minutes per family: the clock
+    (:func:`step_clock`) first, then every ``results/benchmarks/recipe_step_times_*.json`` (``recipe_search.py time
+    --out``, taken beside the clock on this or another kind of CPU) by date. Each row: ``path``, ``commit``,
+    ``date``, ``cpu`` (model and instruction set), ``clock`` (whether it is the book's clock) and ``minutes``
+    (family -> minutes, :func:`modelled_minutes` of the file's median step)."""
+    from datetime import datetime
+
+    root = Path(root)
+    clock = step_clock(root)
+    others = [{**_read_json(f), "path": f.relative_to(root).as_posix()}
+              for f in sorted((root / "results" / "benchmarks").glob("recipe_step_times_*.json"))]
+    others.sort(key=lambda c: datetime.strptime(c["date"], "%Y-%m-%dT%H:%M:%S%z"))
+    return [{"path": c["path"], "commit": c["commit"], "date": c["date"], "clock": c is clock,
+             "cpu": " ".join(str(c["hardware"][k]) for k in ("cpu_model", "cpu_isa") if c["hardware"].get(k)),
+             "minutes": {f: modelled_minutes(steps, t["median_s"]) for f, t in c["steps"][candidate].items()}}
+            for c in [clock, *others]]
 
 
 def time_to_accuracy(root: str | Path) -> list[dict]:
