@@ -530,5 +530,13 @@ if kinds:
 # (benchmarks/bench_families.py, eager mode), before and after
 # :::
 #
+# :::{figure}
+# :label: tbl-training-cpu-kinds
+# :kind: table
+# :enumerator: 6.8
+# The eager step at width 192 on each kind of CPU measured
+# (benchmarks/bench_families.py, idle machine)
+# :::
+#
 # (sec-two-resolutions)=
 # ###### One encoder, two resolutions
