@@ -361,16 +361,17 @@ kinds = cpu_kind_rows(BENCH)
 if kinds:
     display(Table(
         kinds,
-        [Col("cpu", "CPU"), Col("commit"), Col("recording"),
+        [Col("cpu", "CPU"), Col("commit"),
          Col("over_crate", "AoT-ADMM / CRATE", ".3f"),
          Col("over_aot", "AoT-ADMM / AoT", ".3f"),
-         *[Col(f"{fam}_ms", f"{name} step (ms)", ".0f")
+         *[Col(f"{fam}_ms", f"{name} (ms)", ".0f")
            for fam, name in FAMILY_NAMES.items()]],
         caption="The eager step at width 192 on each kind of CPU measured "
                 "(benchmarks/bench_families.py, idle machine)",
         name="tbl-training-cpu-kinds",
-        notes=["Each ratio is the median of the recording's per-repeat ratios; a step "
-               "time is its median over the recording's repeats.",
+        notes=["One row per recording. Each ratio is the median of the recording's "
+               "per-repeat ratios; a step time (ms) is its median over the recording's "
+               "repeats.",
                "; ".join(sorted({r["machine"] for r in kinds})) + "."]))
     by_machine = {}
     for r in kinds:
