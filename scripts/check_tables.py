@@ -10,10 +10,12 @@ output's), the one whose content is widest past its edge; with none, the article
 overflows when that box's scroll width exceeds its client width (1 px of rounding allowed): the reader then has
 to scroll sideways to see its right-hand columns.
 
+* at every width the page itself must not scroll sideways (a table that fits its box can still run past the
+  window's edge, its last columns cut off with no scroll bar in view);
 * at 1280 px every table must fit: none may need sideways scrolling;
-* at 420 px a wide table may scroll inside its own box (a phone cannot show 8 columns), but the page itself must
-  not scroll sideways, no cell text may be smaller than 11 px, a scroll box must not hide the first column, and
-  no header may wrap into more than 4 lines (a tower that leaves a blank gap above the headers beside it).
+* at 420 px a wide table may scroll inside its own box (a phone cannot show 8 columns), but no cell text may be
+  smaller than 11 px, a scroll box must not hide the first column, and no header may wrap into more than 4 lines
+  (a tower that leaves a blank gap above the headers beside it).
 
 Every image on a page must be a numbered, captioned figure (a chapter cell's ``mystnb.figure`` metadata), and at
 1280 px be shown at no less than 90 % of the width it was drawn at: the book draws figures at most 900 px wide
@@ -194,7 +196,7 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
             out.append(f"{what} is drawn {fig['drawn_width']} px wide but shown at {fig['shown_width']} px "
                        f"({fig['shown_width'] / fig['drawn_width']:.0%}): draw it at most FIGURE_WIDTH_IN wide "
                        "(aot_lib.book.plotting)")
-    if width == PHONE_WIDTH and measured["page_scroll_width"] > measured["viewport_width"] + 1:
+    if measured["page_scroll_width"] > measured["viewport_width"] + 1:  # at any width: a column past the edge
         out.append(f"{page} at {width} px: the page is {measured['page_scroll_width']} px wide in a "
                    f"{measured['viewport_width']} px window: it scrolls sideways")
     return out

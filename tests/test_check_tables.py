@@ -37,6 +37,16 @@ def test_a_table_that_needs_sideways_scrolling_at_1280_px_is_named():
         "ch.html at 1280 px: table 5 is 900 px wide in a 688 px box: 2 px need sideways scrolling"]
 
 
+def test_a_page_that_scrolls_sideways_at_1280_px_is_named_though_every_table_fits_its_box():
+    """A table as wide as its box passes the box check, yet the box can run past the window's edge: the page then
+    scrolls sideways and the last columns are cut off at the edge (the built book's wide tables at 1280 px before
+    the full-width cells capped them)."""
+    fits = _table(table_width=1273, box_width=1273, overflow=0)
+    assert check_tables.problems_of("ch.html", 1280, _page([fits], 1561, 1280)) == [
+        "ch.html at 1280 px: the page is 1561 px wide in a 1280 px window: it scrolls sideways"]
+    assert check_tables.problems_of("ch.html", 1280, _page([fits], 1281, 1280)) == []  # 1 px is rounding
+
+
 def test_on_a_phone_a_table_may_scroll_in_its_box_but_must_stay_readable():
     assert check_tables.problems_of("ch.html", 420, _page([_table()], 420, 420)) == []  # scrolls in its own box
     bad = _table(font_px=10.5, first_column_visible=False, header_lines=7)
@@ -97,6 +107,7 @@ article.bd-article { width: 688px; flex: none; }
   article.bd-article { width: auto; flex: 1; padding: 0 16px; min-width: 0; }
 }
 div.output.text_html { overflow-x: auto; }
+@media (min-width: 992px) { div.cell.tag_full-width { width: 136%; max-width: 136%; position: relative; } }
 """
 
 
@@ -106,7 +117,7 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
     from PIL import Image
 
     shutil.copy(ROOT / "book" / "_static" / "aot.css", folder / "aot.css")
-    from aot_lib.book.wide_cells import link_images
+    from aot_lib.book.wide_cells import link_images, widen_cells
 
     outputs = "".join(f'<div class="output text_html">{t._repr_html_()}</div>' for t in tables)
     for i, width in enumerate(figures):
@@ -115,7 +126,9 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
                     f'<img alt="" src="fig{i}.png" /><figcaption><p><span class="caption-number">Fig. 1.{i + 1} '
                     f'</span><span class="caption-text">{"A caption long enough to wrap. " * 12}</span></p>'
                     '</figcaption></figure></div>')
-    outputs = link_images(outputs)  # as the book's build does (aot_lib.book.wide_cells): a tap enlarges
+    # as the book's build does (aot_lib.book.wide_cells): a tap enlarges, a wide output's cell is full-width
+    outputs = widen_cells(link_images(f'<div class="cell docutils container">{outputs}</div>'),
+                          lambda src: Image.open(folder / src).width)
     (folder / "index.html").write_text(
         '<!DOCTYPE html><html><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -213,7 +226,7 @@ def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_wi
 
 
 def test_every_figure_image_opens_at_full_size_on_a_tap():
-    from aot_lib.book.wide_cells import link_images
+    from aot_lib.book.wide_cells import link_images, widen_cells
 
     body = ('<figure class="align-default" id="fig-a">\n<img alt="../_images/a.png" src="../_images/a.png" />\n'
             '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')
