@@ -226,7 +226,7 @@ def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_wi
 
 
 def test_every_figure_image_opens_at_full_size_on_a_tap():
-    from aot_lib.book.wide_cells import link_images, widen_cells
+    from aot_lib.book.wide_cells import link_images
 
     body = ('<figure class="align-default" id="fig-a">\n<img alt="../_images/a.png" src="../_images/a.png" />\n'
             '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')
