@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "cpu_cores",
+__all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "cpu_label", "cpu_cores",
            "git_commit"]
 
 
@@ -65,6 +65,12 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def cpu_label(hardware: dict | None) -> str:
+    """A recorded :func:`hardware_summary`'s CPU as a reader's label, model then instruction set
+    (``"AMD EPYC AVX512"``): what float results and kernel speeds depend on; the fields not recorded are left out."""
+    return " ".join(str(hardware[k]) for k in ("cpu_model", "cpu_isa") if (hardware or {}).get(k))
 
 
 def hardware_summary() -> dict:

@@ -352,9 +352,9 @@ if history:
 # %% [markdown]
 # These machines come in more than one kind, and a kernel tuned on one CPU can lose
 # ground on another: the state update is memory traffic, which caches and vector width
-# decide. So the same benchmark ran again on another kind, idle
+# decide. So the same benchmark was recorded on another kind, idle
 # (`results/benchmarks/cpu_kinds_w192_*.json`), beside the last change's recordings
-# above ({numref}`tbl-training-cpu-kinds`).
+# above ({numref}`tbl-training-cpu-kinds`; each row names its commit).
 
 # %% tags=["hide-input"]
 kinds = cpu_kind_rows(BENCH)
@@ -373,18 +373,29 @@ if kinds:
                "per-repeat ratios; a step time (ms) is its median over the recording's "
                "repeats.",
                "; ".join(sorted({r["machine"] for r in kinds})) + "."]))
-    by_machine = {}
+    by_cpu = {}
     for r in kinds:
-        by_machine.setdefault(r["cpu"], []).append(r["over_crate"])
+        by_cpu.setdefault(r["cpu"], []).append(r)
     target = kinds[0]["target_crate"]
-    assert {r["target_crate"] for r in kinds} == {target}
+    assert {r["target_crate"] for r in kinds} == {target}, \
+        "the sentence below names one target: give every recording the same"
+
+    def span(rows):
+        """The ratios of one CPU's recordings, and the commits they ran."""
+        v = [r["over_crate"] for r in rows]
+        commits = ", ".join(sorted({r["commit"] for r in rows}))
+        return (f"{v[0]:.3f} (1 recording" if len(v) == 1 else
+                f"{min(v):.3f}–{max(v):.3f} ({len(v)} recordings") + f", {commits})"
+
+    commits = {r["commit"] for r in kinds}
     display(Markdown(
         f"AoT-ADMM's step over CRATE's, against the target of {target:.2f}: "
-        + "; ".join(f"{m} {min(v):.3f}–{max(v):.3f} ({len(v)} recordings)"
-                    for m, v in by_machine.items())
-        + ". " + ("The target holds in every recording on every kind measured."
-                  if max(max(v) for v in by_machine.values()) <= target
-                  else "It is missed on at least one kind.")
+        + "; ".join(f"{cpu} {span(rows)}" for cpu, rows in by_cpu.items()) + ". "
+        + ("The target holds in every recording on every kind measured."
+           if max(r["over_crate"] for r in kinds) <= target
+           else "It is missed on at least one kind.")
+        + (" The kinds ran different commits, so a difference between them is the "
+           "code's as much as the CPU's." if len(commits) > 1 else "")
         + " A CPU of a kind not in the table is not measured: run the benchmark there "
         "(exercise 5)."))
 
@@ -412,8 +423,9 @@ if kinds:
 #    {numref}`tbl-training-kernel-history`'s machine?
 # 5. **Your CPU.** Run `python benchmarks/bench_families.py --settings w192 --modes
 #    eager --name cpu_kinds_w192_4` and build the book again: your machine joins
-#    {numref}`tbl-training-cpu-kinds`. Does the target hold on it, and is its CRATE step
-#    slower by the same factor as its AoT-ADMM step?
+#    {numref}`tbl-training-cpu-kinds`. Does the target hold on it? Record it again at
+#    another row's commit (`git checkout`): how much of the difference between your
+#    CPU and that row's was the code's?
 
 # %% [markdown]
 # ## What we learned

@@ -664,28 +664,28 @@ if pick_row is not None:
 
 # %% [markdown]
 # The half hour is a property of the clock's machine, not of the recipe. The same
-# steps were timed on the other machines this project ran on, idle, with the same
-# script ({numref}`tbl-recipe-machines`).
+# script timed the same steps again, idle, at other commits or on another kind of CPU
+# ({numref}`tbl-recipe-machines`).
 
 # %% tags=["hide-input"]
 if pick_row is not None:
-    machines = evidence.machine_clocks(ROOT, pick_row["candidate"], cost["steps"])
+    machines = evidence.step_time_measurements(ROOT, pick_row["candidate"],
+                                               cost["steps"])
     display(Table(
         [{**m, "commit": m["commit"][:7], "date": m["date"][:10],
-          "role": "the clock" if m["clock"] else "beside it",
           **{f"{f}_min": v for f, v in m["minutes"].items()}} for m in machines],
-        [Col("cpu", "CPU"), Col("commit"), Col("date"), Col("role"),
+        [Col("cpu", "CPU"), Col("commit"), Col("date"),
+         Col("role", "against the clock"),
          *[Col(f"{f}_min", f"{name} (min)", ".1f")
            for f, name in FAMILY_NAMES.items()]],
-        caption=f"The recipe's {cost['steps']:,} steps ({pick_row['candidate']}) on "
-                "each machine measured, in minutes per family",
+        caption=f"The recipe's {cost['steps']:,} steps ({pick_row['candidate']}) by "
+                "each idle measurement, in minutes per family",
         name="tbl-recipe-machines",
         notes=["Minutes: the steps times the median idle step of "
                "scripts/recipe_search.py time (the families interleaved); files: "
                + ", ".join(f"`{m['path']}`" for m in machines) + "."]))
     base = machines[0]
-    away = [m for m in machines if m["cpu"] != base["cpu"]
-            and m["commit"] == base["commit"]]
+    away = [m for m in machines if m["role"] == "other CPU"]  # only the CPU differs
     for m in away:
         ratio = m["minutes"]["aot_admm"] / base["minutes"]["aot_admm"]
         epochs = pick_row["epochs"] * budget / m["minutes"]["aot_admm"]
@@ -695,7 +695,7 @@ if pick_row is not None:
             f"clock's {base['minutes']['aot_admm']:.1f}: "
             + (f"the half hour buys {epochs:.1f} of the recipe's "
                f"{pick_row['epochs']} epochs there. " if epochs < pick_row["epochs"]
-               else "the recipe fits in the half hour there too. ")
+               else "the recipe fits in the half hour there. ")
             + "A cell recorded on that machine trains the same steps; the goal and the "
             "curves keep the clock's minutes, and each record names its CPU."))
 

@@ -241,10 +241,11 @@ def test_the_recipe_is_the_better_finalist_at_full_length_with_the_plans_cells(t
         "(results/cpu/plan.yaml).")
 
 
-def test_machine_clocks_price_the_recipe_on_every_machine_measured(tmp_path):
-    """evidence.machine_clocks: the clock first, then results/benchmarks/recipe_step_times_*.json by date (not by
-    name); minutes = steps x the median step / 60, per family, of the candidate asked for; the CPU named."""
-    from aot_lib.book.evidence import machine_clocks
+def test_step_time_measurements_price_the_recipe_by_every_measurement(tmp_path):
+    """evidence.step_time_measurements: the clock first, then results/benchmarks/recipe_step_times_*.json by date
+    (not by name), each row saying how it differs from the clock; minutes = steps x the median step / 60, per
+    family, of the candidate asked for; the CPU named."""
+    from aot_lib.book.evidence import step_time_measurements
 
     def times(path, date, commit, cpu, step_s):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,12 +254,16 @@ def test_machine_clocks_price_the_recipe_on_every_machine_measured(tmp_path):
                                               "c0_base": {"aot_admm": {"median_s": 9.0}, "crate": {"median_s": 9.0}}}}))
 
     times(tmp_path / "results/cpu/search/step_times.json", "2026-11-26T10:00:00+0000", "a" * 40, "Xeon", 0.36)
-    times(tmp_path / "results/benchmarks/recipe_step_times_a.json", "2026-11-27T10:00:00+0000", "b" * 40, "EPYC", 0.6)
-    times(tmp_path / "results/benchmarks/recipe_step_times_b.json", "2026-11-25T10:00:00+0000", "c" * 40, "Xeon", 0.4)
-    rows = machine_clocks(tmp_path, "c1_local2", 4290)
-    assert [(r["path"].split("/")[-1], r["clock"], r["cpu"]) for r in rows] == [
-        ("step_times.json", True, "Xeon AVX2"), ("recipe_step_times_b.json", False, "Xeon AVX2"),
-        ("recipe_step_times_a.json", False, "EPYC AVX2")]
+    bench = tmp_path / "results/benchmarks"
+    times(bench / "recipe_step_times_a.json", "2026-11-27T10:00:00+0000", "b" * 40, "EPYC", 0.6)
+    times(bench / "recipe_step_times_b.json", "2026-11-25T10:00:00+0000", "c" * 40, "Xeon", 0.4)
+    times(bench / "recipe_step_times_c.json", "2026-11-27T11:00:00+0000", "a" * 40, "EPYC", 0.5)
+    times(bench / "recipe_step_times_d.json", "2026-11-27T12:00:00+0000", "a" * 40, "Xeon", 0.37)
+    rows = step_time_measurements(tmp_path, "c1_local2", 4290)
+    assert [(r["path"].split("/")[-1], r["role"], r["cpu"]) for r in rows] == [
+        ("step_times.json", "the clock", "Xeon AVX2"), ("recipe_step_times_b.json", "other commit", "Xeon AVX2"),
+        ("recipe_step_times_a.json", "other CPU and commit", "EPYC AVX2"),
+        ("recipe_step_times_c.json", "other CPU", "EPYC AVX2"), ("recipe_step_times_d.json", "a repeat", "Xeon AVX2")]
     # 4290 steps: 0.36 s -> 25.74 min, 0.6 s -> 42.9 min, 1.0 s -> 71.5 min (float64 rounding of one product)
     assert rows[0]["minutes"] == {"aot_admm": pytest.approx(25.74, rel=1e-12), "crate": pytest.approx(71.5, rel=1e-12)}
     assert rows[2]["minutes"]["aot_admm"] == pytest.approx(42.9, rel=1e-12) and rows[2]["commit"] == "b" * 40

@@ -17,6 +17,7 @@ import statistics
 from typing import Any, Mapping, Sequence
 
 from ..models.registry import list_families
+from ..runtime import cpu_label
 from .tables import Col, Table
 from .plotting import FIGURE_WIDTH_IN
 
@@ -174,7 +175,7 @@ def _w192_eager_row(rec: Mapping, recording: int) -> dict[str, Any]:
     # one bench_families.py recording's width-192 eager entry: commit, machine, step times (ms), ratios, target
     (entry,) = [e for e in rec["runs"] if e["setting"]["name"] == "w192" and e["mode"] == "eager"]
     return {"recording": recording, "commit": str(rec.get("commit", ""))[:7],
-            "machine": _machine(rec.get("hardware") or {}), "cpu": _cpu(rec.get("hardware") or {}),
+            "machine": _machine(rec.get("hardware") or {}), "cpu": cpu_label(rec.get("hardware")),
             "repeats": rec.get("repeats"),
             # a family the recording did not time (--families) stays empty
             **{f"{fam}_ms": 1e3 * entry["results"][fam]["step"]["median_s"] if fam in entry["results"]
@@ -207,13 +208,8 @@ def cpu_kind_rows(folder) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["machine"], r["recording"]))
 
 
-def _cpu(hw: Mapping) -> str:
-    # the CPU model and instruction set where recorded: float results and kernel speeds differ between them
-    return " ".join(str(hw[k]) for k in ("cpu_model", "cpu_isa") if hw.get(k))
-
-
 def _machine(hw: Mapping) -> str:
-    parts = [hw.get("machine"), _cpu(hw), hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
+    parts = [hw.get("machine"), cpu_label(hw), hw.get("cpu_count") and f"{hw['cpu_count']} CPU cores",
              hw.get("torch") and f"PyTorch {hw['torch']}"]
     return ", ".join(str(p) for p in parts if p)
 

@@ -28,7 +28,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "picked_lr", "sweep_table", "first_reaching", "BASELINES_DIR", "floor_cells", "floor_rows",
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
-           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "machine_clocks", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
+           "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "step_time_measurements", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
            "CLAIMS_30MIN"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
@@ -930,34 +930,44 @@ def step_clock(root: str | Path) -> dict:
     measurement goes beside the old ones, which stay as recorded) with the latest ``date``, as the file's own
     fields plus ``path`` (relative to ``root``, the checkout). Its ``commit`` says which code was timed: the modelled
     minutes are what each run's steps cost at that commit, on that machine."""
-    from datetime import datetime
-
     root = Path(root)
     found = sorted((root / "results" / "cpu" / "search").glob("step_times*.json"))
     if not found:
         raise FileNotFoundError("no step times under results/cpu/search: measure them on an idle machine "
                                 "(python scripts/recipe_search.py time --out results/cpu/search/step_times.json)")
     clocks = [{**_read_json(f), "path": f.relative_to(root).as_posix()} for f in found]
-    return max(clocks, key=lambda c: datetime.strptime(c["date"], "%Y-%m-%dT%H:%M:%S%z"))
+    return max(clocks, key=_measured_at)
 
 
-def machine_clocks(root: str | Path, candidate: str, steps: int) -> list[dict]:
-    """What ``steps`` steps of search ``candidate`` cost on each machine measured, in minutes per family: the clock
-    (:func:`step_clock`) first, then every ``results/benchmarks/recipe_step_times_*.json`` (``recipe_search.py time
-    --out``, taken beside the clock on this or another kind of CPU) by date. Each row: ``path``, ``commit``,
-    ``date``, ``cpu`` (model and instruction set), ``clock`` (whether it is the book's clock) and ``minutes``
-    (family -> minutes, :func:`modelled_minutes` of the file's median step)."""
-    from datetime import datetime
+def step_time_measurements(root: str | Path, candidate: str, steps: int) -> list[dict]:
+    """What ``steps`` steps of search ``candidate`` cost by each idle measurement of the step times, in minutes per
+    family: the clock (:func:`step_clock`) first, then every ``results/benchmarks/recipe_step_times_*.json``
+    (``recipe_search.py time --out``: the same script at another commit or on another kind of CPU) by date. Each
+    row: ``path``, ``commit``, ``date``, ``cpu`` (:func:`aot_lib.runtime.cpu_label`), ``role`` ("the clock", or
+    how it differs from it: "other commit", "other CPU", "other CPU and commit") and ``minutes`` (family ->
+    minutes, :func:`modelled_minutes` of the file's median step)."""
+    from ..runtime import cpu_label
 
     root = Path(root)
     clock = step_clock(root)
-    others = [{**_read_json(f), "path": f.relative_to(root).as_posix()}
-              for f in sorted((root / "results" / "benchmarks").glob("recipe_step_times_*.json"))]
-    others.sort(key=lambda c: datetime.strptime(c["date"], "%Y-%m-%dT%H:%M:%S%z"))
-    return [{"path": c["path"], "commit": c["commit"], "date": c["date"], "clock": c is clock,
-             "cpu": " ".join(str(c["hardware"][k]) for k in ("cpu_model", "cpu_isa") if c["hardware"].get(k)),
-             "minutes": {f: modelled_minutes(steps, t["median_s"]) for f, t in c["steps"][candidate].items()}}
-            for c in [clock, *others]]
+    others = sorted(({**_read_json(f), "path": f.relative_to(root).as_posix()}
+                     for f in (root / "results" / "benchmarks").glob("recipe_step_times_*.json")), key=_measured_at)
+    rows = []
+    for c in [clock, *others]:
+        cpu = cpu_label(c.get("hardware"))
+        differs = [what for what, same in (("CPU", cpu == cpu_label(clock.get("hardware"))),
+                                           ("commit", c["commit"] == clock["commit"])) if not same]
+        role = "the clock" if c is clock else ("other " + " and ".join(differs) if differs else "a repeat")
+        rows.append({"path": c["path"], "commit": c["commit"], "date": c["date"], "cpu": cpu, "role": role,
+                     "minutes": {f: modelled_minutes(steps, t["median_s"]) for f, t in c["steps"][candidate].items()}})
+    return rows
+
+
+def _measured_at(measurement: Mapping):
+    # a measurement's ``date`` (recipe_search.py time writes %Y-%m-%dT%H:%M:%S%z) as a time to sort by
+    from datetime import datetime
+
+    return datetime.strptime(measurement["date"], "%Y-%m-%dT%H:%M:%S%z")
 
 
 def time_to_accuracy(root: str | Path) -> list[dict]:
