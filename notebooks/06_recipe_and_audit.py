@@ -1110,7 +1110,7 @@ if encoder is not None:
 # :label: tbl-recipe-machines
 # :kind: table
 # :enumerator: 7.5
-# The recipe's 4,290 steps (c1_local2) on each machine measured, in minutes per family
+# The recipe's 4,290 steps (c1_local2) by each idle measurement, in minutes per family
 # :::
 #
 # :::{figure}
