@@ -683,7 +683,7 @@ if pick_row is not None:
         name="tbl-recipe-machines",
         notes=["Minutes: the steps times the median idle step of "
                "scripts/recipe_search.py time (the families interleaved); files: "
-               + ", ".join(f"`{m['path']}`" for m in machines) + "."]))
+               + ", ".join(m["path"] for m in machines) + "."]))
     base = machines[0]
     away = [m for m in machines if m["role"] == "other CPU"]  # only the CPU differs
     for m in away:
