@@ -54,9 +54,9 @@ from IPython.display import Markdown, display
 
 from aot_lib.book import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
-from aot_lib.book.benchmarks import (FAMILY_NAMES, current, family_speed_table,
+from aot_lib.book.benchmarks import (current, family_speed_table,
                                      cpu_kind_rows, kernel_history_rows,
-                                     plot_family_ratios,
+                                     plot_family_ratios, step_ratio_cols,
                                      trainer_phase_table, trainer_records_table)
 from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
@@ -322,10 +322,7 @@ if history:
     display(Table(
         history,
         [Col("change"), Col("side"), Col("recording"), Col("commit"),
-         Col("over_crate", "AoT-ADMM / CRATE", ".3f"),
-         Col("over_aot", "AoT-ADMM / AoT", ".3f"),
-         *[Col(f"{fam}_ms", f"{name} step (ms)", ".0f")
-           for fam, name in FAMILY_NAMES.items()]],
+         *step_ratio_cols()],
         caption="What each CPU kernel changed: one LeJEPA step at width 192 "
                 "(benchmarks/bench_families.py, eager mode), before and after",
         name="tbl-training-kernel-history",
@@ -361,11 +358,7 @@ kinds = cpu_kind_rows(BENCH)
 if kinds:
     display(Table(
         kinds,
-        [Col("cpu", "CPU"), Col("commit"),
-         Col("over_crate", "AoT-ADMM / CRATE", ".3f"),
-         Col("over_aot", "AoT-ADMM / AoT", ".3f"),
-         *[Col(f"{fam}_ms", f"{name} (ms)", ".0f")
-           for fam, name in FAMILY_NAMES.items()]],
+        [Col("cpu", "CPU"), Col("commit"), *step_ratio_cols()],
         caption="The eager step at width 192 on each kind of CPU measured "
                 "(benchmarks/bench_families.py, idle machine)",
         name="tbl-training-cpu-kinds",

@@ -24,7 +24,7 @@ from .plotting import FIGURE_WIDTH_IN
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
-           "device_call_commit", "cpu_kind_rows"]
+           "device_call_commit", "cpu_kind_rows", "step_ratio_cols"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -169,6 +169,13 @@ def kernel_history_rows(folder) -> list[dict[str, Any]]:
                      **_w192_eager_row(json.loads(f.read_text()), int(m["k"]))})
     order = list(KERNEL_CHANGES.values())
     return sorted(rows, key=lambda r: (order.index(r["change"]), r["side"] == "after", r["recording"]))
+
+
+def step_ratio_cols() -> list[Col]:
+    """The columns of a :func:`kernel_history_rows` or :func:`cpu_kind_rows` row that one recording measured:
+    AoT-ADMM's step over CRATE's and AoT's, then each family's median step (ms)."""
+    return [Col("over_crate", "AoT-ADMM / CRATE", ".3f"), Col("over_aot", "AoT-ADMM / AoT", ".3f"),
+            *[Col(f"{fam}_ms", f"{name} (ms)", ".0f") for fam, name in FAMILY_NAMES.items()]]
 
 
 def _w192_eager_row(rec: Mapping, recording: int) -> dict[str, Any]:
