@@ -944,7 +944,8 @@ def step_time_measurements(root: str | Path, candidate: str, steps: int) -> list
     family: the clock (:func:`step_clock`) first, then every ``results/benchmarks/recipe_step_times_*.json``
     (``recipe_search.py time --out``: the same script at another commit or on another kind of CPU) by date. Each
     row: ``path``, ``commit``, ``date``, ``cpu`` (:func:`aot_lib.runtime.cpu_label`), ``role`` ("the clock", or
-    how it differs from it: "other commit", "other CPU", "other CPU and commit") and ``minutes`` (family ->
+    how it differs from it: "other commit", "other CPU", "other CPU and commit", or "a repeat" on the clock's CPU
+    and commit) and ``minutes`` (family ->
     minutes, :func:`modelled_minutes` of the file's median step)."""
     from ..runtime import cpu_label
 
