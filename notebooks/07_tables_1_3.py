@@ -703,9 +703,35 @@ display(Markdown(
 # %% tags=["hide-input"]
 verdicts = [claims[k] for k in ("t1_cifar10", "t1_cifar100", "t3_cifar10")]
 counts = {v: sum(r["verdict"] == v for r in verdicts) for v in stats.VERDICTS}
+judged_30 = [r for r in rows_30 if r["verdict"] != "pending"]
+both = [(first_rows[r["claim"].key.removesuffix("_30min")], r) for r in judged_30
+        if r["claim"].key.removesuffix("_30min") in first_rows]  # judged at both
+assert not any(r["plan"].post_hoc for r in judged_30), "the bullet says: plan first"
+moved = [new["claim"].what.replace(", 30-minute recipe)", ")")
+         for old, new in both if old["verdict"] != new["verdict"]]
+
+
+def ahead_words(r: dict) -> str:
+    """', A ahead' for a parity claim whose interval excludes 0 (a gain's verdict says
+    it already)."""
+    c = r["claim"]
+    return (f", {c.names[0 if r['ahead'] == 'a' else 1]} ahead"
+            if c.claim == "parity" and r["ahead"] else "")
+
+
+recipes_bullet = (
+    "* At the 30-minute recipe, judged by a plan written before its runs: "
+    + "; ".join(f"{r['claim'].what.replace(', 30-minute recipe)', ')')}: "
+                f"{evidence.verdict_label(r)}{ahead_words(r)}" for r in judged_30)
+    + f". Of the {len(both)} comparisons judged at both recipes, the verdict "
+    + (f"moved for {len(moved)}: {', '.join(moved)}" if moved else "moved for none")
+    + "."
+    + (" An interim verdict can still move as the plan's last seeds land."
+       if any(r["missing_seeds"] for r in judged_30) else "")
+    + "\n" if judged_30 else "")
 display(
     Markdown(
-        f"* Of this chapter's {len(verdicts)} claims, {counts['reproduced']} "
+        f"* Of the 10-epoch recipe's {len(verdicts)} claims, {counts['reproduced']} "
         "reproduced, "
         f"{counts['contradicted']} contradicted, "
         f"{counts['not settled']} not settled "
@@ -714,7 +740,8 @@ display(
         "that judges it having been written after its runs. "
         + evidence.one_sided_sentence(verdicts)
         + "\n"
-        "* The families were tuned alike, on validation data: the learning rate is "
+        + recipes_bullet
+        + "* The families were tuned alike, on validation data: the learning rate is "
         "each family's own best of "
         "the same three points.\n"
         "* A difference smaller than its interval's half-width is not evidence either "
