@@ -611,7 +611,14 @@ pending = sum(r["verdict"] == "pending" for r in rows_30)
 pick = evidence.recipe_pick(ROOT)
 assert {(r["claim"].key.split("_")[1], r["plan"].seeds) for r in rows_30} \
     == {("cifar10", 5), ("cifar100", 3)}, "the seeds the text above states"
-two = [dict(claim=r["claim"].what.replace(", 30-minute recipe)", ")"),
+
+
+def short_what(claim) -> str:
+    """A 30-minute claim's name without the recipe: the section is about that recipe."""
+    return claim.what.replace(", 30-minute recipe)", ")")
+
+
+two = [dict(claim=short_what(r["claim"]),
             paper=r["claim"].paper_gap,
             **verdict_cells(first_rows.get(r["claim"].key.removesuffix("_30min")),
                             "first_"),
@@ -657,7 +664,7 @@ probed_30 = [x for x in runs_30 if (WIDE / x.name / "probe.json").exists()]
 
 def wide_sentence(r: dict) -> str:
     """One claim's reading on the wider grid, or the runs it still waits for."""
-    what = r["claim"].what.replace(", 30-minute recipe)", ")")
+    what = short_what(r["claim"])
     if r["missing"]:
         return f"{what}: waits for {', '.join(r['missing'])} on the wider grid."
     return (f"{what}: {r['diff'].mean:+.2f} points on the wider grid"
@@ -707,7 +714,7 @@ judged_30 = [r for r in rows_30 if r["verdict"] != "pending"]
 both = [(first_rows[r["claim"].key.removesuffix("_30min")], r) for r in judged_30
         if r["claim"].key.removesuffix("_30min") in first_rows]  # judged at both
 assert not any(r["plan"].post_hoc for r in judged_30), "the bullet says: plan first"
-moved = [new["claim"].what.replace(", 30-minute recipe)", ")")
+moved = [short_what(new["claim"])
          for old, new in both if old["verdict"] != new["verdict"]]
 
 
@@ -721,8 +728,8 @@ def ahead_words(r: dict) -> str:
 
 recipes_bullet = (
     "* At the 30-minute recipe, judged by a plan written before its runs: "
-    + "; ".join(f"{r['claim'].what.replace(', 30-minute recipe)', ')')}: "
-                f"{evidence.verdict_label(r)}{ahead_words(r)}" for r in judged_30)
+    + "; ".join(f"{short_what(r['claim'])}: {evidence.verdict_label(r)}{ahead_words(r)}"
+                for r in judged_30)
     + f". Of the {len(both)} comparisons judged at both recipes, the verdict "
     + (f"moved for {len(moved)}: {', '.join(moved)}" if moved else "moved for none")
     + "."
