@@ -171,7 +171,7 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # %% tags=["hide-input"]
 from pathlib import Path
 
-from aot_lib.book import evidence
+from aot_lib.book import evidence, stats
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 CHAPTER = {"ch-tables-1-3": "Tables 1 and 3", "ch-transfer": "Table 2",
@@ -191,8 +191,7 @@ for r in rows:
         seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
         verdict=evidence.verdict_label(r),
         ahead=(None if d is None  # pending: no interval, nobody ahead or not
-               else c.names[0 if r["ahead"] == "a" else 1] if r["ahead"]
-               else "neither"),
+               else stats.ahead_name(d, c.names) or "neither"),
         one_sided=evidence.verdict_label(r, "noninferiority")))
 display(Table(
     glance,

@@ -721,9 +721,8 @@ moved = [short_what(new["claim"])
 def ahead_words(r: dict) -> str:
     """', A ahead' for a parity claim whose interval excludes 0 (a gain's verdict says
     it already)."""
-    c = r["claim"]
-    return (f", {c.names[0 if r['ahead'] == 'a' else 1]} ahead"
-            if c.claim == "parity" and r["ahead"] else "")
+    who = stats.ahead_name(r["diff"], r["claim"].names)
+    return f", {who} ahead" if r["claim"].claim == "parity" and who else ""
 
 
 recipes_bullet = (

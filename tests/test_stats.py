@@ -4,7 +4,7 @@ import math
 import pytest
 
 from aot_lib.book import paper
-from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, ahead as ahead_of, claim_sentence, noninferiority,
+from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, ahead as ahead_of, ahead_name, claim_sentence, noninferiority,
                                 noninferiority_spare, paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 
@@ -143,11 +143,15 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     # who is ahead, when the interval excludes 0, whatever the verdict
     ahead = paired_difference({0: 52.0, 1: 52.5, 2: 53.0}, {0: 50.0, 1: 50.1, 2: 50.5})  # +2.30, CI [+1.64, +2.96]
     assert ahead_of(ahead) == "a" and ahead_of(d) is None and ahead_of(one) is None  # one seed: no interval
+    # the name the book prints for it (chapter 1's ahead column, chapter 7's summary, the sentence below)
+    behind = paired_difference({0: 50.0, 1: 50.1, 2: 50.5}, {0: 52.0, 1: 52.5, 2: 53.0})
+    names = ("AoT-ADMM", "CRATE")
+    assert (ahead_name(ahead, names), ahead_name(behind, names)) == ("AoT-ADMM", "CRATE")
+    assert [ahead_name(x, y) for x, y in ((d, names), (one, names), (None, names), (ahead, None))] == [None] * 4
     assert claim_sentence("A − B", ahead, "parity", 0.0, 2.0, names=("AoT-ADMM", "CRATE")).endswith(
         "verdict: not settled; AoT-ADMM ahead (the interval excludes 0).")  # crosses the margin, above 0
     assert claim_sentence("A − B", ahead, "parity", 0.0, 1.5, names=("AoT-ADMM", "CRATE")).endswith(
         "verdict: contradicted; AoT-ADMM ahead (the interval excludes 0).")  # wholly beyond it
-    behind = paired_difference({0: 50.0, 1: 50.1, 2: 50.5}, {0: 52.0, 1: 52.5, 2: 53.0})
     assert claim_sentence("A − B", behind, "better", 1.0, names=("AoT-ADMM", "AoT")).endswith(
         "verdict: contradicted; AoT ahead (the interval excludes 0).")
     assert claim_sentence("A − B", ahead, "control", None, claimant="a control expects").endswith(

@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 from . import paper
 
 __all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "noninferiority",
-           "noninferiority_spare", "ahead", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS"]
+           "noninferiority_spare", "ahead", "ahead_name", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS"]
 
 
 def _paper_gaps() -> list[float]:
@@ -141,6 +141,13 @@ def ahead(diff: Summary) -> str | None:
     return "a" if diff.low > 0 else "b" if diff.high < 0 else None
 
 
+def ahead_name(diff: Summary | None, names: tuple[str, str] | None) -> str | None:
+    """The name (of ``names``, A's and B's) of the side the interval of A - B puts ahead; None when it puts neither
+    ahead, when there is no interval (one seed, or no ``diff`` yet) or no ``names`` to say it with."""
+    side = ahead(diff) if diff is not None else None
+    return names[0 if side == "a" else 1] if side and names else None
+
+
 def noninferiority_spare(diff: Summary, smaller: str, margin: float) -> float:
     """How far the smaller model's worst case stays inside the margin (points): the lower bound of the interval of
     smaller - larger, plus ``margin``. At or above 0 the smaller model trails by at most the margin anywhere in the
@@ -176,8 +183,8 @@ def claim_sentence(what: str, diff: Difference, claim: str, paper_value: float |
     said = {"better": "a gain", "control": "a gain"}.get(claim) or f"parity (within ±{margin:.2f} points)"
     paper = f"; its gap: {paper_value:+.2f}" if paper_value is not None else ""
     spread = f"{diff.interval()} over {diff.n} seeds" if diff.n >= 2 else "one seed, so no interval"
-    side = ahead(diff)
-    lead = f"; {names[0 if side == 'a' else 1]} ahead (the interval excludes 0)" if side and names else ""
+    who_leads = ahead_name(diff, names)
+    lead = f"; {who_leads} ahead (the interval excludes 0)" if who_leads else ""
     one_sided = ""
     if claim == "parity" and smaller and diff.n >= 2:
         who = f"{smaller_name}, the smaller model," if smaller_name else "the smaller model"
