@@ -377,8 +377,9 @@ print(f"SIGReg of {Y.shape[0]} Gaussian embeddings in D = {D}: {first:.4f} "
 # $$ (eq-per-view-pooled)
 #
 # `LeJEPALoss(sigreg_sample=...)` offers both; `"per_view"` (the minimal example's) is
-# the default. The pooled sample has $VN$ points, so by {ref}`sec-times-n` it carries a
-# factor $VN$ instead of $N$. Three cases, with the same directions
+# the default. The pooled sample has $VN$ points, so by
+# {ref}`the factor-N argument <sec-times-n>` it carries a factor $VN$ instead of $N$.
+# Three cases, with the same directions
 # ({numref}`tbl-objective-per-view-pooled`):
 
 # %%

@@ -29,21 +29,25 @@ run_record_box(seed=0)
 # Transformer with the same parameter count but without the unrolled ADMM state, by 4–7
 # points.
 #
-# **What is scaled down, for every run of this chapter** (the CPU recipe of
-# {ref}`ch-recipe-audit`, `configs/cpu/recipe.yaml`): width 192 and depth 6 (Tiny is 384
-# and 12), 10 epochs (not 800), projector 1024-1024-64 and 256 SIGReg slices (our
-# paper-scale defaults, 2048-2048-128 and 1024, come from LeJEPA's code: the paper does
-# not state them). The views, batch, optimiser, schedule shape and loss are the
-# paper's. The accuracies are therefore not the paper's and are not meant to be: the
-# comparisons between families under one budget are what this chapter tests.
+# **What is scaled down, for every run of this chapter outside its 30-minute section**
+# (the first CPU recipe of {ref}`the recipe chapter <ch-recipe-audit>`,
+# `configs/cpu/recipe.yaml`): width 192 and depth 6 (Tiny is 384 and 12), 10 epochs
+# (not 800), projector 1024-1024-64 and 256 SIGReg slices (our paper-scale defaults,
+# 2048-2048-128 and 1024, come from LeJEPA's code: the paper does not state them). The
+# views, batch, optimiser, schedule shape and loss are the paper's. The 30-minute
+# recipe ({ref}`sec-two-recipes`) changes the epochs and the local views (the recipe
+# chapter lists them). The accuracies are therefore not the paper's and are not meant
+# to be: the comparisons between families under one budget are what this chapter
+# tests.
 #
 # **The data.** CIFAR-10 is the offline copy in `$AOT_DATA`: the official images
 # re-encoded as JPEG (quality 75), so a few tenths of a point below the PNG originals.
 # The CIFAR-100 "test" split is 10,000 images held out from the official training set
 # (the official test set is not in the offline copy). `data.download=true` fetches the
-# official sets where a network is available. The linear probe is the quick protocol of
-# {ref}`sec-quick-probe`: a linear classifier on frozen features of un-augmented
-# images, its learning rate chosen on a 10 % validation split of the training set.
+# official sets where a network is available. The linear probe is the
+# {ref}`quick protocol <sec-quick-probe>`: a linear classifier on frozen features of
+# un-augmented images, its learning rate chosen on a 10 % validation split of the
+# training set.
 #
 # The commands (each run is pretrained, probed and recorded into `results/cpu/`; a run
 # recorded already is skipped):
@@ -415,8 +419,11 @@ display(
 # images of the validation split against a bank of 10,000 training images, without
 # gradients or random draws (the training trajectory is bitwise the same with or without
 # it). Time is *modelled*: steps × each family's median step time in the interleaved
-# benchmark (`results/benchmarks/families_run*.json`, width 192, eager), because the
-# runs' own wall times were taken on a shared machine ({numref}`fig-knn-curves`).
+# benchmark (`results/benchmarks/families_run*.json`, width 192, eager; its commit is
+# named under the figure), because the runs' own wall times were taken on a shared
+# machine ({numref}`fig-knn-curves`). That benchmark predates the recipe search's
+# throughput work: {numref}`fig-time-to-accuracy` puts the same runs on the newer code's
+# clock, where the same steps take fewer minutes, so compare minutes within one figure.
 
 # %% tags=["hide-input"]
 bench = [
@@ -426,6 +433,7 @@ bench = [
 step_s = {
     fam: median(evidence.seconds_per_step(b)[fam] for b in bench) for fam in NAMES
 }
+commits = sorted({b["commit"][:7] for b in bench})
 curves = {}
 for fam in NAMES:
     for r in cells[fam, "cifar10"]:
@@ -496,7 +504,8 @@ if common:
     )
 display(
     Markdown(
-        f"Benchmarked step times (median of {len(bench)} interleaved recordings): "
+        f"Benchmarked step times (median of {len(bench)} interleaved recordings at "
+        f"commit{'s' * (len(commits) > 1)} {', '.join(commits)}): "
         + ", ".join(f"{NAMES[f]} {s:.2f} s" for f, s in step_s.items())
         + "."
     )
@@ -584,13 +593,14 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 # ## The same claims at the 30-minute recipe
 #
 # Every verdict above rests on one recipe: 10 epochs, against the paper's 800. The
-# recipe search of {ref}`sec-recipe-search` picks a second one, on validation data
+# {ref}`recipe search <sec-recipe-search>` picks a second one, on validation data
 # only, for accuracy per CPU-minute. The analysis plan fixed how its cells are judged
 # before any of their runs: the same rules and margins, 5 seeds on CIFAR-10 and 3 on
 # CIFAR-100, and Table 3's CIFAR-100 half included. {numref}`tbl-two-recipes` sets the
 # two recipes side by side, claim by claim. A verdict that holds at both says more
-# than either alone; one that flips says the ranking depends on how long the models
-# trained.
+# than either alone; one that flips between final verdicts says the ranking depends on
+# how long the models trained. An interim verdict (fewer seeds recorded than the plan
+# asks for) can still move with the seeds to come.
 
 # %% tags=["hide-input"]
 def verdict_cells(row, prefix):

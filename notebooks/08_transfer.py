@@ -41,7 +41,7 @@ run_record_box(seed=0)
 # recipe ([](#bib-caron2021dino)) as LeJEPA's example does, and label smoothing 0.1 with
 # weight decay 0.05 are the usual fine-tuning defaults of DeiT
 # ([](#bib-touvron2021deit)). The projector and SIGReg settings are discussed in
-# {ref}`sec-objective-provenance`. The commands:
+# {ref}`the objective chapter <sec-objective-provenance>`. The commands:
 #
 # ```bash
 # export AOT_DATA=../shared/data

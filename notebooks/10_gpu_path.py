@@ -306,7 +306,7 @@ if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists()
 # 3. **Your GPU.** Run `python benchmarks/bench_cuda.py` on a machine with CUDA. Does
 #    AoT-ADMM-Base's step come closer to half of CRATE-Base's at a larger batch
 #    (`--part paper --paper-batch 1024`)? What does that say about the reading in
-#    {ref}`sec-gpu-measured`?
+#    {ref}`the measured section <sec-gpu-measured>`?
 
 # %% [markdown]
 # ## What we learned
