@@ -405,7 +405,9 @@ display(
         f"At this width AoT-ADMM has {fewer:.0%} fewer parameters than CRATE and "
         f"{flops:.2f}× its FLOPs per image (the paper, Tiny: "
         f"{1 - paper.PARAMS_M['aot_admm_tiny'] / paper.PARAMS_M['crate_tiny']:.0%} and "
-        f"{paper.FLOPS_G['aot_admm_tiny'] / paper.FLOPS_G['crate_tiny']:.2f}×)."
+        f"{paper.FLOPS_G['aot_admm_tiny'] / paper.FLOPS_G['crate_tiny']:.2f}× by "
+        f"its table; its prose says {paper.SAVING_PCT_PROSE['tiny']:.1f} %, which "
+        f"{{numref}}`tbl-architecture-admm-savings` recomputes)."
     )
 )
 
