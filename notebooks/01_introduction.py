@@ -42,7 +42,9 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 # and the compression rate $R^c(Z\mid U_{[K]})=\sum_k R(U_k^\top Z)$ (the paper's Eqs.
 # (6), (7)).
 #
-# The paper splits the three terms of {eq}`eq-srr` by **where** they are optimised:
+# The paper splits the three terms of {eq}`eq-srr` by **where** they are optimised,
+# after replacing the $\ell_0$ penalty by its usual convex surrogate, the $\ell_1$ norm
+# (the paper's Eq. (8)):
 #
 # | term | role | where it goes | in `aot_lib` |
 # |---|---|---|---|
@@ -149,7 +151,7 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # singles out tokens on the subspaces. This is the division of labour of the paper:
 # the expansion $-R$ goes into the loss ({ref}`ch-theorem1`, {ref}`ch-objective`),
 # compression and sparsity become the network ({ref}`ch-admm`), whose ReLU step is the
-# proximal map of the sparsity term. {ref}`The collapse experiment <sec-collapse>`
+# proximal map of the $\ell_1$ sparsity term. {ref}`The collapse experiment <sec-collapse>`
 # shows what compression plus sparsity do on their own: they shrink the tokens to zero.
 
 # %% [markdown]
@@ -193,14 +195,16 @@ for r in rows:
         verdict=evidence.verdict_label(r),
         ahead=(None if d is None  # pending: no interval, nobody ahead or not
                else stats.ahead_name(d, c.names) or "neither"),
-        one_sided=evidence.verdict_label(r, "noninferiority")))
+        one_sided=evidence.verdict_label(r, "noninferiority"),
+        key=c.key))
 display(Table(
     glance,
     # the verdict first after the claim: on a phone it shows before any scroll
     [Col("claim", "comparison (A − B, points)"), Col("verdict"),
      Col("ahead", "ahead (CI excludes 0)"), Col("ours"), Col("interval", "95 % CI"),
      Col("paper", "paper", "+.2f", paper=True), Col("seeds"),
-     Col("one_sided", "as non-inferiority"), Col("chapter", "where")],
+     Col("one_sided", "as non-inferiority"), Col("chapter", "where"),
+     Col("key", "plan key")],  # the figure and the margin table name rows by it
     caption="The paper's claims at CPU scale: A − B in top-1 points",
     name="tbl-intro-claims",
     notes=["Parity claims are judged as the analysis plan (results/cpu/plan.yaml) "
@@ -224,7 +228,7 @@ display(Table(
 # them is the floor the accuracies stand on: how far pretraining lifts the same probe
 # above an untrained encoder and above raw pixels ({ref}`sec-table1-cpu`).
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). The paper's claims are above the dashed line, our controls below it; $\\dagger$ marks a claim the plan judges post hoc, its runs recorded before the plan was written. Below it, on its own scale, the floor (green): what pretraining adds over each seed's untrained encoder and over raw pixels, the same probe paired by seed; descriptive, not judged.", "name": "fig-claims-forest"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds with its 95 % interval (blue), the paper's own gap (red cross), the analysis plan's parity margin (grey band, parity claims only), and 0 (black line). Rows are named by their key in the analysis plan, the last column of the results table. The paper's claims are above the dashed line, our controls below it; $\\dagger$ marks a claim the plan judges post hoc, its runs recorded before the plan was written. Below it, on its own scale, the floor (green): what pretraining adds over each seed's untrained encoder and over raw pixels, the same probe paired by seed; descriptive, not judged.", "name": "fig-claims-forest"}}
 from aot_lib.book.plotting import plot_claims_forest
 
 floors = evidence.floor_rows(ROOT / "results" / "cpu", evidence.TABLE13_CELLS,
@@ -241,7 +245,7 @@ plot_claims_forest(rows, floors);
 sensitivity = evidence.margin_sensitivity(rows)
 display(Table(
     sensitivity,
-    [Col("key", "claim"),
+    [Col("key", "claim (plan key)"),
      *[Col(f"m{m:g}", f"±{m:g}") for m in evidence.MARGINS_SHOWN],
      Col("plan", "plan's margin", ".2f"),
      Col("relative", "relative margin", ".2f"), Col("relative_verdict", "at it")],
