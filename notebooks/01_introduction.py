@@ -151,8 +151,9 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # singles out tokens on the subspaces. This is the division of labour of the paper:
 # the expansion $-R$ goes into the loss ({ref}`ch-theorem1`, {ref}`ch-objective`),
 # compression and sparsity become the network ({ref}`ch-admm`), whose ReLU step is the
-# proximal map of the $\ell_1$ sparsity term. {ref}`The collapse experiment <sec-collapse>`
-# shows what compression plus sparsity do on their own: they shrink the tokens to zero.
+# proximal map of the $\ell_1$ sparsity term.
+# {ref}`The collapse experiment <sec-collapse>` shows what compression plus sparsity do
+# on their own: they shrink the tokens to zero.
 
 # %% [markdown]
 # (sec-results-at-a-glance)=
