@@ -186,6 +186,8 @@ rows = (evidence.claim_rows(ROOT / "results" / "cpu")
         + evidence.claim_rows(ROOT / "results" / "cpu", evidence.CLAIMS_30MIN))
 margins = {r["plan"].table: r["margin"] for r in rows if r["margin"] is not None}
 post_hoc = sum(r["plan"].post_hoc for r in rows)
+assert all(not r["missing_seeds"] for r in rows if r["plan"].post_hoc), \
+    "the note says a post hoc claim is asked only the seeds it had"
 for r in rows:
     c, d = r["claim"], r["diff"]
     glance.append(dict(
@@ -220,7 +222,8 @@ display(Table(
            "value) expects a gain too, confirmed above 0. Interim: fewer paired seeds "
            "recorded than the plan asks for, so the verdict can still move. "
            f"{post_hoc} of the {len(rows)} claims were recorded before the plan "
-           "was written: their verdicts are post hoc."]))
+           "was written: their verdicts are post hoc, and the seeds the plan asks of "
+           "them are the seeds they had."]))
 
 # %% [markdown]
 # The same claims as one picture, in {numref}`fig-claims-forest`: each interval against
