@@ -257,8 +257,8 @@ display(Markdown(
 # {ref}`the main run <sec-main-run>` ({numref}`tbl-training-trainer-records`) and
 # splits it by phase ({numref}`tbl-training-step-phases`); most of a step is the
 # encoder's forward and backward pass, and the share of the CPU's measured
-# matrix-product ceiling that the step reaches is what {ref}`ch-gpu` scales its GPU
-# estimates by.
+# matrix-product ceiling that the step reaches is what
+# {ref}`the GPU chapter <ch-gpu>` scales its GPU estimates by.
 
 # %% tags=["hide-input"]
 BENCH = RESULTS / "benchmarks"
@@ -429,8 +429,9 @@ if kinds:
 # * The CPU-scale accuracies are not the paper's and are not meant to be: they are a few
 #   epochs of a half-width, half-depth model. They show the method learns, and they give
 #   a baseline for anyone extending it on small hardware.
-# * {ref}`The views <sec-views>` are what the encoder of {ref}`ch-architecture` must
-#   serve at two resolutions ({ref}`sec-two-resolutions`).
+# * {ref}`The views <sec-views>` are what the encoder of
+#   {ref}`the architecture chapter <ch-architecture>` must serve at two resolutions
+#   ({ref}`sec-two-resolutions`).
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key

@@ -35,10 +35,10 @@ run_record_box(seed=0)
 # (not 800), projector 1024-1024-64 and 256 SIGReg slices (our paper-scale defaults,
 # 2048-2048-128 and 1024, come from LeJEPA's code: the paper does not state them). The
 # views, batch, optimiser, schedule shape and loss are the paper's. The 30-minute
-# recipe ({ref}`sec-two-recipes`) changes the epochs and the local views (the recipe
-# chapter lists them). The accuracies are therefore not the paper's and are not meant
-# to be: the comparisons between families under one budget are what this chapter
-# tests.
+# recipe ({ref}`sec-two-recipes`) changes the epochs, the local views and the probe's
+# learning-rate grid (the recipe chapter lists them). The accuracies are therefore not
+# the paper's and are not meant to be: the comparisons between families under one
+# budget are what this chapter tests.
 #
 # **The data.** CIFAR-10 is the offline copy in `$AOT_DATA`: the official images
 # re-encoded as JPEG (quality 75), so a few tenths of a point below the PNG originals.
@@ -427,8 +427,9 @@ display(
 # benchmark (`results/benchmarks/families_run*.json`, width 192, eager; its commit is
 # named under the figure), because the runs' own wall times were taken on a shared
 # machine ({numref}`fig-knn-curves`). That benchmark predates the recipe search's
-# throughput work: {numref}`fig-time-to-accuracy` puts the same runs on the newer code's
-# clock, where the same steps take fewer minutes, so compare minutes within one figure.
+# throughput work: {numref}`fig-time-to-accuracy` puts the same runs on a newer and
+# different measurement (the search's clock, augmentation included), where the same
+# steps take fewer minutes, so compare minutes within one figure.
 
 # %% tags=["hide-input"]
 bench = [
@@ -765,7 +766,7 @@ display(
         + "* The learning rate was tuned alike, on validation data: each family's own "
         "best of the same three points. The projector, the SIGReg slices and the "
         "normalisation were chosen on AoT-ADMM alone and handed to CRATE and AoT "
-        "({ref}`ch-recipe-audit`), which can only favour AoT-ADMM.\n"
+        "({ref}`ch-recipe-audit`), which, if anything, favours AoT-ADMM.\n"
         "* A difference smaller than its interval's half-width is not evidence either "
         "way; ten epochs at half "
         "width and depth cannot show whether the paper's ranking at 800 epochs holds."
