@@ -407,11 +407,12 @@ margin_panel(rows)
 # :enumerator: 1.1
 # Every claim of the results table as $A-B$ in top-1 points: our mean over paired seeds
 # with its 95 % interval (blue), the paper’s own gap (red cross), the analysis plan’s
-# parity margin (grey band, parity claims only), and 0 (black line). The paper’s claims
-# are above the dashed line, our controls below it; $\dagger$ marks a claim the plan
-# judges post hoc, its runs recorded before the plan was written. Below it, on its own
-# scale, the floor (green): what pretraining adds over each seed’s untrained encoder and
-# over raw pixels, the same probe paired by seed; descriptive, not judged.
+# parity margin (grey band, parity claims only), and 0 (black line). Rows are named by
+# their key in the analysis plan, the last column of the results table. The paper’s
+# claims are above the dashed line, our controls below it; $\dagger$ marks a claim the
+# plan judges post hoc, its runs recorded before the plan was written. Below it, on its
+# own scale, the floor (green): what pretraining adds over each seed’s untrained encoder
+# and over raw pixels, the same probe paired by seed; descriptive, not judged.
 # :::
 #
 # (sec-table1-cpu)=

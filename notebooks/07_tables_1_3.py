@@ -824,6 +824,18 @@ display(
 # :::
 #
 # :::{figure}
+# :label: fig-time-to-accuracy
+# :enumerator: 7.2
+# Validation k-NN accuracy against modelled pretraining minutes (steps times the idle,
+# interleaved step time): the first recipe (10 epochs; the mean over those of its
+# CIFAR-10 seeds recorded with the online monitor), the recipe search’s finalists at
+# full length (seed 0), and the 30-minute recipe’s CIFAR-10 cells (the mean over their
+# recorded seeds), one panel per family; the legend counts the runs behind each curve. A
+# hollow marker at a curve’s end is the mean final linear probe on the validation split
+# (each run’s own probe and learning-rate grid).
+# :::
+#
+# :::{figure}
 # :label: fig-figure3-cpu
 # :enumerator: 8.2
 # The paper’s Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of

@@ -76,6 +76,16 @@ def test_book_targets_read_titles_numbers_captions_and_latex(tmp_path):
                    "eq-there": K.Target("equation", "eq-there", "2.3", "c = d"),
                    "fig-a": K.Target("figure", "fig-a", "1.2", "Loss of $Z$, per step"),
                    "tbl-b": K.Target("table", "tbl-b", "1.3", "The paper's Table 1")}
+    # a link with its own words ({ref}`text <label>`) does not retitle its section: the heading's title wins,
+    # wherever the heading's page comes in the walk (the section number Sphinx prints is not part of it)
+    (tmp_path / "a.html").write_text('<p><a class="reference internal" href="z.html#sec-z"><span class="std std-ref">'
+                                     'the other chapter</span></a></p>')
+    (tmp_path / "z.html").write_text('<section id="views">\n<span id="sec-z"></span><h2><span class="section-number">'
+                                     '6.1. </span>The views of <span class="math notranslate nohighlight">\\(X\\)'
+                                     '</span><a class="headerlink" href="#views" title="Link to this heading">#</a></h2>')
+    assert K.book_targets(tmp_path)["sec-z"] == K.Target("section", "sec-z", None, "The views of $X$")
+    for name in ("a.html", "z.html"):
+        (tmp_path / name).unlink()
     # with the bibliography: only the works the built list shows (the .bib holds 34), found by their text, with
     # the list's label (a label depends on what the list holds: here a made-up "2025a")
     cited = {k: t for k, t in K.book_targets(tmp_path, BIB).items() if t.kind == "citation"}

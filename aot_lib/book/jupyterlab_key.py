@@ -108,6 +108,10 @@ def book_targets(html_dir: Path, bib: Path | None = None) -> dict[str, Target]:
         for key, (_, reference) in reference_texts(bib).items():
             if sans_url(reference) in listed:
                 out[f"bib-{key}"] = Target("citation", f"bib-{key}", None, listed[sans_url(reference)], reference)
+    for text in pages.values():  # a section's own heading first: a link may give it other words
+        for m in re.finditer(r'<span id="(?P<id>[\w-]+)"></span>\s*<h[1-6][^>]*>(?:<span class="section-number">'
+                             r'[^<]*</span>)?(?P<title>.*?)<a class="headerlink"', text, re.S):
+            out.setdefault(m["id"], Target("section", m["id"], None, _plain(m["title"])))
     for text in pages.values():
         for m in re.finditer(r'<a class="reference internal" href="[^"#]*#(?P<id>[\w-]+)"><span class="std std-ref">'
                              r'(?P<title>.*?)</span></a>', text, re.S):
