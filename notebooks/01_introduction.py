@@ -60,7 +60,9 @@ run_record_box(seed=0, aot_lib=aot_lib.__version__)
 # (18), restated as {eq}`eq-layer-updates` in {ref}`ch-admm`) gives a
 # Transformer made of attention alone: no MLP and no ISTA dictionary, like the
 # attention-only Transformer (AoT) of [](#bib-wang2025aot), but derived from a
-# different objective.
+# different objective. (MSSA is CRATE's multi-head subspace self-attention, the
+# gradient step on $R^c$; ISTA, the iterative shrinkage-thresholding step CRATE follows
+# it with, carries a learned dictionary in every layer.)
 
 # %% tags=["hide-input"]
 import torch
