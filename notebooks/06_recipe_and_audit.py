@@ -371,7 +371,7 @@ display(Table(
            "first recipe's batch 256, lr 2e-3, projector 1024-1024-64 and 256 SIGReg "
            "slices; c0 is that recipe's model and views, given the epochs that fit "
            "30 minutes on the search's clock (the first recipe ran "
-           f"{load_config(ROOT / 'configs' / 'cpu' / 'recipe.yaml')['optim']['epochs']}"
+           f"{load_config(recipe_file)['optim']['epochs']}"
            "). An empty "
            "cell: not recorded yet.",
            "Each run's probe chose its own learning rate on the validation split (lr "
