@@ -244,3 +244,36 @@ def test_the_recorded_device_calls_name_the_commits_that_ran():
            for name in ("cuda_agreement.json", "cuda_trainer.json", "cuda_paper.json", "cuda_cell_h100/")}
     assert got == {"cuda_agreement.json": "f0a2b53", "cuda_trainer.json": "f0a2b53", "cuda_paper.json": "fdd59bd",
                    "cuda_cell_h100/": "fdd59bd"}
+
+
+def test_cuda_check_summary_reads_each_part_and_the_table_sets_checks_side_by_side():
+    """Hand-made parts: the largest float32 error is over the families only (the LeJEPA loss's row is not a
+    family's features), the bf16 range over both bf16 variants of every family, the steps in milliseconds."""
+    from aot_lib.book.benchmarks import cuda_check_summary, cuda_checks_table
+    agreement = {"relative_error_vs_cpu_float64": {
+        "aot_admm": {"fp32": 2e-7, "bf16": 1e-3, "bf16_compiled": 4e-3},
+        "crate": {"fp32": 5e-7, "bf16": 6e-3, "bf16_compiled": 2e-3},
+        "lejepa_loss_aot_admm": {"fp32": 9e-6, "bf16": 9e-1}}}
+    trainer = {"results": {"fp32_eager": {"images_per_s_after_step_20": 1000.4},
+                           "default": {"images_per_s_after_step_20": 2000.6}}}
+    paper = {"date": "2026-01-02T03:04:05+0000", "results": {
+        "aot_admm": {"step_s_median": 0.0787, "step_s_min": 0.0682, "step_s_max": 0.1095},
+        "crate": {"step_s_median": 0.1, "step_s_min": 0.05, "step_s_max": 0.2}}}
+    s = cuda_check_summary(agreement, trainer, paper, "abc1234")
+    assert (s["fp32"], s["bf16"], s["date"]) == (5e-7, (1e-3, 6e-3), "2026-01-02")
+    assert s["step_ms"]["AoT-ADMM-Base"] == pytest.approx((78.7, 68.2, 109.5), rel=1e-12)  # float64 of * 1e3
+    table = cuda_checks_table([("one", s), ("two", {**s, "commit": "def5678"})])
+    rows = {r["what"]: (r["c0"], r["c1"]) for r in table.rows}
+    assert rows["commit"] == ("abc1234", "def5678")
+    assert rows["features, float32: largest error"] == ("5.0e-07", "5.0e-07")
+    assert rows["features, bf16: errors"] == ("1.0e-03–6.0e-03",) * 2
+    assert rows["trainer, bf16-mixed, compiled (images/s)"] == ("2,001",) * 2
+    assert rows["CRATE-Base step, median (fastest) (ms)"] == ("100.0 (50.0)",) * 2
+
+
+def test_the_second_device_check_names_its_commit_for_each_part():
+    """The second loan's record (results/benchmarks/cuda_h100_03678f8/): one call wrote the three parts, at
+    03678f8, and its trainer read 25,000 images (the subset that travelled)."""
+    calls = json.loads((ROOT / "results" / "benchmarks" / "cuda_h100_03678f8" / "device_calls.json").read_text())
+    assert {device_call_commit(calls, f"cuda_{p}.json")[:7] for p in ("agreement", "trainer", "paper")} == {"03678f8"}
+    assert calls["trainer_train_images"] == 25000

@@ -24,6 +24,7 @@ from .plotting import FIGURE_WIDTH_IN
 __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
+           "cuda_check_summary", "cuda_checks_table",
            "device_call_commit", "cpu_kind_rows", "step_ratio_cols"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
@@ -385,3 +386,40 @@ def cuda_trainer_table(trainer: Mapping, recipe_steps: int, batch: int, name: st
                "the recipe's) and the monitors off; images/s is the trainer's own log."],
         name=name,
     )
+
+
+def cuda_check_summary(agreement: Mapping, trainer: Mapping, paper: Mapping, commit: str) -> dict[str, Any]:
+    """One device check's headline numbers (``commit``: the commit or commits that ran it, as the table shows
+    them), from ``bench_cuda.py``'s three parts: the largest float32 error of
+    the families' features against float64, the range of their bf16 errors (eager and compiled), the trainer's
+    images/s per variant, and each Base model's median and fastest step (ms)."""
+    errs = agreement["relative_error_vs_cpu_float64"]
+    fams = [k for k in errs if not k.startswith("lejepa")]
+    bf16 = [errs[k][v] for k in fams for v in ("bf16", "bf16_compiled")]
+    steps = {f"{FAMILY_NAMES.get(f, f)}-Base": (1e3 * r["step_s_median"], 1e3 * r["step_s_min"], 1e3 * r["step_s_max"])
+             for f, r in paper["results"].items()}
+    return dict(commit=commit, date=str(paper["date"])[:10], errors=errs, fp32=max(errs[k]["fp32"] for k in fams),
+                bf16=(min(bf16), max(bf16)),
+                images_per_s={k: v["images_per_s_after_step_20"] for k, v in trainer["results"].items()},
+                step_ms=steps)
+
+
+def cuda_checks_table(checks: Sequence[tuple[str, Mapping]], name: str | None = None) -> Table:
+    """The device checks side by side (a column each, labelled as given), one measurement a row."""
+    def row(what: str, value) -> dict[str, Any]:
+        return {"what": what, **{f"c{i}": value(s) for i, (_, s) in enumerate(checks)}}
+    variants = {"fp32_eager": "float32, eager", "default": "bf16-mixed, compiled"}
+    rows = [row("commit", lambda s: s["commit"]), row("date", lambda s: s["date"]),
+            row("features, float32: largest error", lambda s: f"{s['fp32']:.1e}"),
+            row("features, bf16: errors", lambda s: f"{s['bf16'][0]:.1e}–{s['bf16'][1]:.1e}")]
+    rows += [row(f"trainer, {label} (images/s)", lambda s, k=k: f"{s['images_per_s'][k]:,.0f}")
+             for k, label in variants.items()]
+    rows += [row(f"{model} step, median (fastest) (ms)",
+                 lambda s, m=model: f"{s['step_ms'][m][0]:.1f} ({s['step_ms'][m][1]:.1f})")
+             for model in checks[0][1]["step_ms"]]
+    return Table(rows, [Col("what", "measurement"), *(Col(f"c{i}", label) for i, (label, _) in enumerate(checks))],
+                 caption="The device checks side by side", name=name,
+                 notes=["benchmarks/bench_cuda.py's three parts at each check's commit, on one NVIDIA H100: the "
+                        "errors are relative, against the same encoder in float64 on the CPU; the trainer's images/s "
+                        "are its own log after step 20; the steps are the paper's Base configs at batch 256, "
+                        "10 timed steps a model."])
