@@ -428,3 +428,10 @@ else:
 # :enumerator: 12.5
 # One cell of the 30-minute recipe, on the CPU and on one GPU
 # :::
+#
+# :::{figure}
+# :label: tbl-gpu-second-loan
+# :kind: table
+# :enumerator: 12.6
+# The device checks side by side
+# :::
