@@ -804,7 +804,8 @@ else:
 # are imposed by the normalization preceding the regularizer."
 # `loss.sigreg_normalize=true` does exactly that
 # (`aot_lib.objectives.lejepa.energy_normalize`: the projector's outputs centred and
-# scaled so that $\operatorname{tr}\hat\Sigma=d$, over the global batch under DDP). The
+# scaled so that $\operatorname{tr}\hat\Sigma=d$, over the global batch when several
+# processes train together under distributed data parallel, DDP). The
 # paper describes the normalised form; whether it trains better at CPU scale is a
 # measurement:
 
@@ -838,10 +839,13 @@ else:
 # discrepancy of the normalised embeddings, its covariance part
 # $\tfrac{2C_w}{d(d+2)}\|\hat\Sigma-I\|_F^2$ and the rate gap $R(I)-R(\hat\Sigma)$ at
 # the $\varepsilon$ of `monitor.eps`, both printed below (`aot_lib.training.monitors`);
-# and the effective rank (RankMe) of the encoder's
-# features and of the embeddings. Near $\Sigma=I$ the theorem makes the ratio of the
-# covariance part to the rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted in
-# {numref}`fig-monitors`).
+# and the effective rank of the encoder's features and of the embeddings (RankMe: the
+# exponential of the entropy of the singular values scaled to sum to 1; at most the
+# width). Near $\Sigma=I$ the theorem makes the ratio of the covariance part to the
+# rate gap tend to $8C_w/(\theta^2 d(d+2))$ (dotted in {numref}`fig-monitors`), with
+# $C_w$ the constant of SIGReg's weight function ({ref}`in closed form <sec-cw>`) and
+# $\theta=c/(1+c)$, $c=d/\varepsilon^2$ ({ref}`the rate gap's expansion
+# <sec-rate-gap>`).
 
 # %% tags=["hide-input"]
 # the 10-epoch run when it is recorded, else the sweep's best run
@@ -1002,18 +1006,21 @@ if encoder is not None:
         name="tbl-recipe-audit-control"))
     down_t = sum(c["t"] < 0 for c in control)
     down_i = sum(c["i"] < 0 for c in control)
+    # one phrase for this section and 'What we learned'
+    descent = ("made more layers descend" if down_t > down_i
+               else "left as many layers descending" if down_t == down_i
+               else "made fewer layers descend")
     primal = [c["tp"] for c in control if c["tp"] is not None]
     primal_init = [c["ip"] for c in control if c["ip"] is not None]
     closer = sum(c["tp"] < c["ip"] for c in control if None not in (c["tp"], c["ip"]))
     display(Markdown(
         f"With orthonormal bases, {down_t} of {len(control)} trained layers lower "
         "their "
-        f"compression term, against {down_i} of {len(control)} at initialisation"
-        + (": training made the descent." if down_t > down_i else
-           ": the untrained layers descend as often, so the descent is the "
-           "architecture's, "
-           "not something training learned." if down_t == down_i else
-           ": training made fewer layers descend.")
+        f"compression term, against {down_i} of {len(control)} at initialisation: "
+        f"training {descent}"
+        + (": the untrained layers descend as often, so the descent is the "
+           "architecture's, not something training learned."
+           if down_t == down_i else ".")
         + (f" The primal residual ‖Z−V‖/‖Z‖ of the trained layers is "
            f"{min(primal):.2f}–{max(primal):.2f}, against "
            f"{min(primal_init):.2f}–{max(primal_init):.2f} at initialisation; "
@@ -1088,10 +1095,7 @@ if encoder is not None:
         f"With orthonormal bases, {down_t} of {len(control)} trained layers lower the "
         f"compression term against {down_i} at initialisation, and summed over the "
         f"layers it changes by {summed['t']:+.1f} trained against {summed['i']:+.1f} "
-        f"(on {len(xa)} images, not the monitor's batch): training "
-        + ("made more layers descend" if down_t > down_i
-           else "left as many layers descending" if down_t == down_i
-           else "made fewer layers descend")
+        f"(on {len(xa)} images, not the monitor's batch): training {descent}"
         + (", and further in all." if summed["t"] < summed["i"]
            else ", and not further in all."))
 display(Markdown("\n".join(f"* {b}" for b in learned)))
