@@ -80,7 +80,7 @@ def test_chapters_and_sections_are_numbered():
 def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     """The download menu of sphinx-book-theme offers ``_sources/<page>.ipynb`` when the page context names it;
     the extension copies myst-nb's executed notebook (outputs included) there, named by the chapter's number in
-    the book (05_training is chapter 6), its citations written back as the chapter's links (myst-nb wrote the
+    the book (a hand-made 05_training is chapter 6), its citations written back as the chapter's links (myst-nb wrote the
     roles Sphinx read). A page that was not executed keeps its source download only."""
     from types import SimpleNamespace
 
@@ -582,3 +582,11 @@ def test_every_numbered_table_is_cited_by_its_number():
     assert len(named) >= 40, f"only {len(named)} named tables found: the pattern changed, or tables lost their names"
     assert sorted((f, n) for f, n in named if n not in cited) == []
     assert sorted(n for n in {n for _, n in named} if sum(m == n for _, m in named) > 1) == []
+
+
+def test_each_chapter_file_is_named_by_its_chapter_number():
+    """JupyterLab shows the files, the book their numbers: a reader told 'chapter 8' opens ``notebooks/08_*.py``.
+    The chapters are the numbered pages of ``_toc.yml`` that live under notebooks/, numbered from 1 in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [c["file"] for c in toc["chapters"] if c["file"].startswith("notebooks/")]
+    assert [f.split("/")[1].split("_")[0] for f in files] == [f"{n:02d}" for n in range(1, len(files) + 1)]

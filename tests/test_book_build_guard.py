@@ -59,12 +59,12 @@ def test_a_successful_build_passes_through(tmp_path):
 
 
 def test_a_failure_after_execution_names_the_last_chapter_read(tmp_path):
-    build = fake_build(READ.format("10_gpu_path", 100), EXECUTING.format("10_gpu_path"), EXECUTED,
+    build = fake_build(READ.format("12_gpu_path", 100), EXECUTING.format("12_gpu_path"), EXECUTED,
                        "echo 'WARNING: undefined label' >&2; exit 1")
     done, log, _ = guard(tmp_path, 60, build)
     assert done.returncode == 1
     assert done.stderr == (f"== book build failed (exit 1); no chapter was executing, the last one read was "
-                           f"10_gpu_path; log: {log}\n")
+                           f"12_gpu_path; log: {log}\n")
     assert "WARNING: undefined label" in log.read_text()  # the build's stderr is in the log too
 
 

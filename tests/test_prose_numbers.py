@@ -52,25 +52,25 @@ def _cases():
     paper_depth = paper_tiny["model"]["overrides"].get("depth", len(aot_lib.create_model(
         paper_tiny["model"]["name"], num_classes=0).blocks))
     return [
-        ("07_tables_1_3", f"about {round(paper.SAVING_PCT_PROSE['tiny'])} % of the parameters"),
-        ("07_tables_1_3", f"(width {width}, \"\n        \"depth {depth}, {epochs} epochs)"),
-        ("07_tables_1_3", f"k-NN accuracy of {knn['knn_val']:,}\n# images of the validation split against a bank "
+        ("08_tables_1_3", f"about {round(paper.SAVING_PCT_PROSE['tiny'])} % of the parameters"),
+        ("08_tables_1_3", f"(width {width}, \"\n        \"depth {depth}, {epochs} epochs)"),
+        ("08_tables_1_3", f"k-NN accuracy of {knn['knn_val']:,}\n# images of the validation split against a bank "
                           f"of {knn['knn_bank']:,} training images"),
-        ("07_tables_1_3", f"{_words(epochs)} epochs at half "
+        ("08_tables_1_3", f"{_words(epochs)} epochs at half "
                           + ("\"\n        \"width and depth" if 2 * width == paper_width and 2 * depth == paper_depth
                              else "<width and depth are not half the paper's Tiny>")),
-        ("08_transfer", f"at the recorded budget ({t2_pre['optim']['epochs']} epochs)"),
-        ("08_transfer", f"Imagenette training images ({val} of {imagenette['train_images']:,};"),
-        ("08_transfer", f"pick, with {_words(t2_seeds)} seeds."),
-        ("08_transfer", f"The validation split has {val} images"),
-        ("08_transfer", f"probed on its {imagenette['test_images']:,} validation images"),
-        ("08_transfer", f"A {imagenette['train_images']:,}-image subset"),
-        ("08_transfer", f"{t2_ft['finetune']['epochs']} fine-tuning epochs"),
-        ("09_table4_vit", f"for {vit['optim']['epochs']} epochs, not {epochs}, because a ViT-T layer costs\n#   "
+        ("09_transfer", f"at the recorded budget ({t2_pre['optim']['epochs']} epochs)"),
+        ("09_transfer", f"Imagenette training images ({val} of {imagenette['train_images']:,};"),
+        ("09_transfer", f"pick, with {_words(t2_seeds)} seeds."),
+        ("09_transfer", f"The validation split has {val} images"),
+        ("09_transfer", f"probed on its {imagenette['test_images']:,} validation images"),
+        ("09_transfer", f"A {imagenette['train_images']:,}-image subset"),
+        ("09_transfer", f"{t2_ft['finetune']['epochs']} fine-tuning epochs"),
+        ("11_table4_vit", f"for {vit['optim']['epochs']} epochs, not {epochs}, because a ViT-T layer costs\n#   "
                           f"{_words(round(_flops_ratio_vit_to_aot_admm()))} AoT-ADMM layers"),
-        ("09_table4_vit", f"(depth {vit['model']['overrides']['depth']}, {teacher['finetune']['epochs']} epochs from "
+        ("11_table4_vit", f"(depth {vit['model']['overrides']['depth']}, {teacher['finetune']['epochs']} epochs from "
                           "a LeJEPA-pretrained ViT-T)"),
-        ("06_recipe_and_audit", f"moved the linear probe in {sweep_epochs.pop()} epochs"),
+        ("07_recipe_and_audit", f"moved the linear probe in {sweep_epochs.pop()} epochs"),
     ]
 
 

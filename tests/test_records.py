@@ -148,7 +148,7 @@ def test_the_forest_plot_has_a_row_per_claim_and_marks_the_post_hoc_ones():
 def test_chapter_7_says_truly_that_table_3s_cifar100_half_was_not_tested_with_the_first_recipe():
     import jupytext
 
-    prose = " ".join(c.source for c in jupytext.read(ROOT / "notebooks" / "07_tables_1_3.py").cells
+    prose = " ".join(c.source for c in jupytext.read(ROOT / "notebooks" / "08_tables_1_3.py").cells
                      if c.cell_type == "markdown")
     assert "no AoT run on CIFAR-100 was recorded" in " ".join(prose.replace("#", " ").split())
     assert not list((RESULTS / "cpu").glob("cpu_aot_cifar100*"))  # true of the records

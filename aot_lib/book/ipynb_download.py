@@ -46,7 +46,7 @@ def with_citation_links(notebook_json: str) -> str:
 
 def download_name(pagename: str, number: tuple[int, ...]) -> str:
     """The executed notebook's file name, numbered as the book numbers the chapter (``_toc.yml`` numbers them in
-    order, so ``notebooks/04a_lejepa_objective`` is chapter 5: ``notebooks/05_lejepa_objective.ipynb``); a page
+    order, so a file ``notebooks/04a_objective`` in the fifth place is chapter 5: ``notebooks/05_objective.ipynb``); a page
     without a number keeps its own name."""
     folder, _, stem = pagename.rpartition("/")
     if number:
