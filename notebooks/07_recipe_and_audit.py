@@ -1183,6 +1183,12 @@ display(Markdown("\n".join(f"* {b}" for b in learned)))
 # (dotted). Right: RankMe of the encoder’s features and of the projector’s embeddings.
 # :::
 #
+# (sec-cw)=
+# ###### The constant $C_w$ in closed form
+#
+# (sec-rate-gap)=
+# ###### The log-det expansion behind the rate gap
+#
 # (ch-admm)=
 # ###### ADMM, unrolled step by step
 #
