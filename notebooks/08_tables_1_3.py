@@ -690,8 +690,10 @@ def wide_sentence(r: dict) -> str:
                else f", where the record reads {r['verdict0']}."))
 
 
-moved_30 = [w["top1"] - w["top1_0"]  # test top-1, wider grid minus recorded, run by run
-            for x in probed_30 for w in evidence.wide_probe([x], WIDE).values()]
+wide_30_runs = [w for x in probed_30 for w in evidence.wide_probe([x], WIDE).values()]
+moved_30 = [w["top1"] - w["top1_0"] for w in wide_30_runs]  # test top-1: wide - rec.
+# the addendum says the cells' own commit; a probe run at another says so here
+later = [w for w in wide_30_runs if w["commit"] != w["commit0"]]
 display(Markdown(
     f"The recorded probe picked its grid's top rate in "
     f"{sum(p['at_top'] for p in picks_30)} of {len(picks_30)} 30-minute runs. "
@@ -699,7 +701,20 @@ display(Markdown(
        f"accuracy moved by {mean(moved_30):+.2f} points on average (from "
        f"{min(moved_30):+.2f} to {max(moved_30):+.2f}). "
        + " ".join(wide_sentence(r) for r in wide_30)
-       if probed_30 else "None is probed on the wider grid yet.")))
+       if probed_30 else "None is probed on the wider grid yet.")
+    + (f" {len(later)} of the {len(wide_30_runs)} wider-grid probes ran at a later "
+       "commit than their run's, not the cells' own as the addendum says: the clean "
+       "clone's copy of `scripts/reprobe.py` predates 2b5b183, which makes the script "
+       "import its own checkout's package, so it imported the newer checkout installed "
+       "in the environment. "
+       + (f"Each of the {len(later)} gives the recorded probe's validation accuracy "
+          "at every rate both grids share, to the last digit: the later code gave "
+          "the recorded numbers wherever the two can be compared."
+          if all(w["shared_same"] for w in later) else
+          f"{sum(not w['shared_same'] for w in later)} of them give a validation "
+          "accuracy that differs from the recorded probe's at a rate both grids "
+          "share: their wider-grid numbers are not the cells' own.")
+       if later else "")))
 
 # %% [markdown]
 # ## Exercises

@@ -770,3 +770,25 @@ def test_resumable_keys_are_those_that_do_not_change_the_trajectory(tmp_path):
                  "data.root=/else", "data.download=false", "fabric.devices=2", "probe.epochs=9", "monitor.every=4",
                  "model.compile=true", "description=moved")
     assert runs.config_differences(yaml.safe_load(dump_config(cfg)), moved) == []
+
+
+def test_wide_probe_reads_the_commits_and_compares_the_shared_rates(tmp_path):
+    """Hand-made records: a wide probe that gives the recorded validation accuracy at every shared rate is
+    shared_same; one that differs at one shared rate by a single image's worth (0.02 points) is not, and each
+    side's commit is read from its own probe.json."""
+    import json
+    from aot_lib.book.evidence import SeedRun, wide_probe
+    rec = {"pretrain_step": 10, "probe": {"lr": [0.01, 0.03]}, "linear_lr": 0.03, "linear_val_best": 50.0,
+           "linear_top1": 49.0, "linear_val_top1": {"lr=0.01,wd=0": 48.0, "lr=0.03,wd=0": 50.0}, "commit": "a" * 40}
+    wide = {**rec, "probe": {"lr": [0.01, 0.03, 0.1]}, "linear_val_top1": {**rec["linear_val_top1"], "lr=0.1,wd=0": 51.0},
+            "linear_lr": 0.1, "linear_val_best": 51.0, "commit": "b" * 40}
+    for name, w in (("same", wide), ("moved", {**wide, "linear_val_top1": {**wide["linear_val_top1"],
+                                                                               "lr=0.01,wd=0": 48.02}})):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "probe.json").write_text(json.dumps(rec))
+        (tmp_path / "wide" / name).mkdir(parents=True)
+        (tmp_path / "wide" / name / "probe.json").write_text(json.dumps(w))
+    got = {n: wide_probe([SeedRun(n, 0, 49.0, "a" * 40, 1.0, tmp_path / "runs" / n)], tmp_path / "wide")[0]
+           for n in ("same", "moved")}
+    assert (got["same"]["shared_same"], got["moved"]["shared_same"]) == (True, False)
+    assert (got["same"]["commit0"], got["same"]["commit"]) == ("a" * 40, "b" * 40)

@@ -263,8 +263,10 @@ def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
 def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     """Each run of a cell probed again with a wider learning-rate grid (``scripts/reprobe.py --set``, its
     ``probe.json`` under ``wide_root/<run>/``), by seed: ``{"grid", "lr", "val", "top1"}`` of the wide probe beside
-    ``{"grid0", "lr0", "val0", "top1_0"}`` of the recorded one. Refuses a wide probe of another encoder (its
-    ``pretrain_step`` differs) or one that did not widen the grid."""
+    ``{"grid0", "lr0", "val0", "top1_0"}`` of the recorded one, the commits each ran at (``commit``, ``commit0``)
+    and ``shared_same``: whether the wide probe gives the recorded validation accuracy at every rate both grids
+    share, to the last digit (the same features and the same probe give the same numbers). Refuses a wide probe
+    of another encoder (its ``pretrain_step`` differs) or one that did not widen the grid."""
     out = {}
     for r in runs:
         rec, wide = _result(r.folder, "pretrain")[1], _read_json(Path(wide_root) / r.name / "probe.json")
@@ -278,7 +280,10 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
         out[r.seed] = {"grid": wide["probe"]["lr"], "lr": float(wide["linear_lr"]),
                        "val": float(wide["linear_val_best"]), "top1": float(wide["linear_top1"]),
                        "grid0": rec["probe"]["lr"], "lr0": float(rec["linear_lr"]),
-                       "val0": float(rec["linear_val_best"]), "top1_0": float(rec["linear_top1"])}
+                       "val0": float(rec["linear_val_best"]), "top1_0": float(rec["linear_top1"]),
+                       "commit": wide.get("commit", "?"), "commit0": rec.get("commit", "?"),
+                       "shared_same": all(wide["linear_val_top1"].get(k) == v
+                                          for k, v in rec["linear_val_top1"].items())}
     return out
 
 
