@@ -110,11 +110,11 @@ def test_probe_lr_picks_flag_a_pick_at_the_top_of_its_grid(tmp_path):
 
 
 def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encoder_or_grid(tmp_path):
-    def probe_json(folder, grid, lr, val, top1, step=100):
+    def probe_json(folder, grid, lr, val, top1, step=100, commit="c" * 40):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "probe.json").write_text(json.dumps({
             "pretrain_step": step, "probe": {"lr": grid}, "linear_lr": lr, "linear_val_best": val,
-            "linear_top1": top1}))
+            "linear_top1": top1, "commit": commit, "linear_val_top1": {f"lr={x},wd=0": val for x in grid}}))
 
     _record(tmp_path / "rec", "a", 0, 50.0)
     probe_json(tmp_path / "rec" / "a", [0.001, 0.01], 0.01, 49.0, 50.0)
@@ -122,7 +122,8 @@ def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encode
     runs = evidence.cell_runs(tmp_path / "rec", "a")
     assert evidence.wide_probe(runs, tmp_path / "wide") == {0: {
         "grid": [0.001, 0.01, 0.03], "lr": 0.03, "val": 49.5, "top1": 50.4,
-        "grid0": [0.001, 0.01], "lr0": 0.01, "val0": 49.0, "top1_0": 50.0}}
+        "grid0": [0.001, 0.01], "lr0": 0.01, "val0": 49.0, "top1_0": 50.0,
+        "commit": "c" * 40, "commit0": "c" * 40, "shared_same": False}}  # 49.5 at the shared rates, not 49.0
     probe_json(tmp_path / "wide" / "a", [0.001, 0.01, 0.03], 0.03, 49.5, 50.4, step=50)
     with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: probed the encoder of step 50, the record is of step "
                                     "100: probe the recorded encoder again"):
@@ -131,6 +132,14 @@ def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encode
     with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: grid [0.01, 0.03] does not extend the recorded "
                                     "[0.001, 0.01]"):
         evidence.wide_probe(runs, tmp_path / "wide")
+    (tmp_path / "wide" / "a" / "probe.json").write_text(json.dumps({
+        "pretrain_step": 100, "probe": {"lr": [0.001, 0.01, 0.03]}, "linear_lr": 0.03, "linear_val_best": 49.5,
+        "linear_top1": 50.4}))
+    damaged = tmp_path / "wide" / "a" / "probe.json"
+    with raises_exactly(ValueError, f"{damaged}: has no 'linear_val_top1' (the validation accuracy of each rate); "
+                                    f"the record is damaged: restore it from git (git checkout -- {damaged}) or "
+                                    "record the run again"):
+        evidence.wide_probe(runs, tmp_path / "wide")
 
 
 def test_wide_claims_judge_each_claim_again_on_the_wider_grid_once_every_run_is_probed_on_it(tmp_path):
@@ -138,7 +147,8 @@ def test_wide_claims_judge_each_claim_again_on_the_wider_grid_once_every_run_is_
     _plan(tmp_path, x="parity")  # 2 seeds, margin 1.39
     wide = tmp_path / "wide"
 
-    base = {"pretrain_step": 100, "linear_lr": 0.01, "linear_val_best": 49.0}
+    base = {"pretrain_step": 100, "linear_lr": 0.01, "linear_val_best": 49.0,
+            "linear_val_top1": {"lr=0.001,wd=0": 48.0, "lr=0.01,wd=0": 49.0}}
 
     def widened(name, wide_top1):
         (wide / name).mkdir(parents=True)

@@ -269,8 +269,12 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     of another encoder (its ``pretrain_step`` differs) or one that did not widen the grid."""
     out = {}
     for r in runs:
-        rec, wide = _result(r.folder, "pretrain")[1], _read_json(Path(wide_root) / r.name / "probe.json")
-        checked_accuracy(Path(wide_root) / r.name / "probe.json", wide, "linear_top1")
+        (rec_path, rec), wide_path = _result(r.folder, "pretrain"), Path(wide_root) / r.name / "probe.json"
+        wide = _read_json(wide_path)
+        checked_accuracy(wide_path, wide, "linear_top1")
+        for path, result in ((rec_path, rec), (wide_path, wide)):
+            if not isinstance(result.get("linear_val_top1"), Mapping):
+                raise _damaged(path, "has no 'linear_val_top1' (the validation accuracy of each rate)")
         if wide["pretrain_step"] != rec["pretrain_step"]:
             raise ValueError(f"{wide_root}/{r.name}: probed the encoder of step {wide['pretrain_step']}, the record "
                              f"is of step {rec['pretrain_step']}: probe the recorded encoder again")
