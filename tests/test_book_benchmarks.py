@@ -256,7 +256,7 @@ def test_cuda_check_summary_reads_each_part_and_the_table_sets_checks_side_by_si
         "lejepa_loss_aot_admm": {"fp32": 9e-6, "bf16": 9e-1}}}
     trainer = {"results": {"fp32_eager": {"images_per_s_after_step_20": 1000.4},
                            "default": {"images_per_s_after_step_20": 2000.6}}}
-    paper = {"date": "2026-01-02T03:04:05+0000", "results": {
+    paper = {"date": "2026-01-02T03:04:05+0000", "gpu": "G", "hardware": {"torch": "9.9"}, "results": {
         "aot_admm": {"step_s_median": 0.0787, "step_s_min": 0.0682, "step_s_max": 0.1095},
         "crate": {"step_s_median": 0.1, "step_s_min": 0.05, "step_s_max": 0.2}}}
     s = cuda_check_summary(agreement, trainer, paper, "abc1234")
@@ -269,6 +269,8 @@ def test_cuda_check_summary_reads_each_part_and_the_table_sets_checks_side_by_si
     assert rows["features, bf16: errors"] == ("1.0e-03–6.0e-03",) * 2
     assert rows["trainer, bf16-mixed, compiled (images/s)"] == ("2,001",) * 2
     assert rows["CRATE-Base step, median (fastest) (ms)"] == ("100.0 (50.0)",) * 2
+    assert table.notes[0].startswith("benchmarks/bench_cuda.py's three parts at each check's commit, on G, PyTorch "
+                                     "9.9: the errors")  # one GPU named once
 
 
 def test_the_second_device_check_names_its_commit_for_each_part():

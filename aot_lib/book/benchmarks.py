@@ -398,7 +398,7 @@ def cuda_check_summary(agreement: Mapping, trainer: Mapping, paper: Mapping, com
     bf16 = [errs[k][v] for k in fams for v in ("bf16", "bf16_compiled")]
     steps = {f"{FAMILY_NAMES.get(f, f)}-Base": (1e3 * r["step_s_median"], 1e3 * r["step_s_min"], 1e3 * r["step_s_max"])
              for f, r in paper["results"].items()}
-    return dict(commit=commit, date=str(paper["date"])[:10], errors=errs, fp32=max(errs[k]["fp32"] for k in fams),
+    return dict(commit=commit, date=str(paper["date"])[:10], gpu=_gpu_label(paper), errors=errs, fp32=max(errs[k]["fp32"] for k in fams),
                 bf16=(min(bf16), max(bf16)),
                 images_per_s={k: v["images_per_s_after_step_20"] for k, v in trainer["results"].items()},
                 step_ms=steps)
@@ -419,7 +419,8 @@ def cuda_checks_table(checks: Sequence[tuple[str, Mapping]], name: str | None = 
              for model in checks[0][1]["step_ms"]]
     return Table(rows, [Col("what", "measurement"), *(Col(f"c{i}", label) for i, (label, _) in enumerate(checks))],
                  caption="The device checks side by side", name=name,
-                 notes=["benchmarks/bench_cuda.py's three parts at each check's commit, on one NVIDIA H100: the "
+                 notes=["benchmarks/bench_cuda.py's three parts at each check's commit, on "
+                        + " and ".join(dict.fromkeys(s["gpu"] for _, s in checks)) + ": the "
                         "errors are relative, against the same encoder in float64 on the CPU; the trainer's images/s "
                         "are its own log after step 20; the steps are the paper's Base configs at batch 256, "
                         "10 timed steps a model."])
