@@ -257,8 +257,9 @@ def test_cuda_check_summary_reads_each_part_and_the_table_sets_checks_side_by_si
     trainer = {"results": {"fp32_eager": {"images_per_s_after_step_20": 1000.4},
                            "default": {"images_per_s_after_step_20": 2000.6}}}
     paper = {"date": "2026-01-02T03:04:05+0000", "gpu": "G", "hardware": {"torch": "9.9"}, "results": {
-        "aot_admm": {"step_s_median": 0.0787, "step_s_min": 0.0682, "step_s_max": 0.1095},
-        "crate": {"step_s_median": 0.1, "step_s_min": 0.05, "step_s_max": 0.2}}}
+        "aot_admm": {"step_s_median": 0.0787, "step_s_min": 0.0682, "step_s_max": 0.1095, "batch": 256,
+                     "timed_steps": 10},
+        "crate": {"step_s_median": 0.1, "step_s_min": 0.05, "step_s_max": 0.2, "batch": 256, "timed_steps": 10}}}
     s = cuda_check_summary(agreement, trainer, paper, "abc1234")
     assert (s["fp32"], s["bf16"], s["date"]) == (5e-7, (1e-3, 6e-3), "2026-01-02")
     assert s["step_ms"]["AoT-ADMM-Base"] == pytest.approx((78.7, 68.2, 109.5), rel=1e-12)  # float64 of * 1e3
@@ -271,6 +272,7 @@ def test_cuda_check_summary_reads_each_part_and_the_table_sets_checks_side_by_si
     assert rows["CRATE-Base step, median (fastest) (ms)"] == ("100.0 (50.0)",) * 2
     assert table.notes[0].startswith("benchmarks/bench_cuda.py's three parts at each check's commit, on G, PyTorch "
                                      "9.9: the errors")  # one GPU named once
+    assert table.notes[0].endswith("at batch 256, 10 timed steps a model.")
 
 
 def test_the_second_device_check_names_its_commit_for_each_part():

@@ -401,7 +401,8 @@ def cuda_check_summary(agreement: Mapping, trainer: Mapping, paper: Mapping, com
     return dict(commit=commit, date=str(paper["date"])[:10], gpu=_gpu_label(paper), errors=errs, fp32=max(errs[k]["fp32"] for k in fams),
                 bf16=(min(bf16), max(bf16)),
                 images_per_s={k: v["images_per_s_after_step_20"] for k, v in trainer["results"].items()},
-                step_ms=steps)
+                step_ms=steps, batch=sorted({r["batch"] for r in paper["results"].values()}),
+                timed=sorted({r["timed_steps"] for r in paper["results"].values()}))
 
 
 def cuda_checks_table(checks: Sequence[tuple[str, Mapping]], name: str | None = None) -> Table:
@@ -422,5 +423,7 @@ def cuda_checks_table(checks: Sequence[tuple[str, Mapping]], name: str | None = 
                  notes=["benchmarks/bench_cuda.py's three parts at each check's commit, on "
                         + " and ".join(dict.fromkeys(s["gpu"] for _, s in checks)) + ": the "
                         "errors are relative, against the same encoder in float64 on the CPU; the trainer's images/s "
-                        "are its own log after step 20; the steps are the paper's Base configs at batch 256, "
-                        "10 timed steps a model."])
+                        "are its own log after step 20; the steps are the paper's Base configs at batch "
+                        + " or ".join(dict.fromkeys(str(b) for _, s in checks for b in s["batch"])) + ", "
+                        + " or ".join(dict.fromkeys(str(t) for _, s in checks for t in s["timed"]))
+                        + " timed steps a model."])
