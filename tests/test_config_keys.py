@@ -689,11 +689,12 @@ def _auto_precision():
     return "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
 
 
-pins("fabric.accelerator", "mps")(_fabric_key("accelerator", "mps", _auto_accelerator))
+# tiny_config pins the CPU (tests/helpers.py); these two start from the default, auto
+pins("fabric.accelerator", "mps", "fabric.accelerator=auto")(_fabric_key("accelerator", "mps", _auto_accelerator))
 pins("fabric.devices", 2)(_fabric_key("devices", 2, lambda: 1))
 pins("fabric.num_nodes", 2)(_fabric_key("num_nodes", 2, lambda: 1))
 pins("fabric.strategy", "ddp")(_fabric_key("strategy", "ddp", lambda: "auto"))
-pins("fabric.precision", "bf16-mixed")(_fabric_key("precision", "bf16-mixed", _auto_precision))
+pins("fabric.precision", "bf16-mixed", "fabric.accelerator=auto")(_fabric_key("precision", "bf16-mixed", _auto_precision))
 
 
 # --- the probes (recorders stand in for them: what reaches them is the effect)

@@ -13,6 +13,7 @@ is a float32 norm of float32 norms: rel 1e-6.
 Resumed and uninterrupted runs are compared bitwise (same set-up, CPU, same operations in the same order).
 """
 import csv
+import importlib.util
 import json
 import re
 import sys
@@ -325,8 +326,9 @@ def test_fit_trains_logs_and_checkpoints_what_the_reference_computes(toy):
     record = toy.record()
     assert (record["total_steps"], record["resumed_from"], record["step"], record["skipped_steps"]) == (5, 0, 5, 0)
     assert record["last_metrics"] == last
+    tensorboard = ["tensorboard"] if importlib.util.find_spec("tensorboard") else []  # loop.make_loggers: if installed
     assert sorted(p.name for p in toy.path.iterdir()) == [".lock", "config.yaml", "last.ckpt", "logs", "metrics.csv",
-                                                          "run.json"]
+                                                          "run.json", *tensorboard]
     (bar,) = Bar.made
     assert bar.kwargs == {"total": 5, "initial": 0, "desc": "pretrain toy", "dynamic_ncols": True, "disable": True}
     assert bar.updates == 5 and bar.closed

@@ -6,8 +6,12 @@ import re
 
 import nbformat
 import pytest
+from helpers import require
 
 from aot_lib.book.tables import Col, Table
+
+require("sphinx.application", "sphinx")
+require("myst_nb", "myst-nb")
 
 
 def _build(tmp_path, cells) -> str:

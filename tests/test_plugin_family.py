@@ -64,9 +64,12 @@ def plugin(tmp_path):
     return pkg.parent
 
 
+ROOT = Path(__file__).resolve().parents[1]  # aot_lib for the `aot` subprocesses, installed or not
+
+
 def _env(extra_path: Path, **more) -> dict:
     env = {**os.environ, **more}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(extra_path), str(ROOT), env.get("PYTHONPATH")]))
     return env
 
 
@@ -110,7 +113,7 @@ def test_aot_import_pretrains_and_probes_a_family_of_ones_own(plugin, tmp_path):
             "probe.knn_k=3"]
     env = _env(plugin, AOT_CACHE=str(tmp_path / "cache"))
     aot = [sys.executable, "-m", "aot_lib.cli"]
-    without = subprocess.run([*aot, "pretrain", *args], cwd=tmp_path, env={**env, "PYTHONPATH": ""},
+    without = subprocess.run([*aot, "pretrain", *args], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
                              capture_output=True, text=True)
     assert without.returncode == 2 and without.stderr.startswith(
         "aot pretrain: model gated_base with overrides {'embed_dim': 32, 'depth': 1, 'num_heads': 2, 'patch_size': 4}: "
