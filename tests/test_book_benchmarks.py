@@ -12,7 +12,7 @@ from helpers import raises_exactly, require
 
 from aot_lib.book.benchmarks import (cuda_paper_rows, current, device_call_commit, family_speed_rows, family_speed_table,
                                      family_targets, plot_family_ratios, setting_label, trainer_phase_table,
-                                     trainer_records_table)
+                                     trainer_records_table, pytest_log_summary, suite_runs_table)
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = {"overrides": {"embed_dim": 32, "depth": 2, "num_heads": 2}, "batch": 8, "name": "smoke"}
@@ -281,3 +281,42 @@ def test_the_second_device_check_names_its_commit_for_each_part():
     calls = json.loads((ROOT / "results" / "benchmarks" / "cuda_h100_03678f8" / "device_calls.json").read_text())
     assert {device_call_commit(calls, f"cuda_{p}.json")[:7] for p in ("agreement", "trainer", "paper")} == {"03678f8"}
     assert calls["trainer_train_images"] == 25000
+
+
+_LOG = """\
+[gw0] [ 50%] PASSED tests/test_a.py::test_one
+[gw1] [100%] FAILED tests/test_b.py::test_two[x]
+=========================== short test summary info ============================
+FAILED tests/test_b.py::test_two[x] - assert 0.0 == 100.0
+FAILED tests/test_b.py::test_three
+SKIPPED [1] tests/test_c.py:10: needs bokeh
+===== 2 failed, 7 passed, 1 skipped, 3 warnings in 12.50s (0:00:12) =====
+rc=1 wall_s=19
+"""
+
+
+def test_pytest_log_summary_reads_the_last_summary_line_and_the_failed_ids():
+    got = pytest_log_summary(_LOG)
+    assert got == {"passed": 7, "failed": 2, "skipped": 1, "errors": 0, "seconds": 12.5,
+                   "failed_tests": ["tests/test_b.py::test_two[x]", "tests/test_b.py::test_three"]}
+    errors = pytest_log_summary("==== 3 passed, 1 error in 0.20s ====\n")
+    assert (errors["passed"], errors["errors"], errors["failed"]) == (3, 1, 0)
+    with raises_exactly(ValueError, "no pytest summary line in this log (cut off before the end?); run pytest to its end"):
+        pytest_log_summary("tests/test_a.py ....   [ 68%]\n")
+
+
+def test_suite_runs_table_counts_failures_per_file_in_each_run():
+    first, second = pytest_log_summary(_LOG), pytest_log_summary("==== 9 passed in 1.00s ====\n")
+    table = suite_runs_table([("first", first), ("second", second)])
+    rows = {r["what"]: (r["c0"], r["c1"]) for r in table.rows}
+    assert rows == {"passed": ("7", "9"), "failed": ("2", "0"), "skipped": ("1", "0"),
+                    "failed in tests/test_b.py": ("2", "0")}
+
+
+def test_the_recorded_suite_runs_match_their_record():
+    """results/benchmarks/cuda_h200_suite: device_calls.json's counts are the logs' (chapter 12 reads the logs)."""
+    folder = ROOT / "results" / "benchmarks" / "cuda_h200_suite"
+    record = json.loads((folder / "device_calls.json").read_text())
+    for call in record["calls"]:
+        got = pytest_log_summary((folder / call["folder"] / "pytest.log").read_text())
+        assert {k: got[k] for k in call["counts"]} == call["counts"] and got["failed_tests"] == call["failed"]

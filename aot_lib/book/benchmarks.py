@@ -25,7 +25,7 @@ __all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "fam
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
            "cuda_check_summary", "cuda_checks_table",
-           "device_call_commit", "cpu_kind_rows", "step_ratio_cols"]
+           "device_call_commit", "cpu_kind_rows", "step_ratio_cols", "pytest_log_summary", "suite_runs_table"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -427,3 +427,35 @@ def cuda_checks_table(checks: Sequence[tuple[str, Mapping]], name: str | None = 
                         + " or ".join(dict.fromkeys(str(b) for _, s in checks for b in s["batch"])) + ", "
                         + " or ".join(dict.fromkeys(str(t) for _, s in checks for t in s["timed"]))
                         + " timed steps a model."])
+
+
+_PYTEST_SUMMARY = re.compile(r"^=+ (.*?) in ([0-9.]+)s\b.*=+$", re.M)
+
+
+def pytest_log_summary(log: str) -> dict[str, Any]:
+    """What a ``pytest -rf`` log says at its end: the counts of its last summary line (``passed``, ``failed``,
+    ``skipped``, ``errors``; those it does not name are 0), its seconds, and the failed tests' ids from the short
+    summary (``FAILED tests/x.py::name - message``: the id only). Refuses a log without a summary line (a run cut off
+    before pytest wrote one is no result)."""
+    summaries = _PYTEST_SUMMARY.findall(log)
+    if not summaries:
+        raise ValueError("no pytest summary line in this log (cut off before the end?); run pytest to its end")
+    text, seconds = summaries[-1]
+    counts = {k: 0 for k in ("passed", "failed", "skipped", "errors")}
+    for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)\b", text):
+        counts["errors" if kind.startswith("error") else kind] = int(n)
+    failed = re.findall(r"^FAILED (\S+)", log, re.M)
+    return {**counts, "seconds": float(seconds), "failed_tests": failed}
+
+
+def suite_runs_table(runs: Sequence[tuple[str, Mapping]], name: str | None = None) -> Table:
+    """Whole-suite runs side by side (``(label, pytest_log_summary)``, a column each): the counts, then each test
+    file with a failure in any run and how many of its tests failed in each."""
+    files = sorted({t.split("::")[0] for _, r in runs for t in r["failed_tests"]})
+    rows = [{"what": k, **{f"c{i}": f"{r[k]:,}" for i, (_, r) in enumerate(runs)}} for k in ("passed", "failed", "skipped")]
+    rows += [{"what": f"failed in {f}",
+              **{f"c{i}": str(sum(t.split("::")[0] == f for t in r["failed_tests"])) for i, (_, r) in enumerate(runs)}}
+             for f in files]
+    return Table(rows, [Col("what", "tests"), *(Col(f"c{i}", label) for i, (label, _) in enumerate(runs))],
+                 caption="The test suite on a machine with a GPU", name=name,
+                 notes=["Counted from each run's pytest log (its last summary line and its FAILED lines)."])
