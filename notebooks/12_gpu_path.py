@@ -373,14 +373,16 @@ if SUITE.exists():
     display(suite_runs_table(suite, name="tbl-gpu-suite"))
     (c1, s1), (c2, s2) = suite
     device_default = [t for t in s1["failed_tests"] if t not in s2["failed_tests"]]
+    encoder_tests = "tests/test_recorded_checkpoints.py"  # read encoders not carried
     left = [t.split("::")[1] for t in s2["failed_tests"]
-            if not t.startswith("tests/test_recorded_checkpoints.py")]
+            if not t.startswith(encoder_tests)]
     display(Markdown(
         f"At {c1}, {s1['failed']} of {s1['passed'] + s1['failed']:,} tests failed "
         f"there ({{numref}}`tbl-gpu-suite`). Read one by one, none was a fault of the "
         "package: tests compared CPU references with what `fabric.accelerator: auto` "
         "had run on the GPU in bf16, expected a machine without TensorBoard or with "
-        "the package installed, or read encoders that had not travelled. {c2} pins the CPU in those tests and fixes the others; "
+        "the package installed, or read encoders that had not travelled. "
+        f"{c2} pins the CPU in those tests and fixes the others; "
         f"{len(device_default)} failures went. Of the {s2['failed']} left, "
         f"{s2['failed'] - len(left)} read encoders that did not travel, and "
         + (f"{len(left)} ({', '.join(f'`{t}`' for t in left)}) is not explained: "
