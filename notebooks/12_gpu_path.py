@@ -477,3 +477,10 @@ else:
 # :enumerator: 12.6
 # The device checks side by side
 # :::
+#
+# :::{figure}
+# :label: tbl-gpu-suite
+# :kind: table
+# :enumerator: 12.7
+# The test suite on a machine with a GPU
+# :::
