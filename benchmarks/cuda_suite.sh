@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite on a CUDA machine (the device tool's run; writes under $OUT). Not CI: CI has no GPU.
+# The whole test suite on a CUDA machine, its logs under $OUT. Not CI: CI has no GPU.
 # Wheels the machine lacks travel in .whl/ (pure Python, or cp312 manylinux); only those not installed are installed,
 # without their dependencies, so the machine's torch stack is left as it is. Book-build tests need packages that do
 # not travel (jupyter-book, nbclient, selenium, chromium): collection errors are reported, not fatal.
 set -u
-OUT=${OUT:?run under the device tool}
+OUT=${OUT:-runs/cuda_suite}  # the device tool sets OUT; elsewhere the logs go to runs/cuda_suite/
+mkdir -p "$OUT"
 { date -u +%FT%TZ; nvidia-smi -L; nproc; python -c "import sys, torch; print(sys.version.split()[0], torch.__version__)"; } \
     > "$OUT/device.txt" 2>&1
 python -m pip list > "$OUT/pip_before.txt" 2>&1
