@@ -11,6 +11,7 @@ mkdir -p "$OUT"
 python -m pip list > "$OUT/pip_before.txt" 2>&1
 todo=""
 for w in .whl/*.whl; do
+    [ -e "$w" ] || continue  # no .whl/ folder: nothing to install
     name=$(basename "$w" | cut -d- -f1)
     python -m pip show -q "$name" > /dev/null 2>&1 || todo="$todo $w"
 done
