@@ -425,9 +425,9 @@ else:
 #    AoT-ADMM-Base's step come closer to half of CRATE-Base's at a larger batch
 #    (`--part paper --paper-batch 1024`)? What does that say about the reading in
 #    {ref}`the measured section <sec-gpu-measured>`?
-4. **A lucky test.** Add `"run.seed=1"` (then 2, 3, …) to the configs of
-   `results/benchmarks/cuda_h200_suite/reproduce_probe_smoke.py` and run it. Which
-   accuracies does the short-trained head read, and which the longer-trained one?
+# 4. **A lucky test.** Add `"run.seed=1"` (then 2, 3, …) to the configs of
+#    `results/benchmarks/cuda_h200_suite/reproduce_probe_smoke.py` and run it. Which
+#    accuracies does the short-trained head read, and which the longer-trained one?
 
 # %% [markdown]
 # ## What we learned
@@ -443,8 +443,8 @@ else:
 # * On the GPU, bf16 with compiled layers kept the encoders' features within 1 % of
 #   float64, and one recipe cell trained there to a probe comparable to its CPU record
 #   ({numref}`tbl-gpu-measured-cell`).
-* The test suite had assumed a CPU: on a machine with a GPU, its CPU references met
-  bf16 results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
+# * The test suite had assumed a CPU: on a machine with a GPU, its CPU references met
+#   bf16 results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
