@@ -399,7 +399,7 @@ if SUITE.exists():
         assert all(r[w][k] == first_run[w][k] for r in rr["runs"]
                    for w in sides for k in keys), "one setting for both torches"
         display(Markdown(
-            f"**Afterwards, here.** With the H200's torch installed beside ours, that "
+            "**Afterwards, here.** With the H200's torch installed beside ours, that "
             "test's probe read "
             + " and ".join(f"{p:.0f} % under torch {v}" for v, p in old_probe.items())
             + ", on this CPU. The GPU was not the cause: the test's linear head took "
