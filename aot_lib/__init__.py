@@ -7,6 +7,7 @@ from .objectives.lejepa import LeJEPALoss
 from .models.registry import (create_model, from_pretrained, is_model, list_families, list_models, paper_models,
                               register_model, register_sizes)
 from .objectives.sigreg import SIGReg, epps_pulley
+from .training.builders import encoder_inputs
 
 __version__ = "0.1.0"
 
@@ -16,4 +17,5 @@ __all__ = [
     "count_params", "count_flops",
     "epps_pulley", "SIGReg", "LeJEPALoss",
     "coding_rate", "subspace_coding_rate",
+    "encoder_inputs",
 ]

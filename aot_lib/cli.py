@@ -8,11 +8,17 @@
     aot models                       # registered models with parameter counts
     aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
-    aot --import mypkg.models pretrain --config ... model.name=my_family_tiny   # a model family of your own
+    aot keys [PATTERN]               # every config key with its default and what it may be
+    aot pretrain --import mypkg.models --config ... model.name=my_family_tiny   # a model family of your own
 
-``--import MODULE`` (repeatable) imports a module that registers models (``aot_lib.register_sizes``) before the
-config is read; it is added to the config's ``model.imports``, so the run's config.yaml records it and ``aot probe``
-or a resumed run imports it again.
+``--import MODULE`` (repeatable; before or after the command) imports a module that registers models
+(``aot_lib.register_sizes``) before the config is read; it is added to the config's ``model.imports``, so the run's
+config.yaml records it and ``aot probe``, ``finetune``, ``distill``, ``record``, a resumed run and
+``aot_lib.from_pretrained`` import it again.
+
+A command that trains (``pretrain``, ``finetune``, ``distill``, ``probe``, ``baseline``) needs ``--config``: the
+defaults alone are the paper's 800-epoch run, which no one should start by leaving out an argument. ``SIGTERM``
+stops a run as Ctrl-C does: a checkpoint, status "stopped at step N (SIGTERM)", resumed by the same command.
 
 Any config key can be overridden as ``section.key=value`` (an unknown key is an error). Every error is
 one line on stderr (exit 2 for a bad config, 1 otherwise, 130 on Ctrl-C); ``--debug`` shows the traceback.
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -42,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "baseline":
             s.add_argument("kind", choices=["init", "pixels"],
                            help="init: the encoder at its initialisation seed; pixels: the normalised pixels")
-        s.add_argument("--config", "-c", help="YAML config (see configs/)")
+        s.add_argument("--config", "-c", help="YAML config (see configs/; required but for show-config)")
+        s.add_argument("--import", dest="sub_imports", action="append", default=[], metavar="MODULE",
+                       help="import MODULE first (repeatable), as aot --import MODULE does")
         s.add_argument("--data-root", help="where the data lives (default: $AOT_DATA)")
         s.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
         s.add_argument("overrides", nargs="*", help="section.key=value")
@@ -63,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--overwrite", action="store_true", help="replace an earlier conversion at DEST/<split>")
     conv.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
     sub.add_parser("models", help="list registered models")
+    keys = sub.add_parser("keys", help="every config key with its default and what it may be")
+    keys.add_argument("pattern", nargs="?", default="", help="only the keys that contain PATTERN (e.g. optim)")
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
     rec.add_argument("run_dir")
     rec.add_argument("dest")
@@ -70,7 +81,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The commands that train or probe: each needs a config the user named.
+TRAINING_COMMANDS = ("pretrain", "finetune", "distill", "probe", "baseline")
+
+
+def shipped_configs() -> list[str]:
+    """The CPU-scale configs of this checkout (``configs/cpu/*.yaml``, seed variants left out), as paths a user
+    can type from the repository's root; empty for an installed package without its ``configs/``."""
+    folder = Path(__file__).resolve().parent.parent / "configs" / "cpu"
+    return sorted(f"configs/cpu/{p.name}" for p in folder.glob("*.yaml") if "_seed" not in p.stem)
+
+
+def _no_config(command: str) -> str:
+    shipped = shipped_configs()
+    listed = f"shipped: {', '.join(shipped)} (more under configs/)" if shipped else "see the repository's configs/"
+    return (f"name a config with -c FILE; nothing was started (without one the defaults are the paper's 800-epoch "
+            f"run); {listed}; configs/cpu/smoke.yaml checks the set-up in a minute")
+
+
 def _run(args) -> int:
+    args.imports = [*args.imports, *getattr(args, "sub_imports", [])]
+    if args.command in TRAINING_COMMANDS and not args.config:
+        from .training.config import ConfigError
+
+        raise ConfigError(_no_config(args.command))
     if args.imports:
         from .models.registry import import_model_modules
 
@@ -81,6 +115,16 @@ def _run(args) -> int:
         for name in aot_lib.list_models():
             m = aot_lib.create_model(name)
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
+        return 0
+    if args.command == "keys":
+        from .training.config import describe_keys
+
+        lines = describe_keys(args.pattern)
+        if not lines:
+            from .training.config import ConfigError
+
+            raise ConfigError(f"no config key contains {args.pattern!r}; `aot keys` lists them all")
+        print("\n".join(lines))
         return 0
     if args.command == "convert":
         from .data.convert import convert_imagefolder
@@ -148,11 +192,14 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides = [*args.overrides, *extra]
     try:
         return _run(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        from .training.runs import RunStopped
+
         done = ("nothing was written to the destination" if args.command == "convert" else
                 "a checkpoint was saved where possible; run the same command to resume")
-        print(f"aot {args.command}: interrupted ({done})", file=sys.stderr)
-        return 130
+        said = "stopped by SIGTERM" if isinstance(e, RunStopped) else "interrupted"
+        print(f"aot {args.command}: {said} ({done})", file=sys.stderr)
+        return 143 if isinstance(e, RunStopped) else 130
     except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
         if args.debug:
             raise

@@ -12,12 +12,13 @@ with one warning; a run records the choice (``hardware.fused_kernel``, :func:`ao
 from __future__ import annotations
 
 import os
-import re
+import sys
 import warnings
+from pathlib import Path
 
 import torch
 
-__all__ = ["KERNEL_ENV", "kernel", "run_compiled", "extension"]
+__all__ = ["KERNEL_ENV", "kernel", "run_compiled", "extension", "extension_root", "build_key", "prebuild"]
 
 #: The environment variable that chooses the CPU kernels: ``compiled`` (default) or ``eager``.
 KERNEL_ENV = "AOT_FUSED_KERNEL"
@@ -77,26 +78,90 @@ _ISA_FLAGS = {"AVX512": ["-mavx512f", "-mavx512dq", "-mavx512vl", "-mavx512bw", 
               "AVX2": ["-mavx2", "-mfma"]}
 
 
+def _quiet_cuda_home_warning() -> None:
+    """torch's extension builder logs "No CUDA runtime is found, using CUDA_HOME=..." when it is imported on a
+    machine with a CUDA toolkit folder but no GPU; a CPU kernel needs no CUDA, so the line says nothing true about
+    what we build. Only that record is dropped (a filter on torch's logger, set before torch's module exists)."""
+    import logging
+
+    logging.getLogger("torch.utils.cpp_extension").addFilter(
+        lambda record: not str(record.msg).startswith("No CUDA runtime is found"))
+
+
+_quiet_cuda_home_warning()
+
+#: What torch names a built extension module.
+_LIBRARY_SUFFIX = ".pyd" if os.name == "nt" else ".so"
+
+
+def extension_root() -> Path:
+    """Where built kernels live: ``$TORCH_EXTENSIONS_DIR`` (torch's own setting), else
+    ``~/.cache/torch_extensions`` (``$XDG_CACHE_HOME`` honoured), under ``aot_lib/``."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR")
+    if not root:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torch_extensions"
+    return Path(root) / "aot_lib"
+
+
+def build_key(source: str, flags: list[str]) -> str:
+    """What changes the built binary, hashed: torch's version and build (its git commit, CUDA/ROCm), Python's
+    version and ABI, the instruction set, the compiler flags and the source. Two environments with the same torch
+    and Python share one build; any other pair gets one build each, and neither overwrites the other's (torch's
+    own cache is one folder per kernel name, and its ninja rebuilds whenever another environment's include paths
+    wrote the folder last)."""
+    import hashlib
+    import sysconfig
+
+    parts = [torch.__version__, getattr(torch.version, "git_version", ""), str(torch.version.cuda),
+             str(getattr(torch.version, "hip", None)), sys.version, str(sysconfig.get_config_var("SOABI")),
+             torch.backends.cpu.get_cpu_capability(), " ".join(flags)]
+    digest = hashlib.sha256("\0".join(parts).encode())
+    digest.update(Path(source).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _import_built(name: str, library: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, library)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _build_extension(name: str, source: str):
-    """Build (or load from torch's extension cache) the C++ file ``source`` as module ``name``, for this CPU's
-    vector instructions: the name carries them, so a cache shared by two kinds of CPU holds one build per kind."""
-    from torch.utils.cpp_extension import load
+    """The C++ file ``source`` as module ``name``, for this CPU's vector instructions: loaded from its build folder
+    (:func:`build_key`) when built before, else built there once (one line on stderr says so). A file lock keeps
+    two processes (pytest's workers, two notebooks) from building one folder at once."""
+    from filelock import FileLock
 
-    try:  # the ninja of the ninja package, on PATH for torch even when the environment is not activated
-        import ninja
-
-        if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
-    except ImportError:  # a ninja on PATH, or the build fails with torch's message
-        pass
     isa = torch.backends.cpu.get_cpu_capability()  # "AVX512", "AVX2", "DEFAULT", "NO AVX", "Z VECTOR", ...
-    return load(name=f"{name}_{re.sub(r'[^a-z0-9]+', '_', isa.lower())}", sources=[source], verbose=False,
-                extra_cflags=["-O3", "-fopenmp", *_ISA_FLAGS.get(isa, [])], extra_ldflags=["-fopenmp"])
+    cflags, ldflags = ["-O3", "-fopenmp", *_ISA_FLAGS.get(isa, [])], ["-fopenmp"]
+    folder = extension_root() / f"{name}-{build_key(source, cflags + ldflags)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    library = folder / f"{name}{_LIBRARY_SUFFIX}"
+    with FileLock(str(folder / ".aot_build.lock")):
+        if library.is_file():
+            return _import_built(name, library)
+        (folder / "lock").unlink(missing_ok=True)  # torch's own lock, left by a build that was killed: we hold ours
+        print(f"aot_lib: building the AoT-ADMM CPU kernel once for this environment (~25 s, needs a C++ compiler) "
+              f"in {folder}", file=sys.stderr, flush=True)
+        try:  # the ninja of the ninja package, on PATH for torch even when the environment is not activated
+            import ninja
+
+            if ninja.BIN_DIR not in os.environ.get("PATH", "").split(os.pathsep):
+                os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        except ImportError:  # a ninja on PATH, or the build fails with torch's message
+            pass
+        from torch.utils.cpp_extension import load
+
+        return load(name=name, sources=[source], build_directory=str(folder), verbose=False,
+                    extra_cflags=cflags, extra_ldflags=ldflags)
 
 
 def extension(name: str, source: str, caller: str = "aot_lib"):
-    """The C++ extension ``name`` built from ``source`` (once per process; torch caches the build on disk, so
-    only the first use on a machine compiles, about 25 s), or None: when building a kernel has failed on this
+    """The C++ extension ``name`` built from ``source`` (once per process; the build is kept on disk per
+    environment, :func:`build_key`, so only an environment's first use compiles, about 25 s), or None: when building a kernel has failed on this
     machine, and under a Python dispatch mode (:func:`_unavailable`). The caller then runs its eager path."""
     if _unavailable():
         return None
@@ -107,3 +172,14 @@ def extension(name: str, source: str, caller: str = "aot_lib"):
             _give_up(caller, e, stacklevel=4)  # past extension and the caller's helper: the code that needed it
             return None
     return _KERNELS[name]
+
+
+def prebuild() -> bool:
+    """Build (or load) the CPU kernels now, so that the first training step or the first chapter that needs them
+    does not wait for the compiler (the test session and the book build call this first). True when they are
+    ready; False when they do not apply (``AOT_FUSED_KERNEL=eager``) or could not be built (then one warning)."""
+    if kernel(torch.device("cpu")) != "compiled":
+        return False
+    from .models.fused import _cpu_kernels
+
+    return _cpu_kernels() is not None

@@ -20,6 +20,12 @@ def _import_test_plugins() -> None:
 
 def pytest_configure(config):
     _import_test_plugins()
+    if not hasattr(config, "workerinput"):  # the controller, once, before the workers start (issue 54)
+        # AoT-ADMM's CPU kernel built (or loaded) before any test needs it: on a fresh environment the first build
+        # (25-45 s) happens here once, not inside whichever tests come first on each worker
+        from aot_lib.cpu_kernels import prebuild
+
+        prebuild()
     """Under pytest-xdist (``-n``), each worker gets an equal share of the cores for torch's intra-op threads:
     two workers with two threads each on two cores run slower than one worker with two (measured: 279 s against
     166 s), because every matrix product then waits for a core the other worker holds."""

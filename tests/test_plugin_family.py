@@ -101,36 +101,96 @@ def test_every_all_models_test_runs_on_a_new_family_and_none_fails_by_its_name(p
     ], r.stdout[-3000:]
 
 
-def test_aot_import_pretrains_and_probes_a_family_of_ones_own(plugin, tmp_path):
-    """`aot --import mypkg.models pretrain` trains it for two steps; the run's config records model.imports, so a
-    plain `aot probe` of that config imports it again."""
+def test_a_family_imported_once_at_pretraining_probes_finetunes_records_and_loads(plugin, tmp_path):
+    """`aot pretrain --import mypkg.models` (the option after the command) trains the family for two steps; the
+    run's config records model.imports, so the commands after it import it again with no --import: `aot probe` of
+    a config that names another model (the run's checkpoint says which model it is), `aot finetune` from its
+    checkpoint, `aot record`, and aot_lib.from_pretrained of the recorded encoder in a fresh process."""
     data = make_imagefolder(tmp_path / "data", n_train=16, n_test=8)
-    args = ["data.name=imagefolder", f"data.root={data}", "data.image_size=16", f"run.out_dir={tmp_path / 'runs'}",
-            "run.name=gated", "run.progress=false", "model.name=gated_base",
-            "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}", "model.compile=false",
-            "views.global_size=16", "views.local_size=8", "views.n_local=2", "projector.hidden_dim=32",
-            "projector.out_dim=8", "loss.num_slices=16", "optim.batch_size=8", "optim.max_steps=2", "probe.epochs=2",
-            "probe.knn_k=3"]
+    base = ["data.name=imagefolder", f"data.root={data}", "data.image_size=16", f"run.out_dir={tmp_path / 'runs'}",
+            "run.progress=false", "model.compile=false", "views.global_size=16", "views.local_size=8",
+            "views.n_local=2", "projector.hidden_dim=32", "projector.out_dim=8", "loss.num_slices=16",
+            "optim.batch_size=8", "optim.max_steps=2", "probe.epochs=2", "probe.knn_k=3", "finetune.epochs=1",
+            "finetune.batch_size=8"]
+    config = tmp_path / "tiny.yaml"  # the user's config: a paper model, as configs/cpu/smoke.yaml names one
+    config.write_text("".join(f"{k}: {v}\n" for k, v in _nested(base).items()))
+    family = ["run.name=gated", "model.name=gated_base",
+              "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}"]
     env = _env(plugin, AOT_CACHE=str(tmp_path / "cache"))
     aot = [sys.executable, "-m", "aot_lib.cli"]
-    without = subprocess.run([*aot, "pretrain", *args], cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)},
-                             capture_output=True, text=True)
-    assert without.returncode == 2 and without.stderr.startswith(
+    without = subprocess.run([*aot, "pretrain", "-c", str(config), *family], cwd=tmp_path,
+                             env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    assert without.returncode == 2 and without.stderr == (
         "aot pretrain: model gated_base with overrides {'embed_dim': 32, 'depth': 1, 'num_heads': 2, 'patch_size': 4}: "
-        "unknown model 'gated_base'."), without.stderr
-    r = subprocess.run([*aot, "--import", "mypkg.models", "pretrain", *args], cwd=tmp_path, env=env,
-                       capture_output=True, text=True)
+        "unknown model 'gated_base'. Did you mean crate_base, aot_base, aot_admm_base? A family of your own: import "
+        "its module first (--import MODULE, or model.imports). Known models: aot_admm_base, aot_admm_small, "
+        "aot_admm_tiny, aot_base, aot_small, aot_tiny, crate_base, crate_small, crate_tiny, vit_small, "
+        "vit_small_relu, vit_tiny, vit_tiny_relu.\n"), without.stderr
+    assert not (tmp_path / "runs" / "gated").exists()  # refused from the config: no folder was made
+    r = subprocess.run([*aot, "pretrain", "--import", "mypkg.models", "-c", str(config), *family], cwd=tmp_path,
+                       env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     run = tmp_path / "runs" / "gated"
     assert json.loads((run / "metrics.json").read_text())["step"] == 2
-    config = (run / "config.yaml").read_text()
-    assert "imports:\n  - mypkg.models" in config or "imports: [mypkg.models]" in config, config
-    p = subprocess.run([*aot, "probe", "-c", str(run / "config.yaml")], cwd=tmp_path, env=env, capture_output=True,
-                       text=True)
+    recorded = (run / "config.yaml").read_text()
+    assert "imports:\n  - mypkg.models" in recorded or "imports: [mypkg.models]" in recorded, recorded
+    p = subprocess.run([*aot, "probe", "-c", str(config), "run.name=gated"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert 0 <= json.loads((run / "probe.json").read_text())["linear_top1"] <= 100
-    missing = subprocess.run([*aot, "--import", "mypkg.nothing", "pretrain", *args], cwd=tmp_path, env=env,
-                             capture_output=True, text=True)
+    assert json.loads((run / "probe.json").read_text())["checkpoint"] == str(run / "last.ckpt")
+    f = subprocess.run([*aot, "finetune", "-c", str(config), "run.name=gated_ft",
+                        f"finetune.checkpoint={run / 'last.ckpt'}"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True)
+    assert f.returncode == 0, f.stderr[-2000:]
+    assert yaml_model(tmp_path / "runs" / "gated_ft" / "config.yaml")["name"] == "gated_base"
+    rec = subprocess.run([*aot, "record", str(run), str(tmp_path / "records" / "gated"), "--allow-dirty"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert rec.returncode == 0, rec.stderr[-2000:]
+    loaded = subprocess.run([sys.executable, "-c", "import aot_lib; m = aot_lib.from_pretrained('records/gated/encoder'); "
+                             "print(type(m).__name__, sum(p.numel() for p in m.parameters()))"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert loaded.stdout.split()[0] == "Gated"
+    missing = subprocess.run([*aot, "--import", "mypkg.nothing", "pretrain", "-c", str(config), *family],
+                             cwd=tmp_path, env=env, capture_output=True, text=True)
     assert missing.returncode == 1 and missing.stderr.strip() == (
         "aot pretrain: model.imports: cannot import 'mypkg.nothing' (No module named 'mypkg.nothing'); install it, "
         "or run from the folder that holds it, or put that folder on PYTHONPATH")
+
+
+def _nested(overrides: list[str]) -> dict:
+    """``section.key=value`` strings as a YAML file's top-level sections (``{section: {key: value}}`` flow style)."""
+    sections: dict[str, list[str]] = {}
+    for item in overrides:
+        key, value = item.split("=", 1)
+        section, leaf = key.split(".", 1)
+        sections.setdefault(section, []).append(f"{leaf}: {value}")
+    return {section: "{" + ", ".join(items) + "}" for section, items in sections.items()}
+
+
+def yaml_model(path: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text())["model"]
+
+
+def test_a_user_module_that_fails_inside_is_one_line_naming_it_the_error_and_the_place(tmp_path, monkeypatch):
+    """An error raised while the user's module runs (not a missing module) is the user's to fix, not an internal
+    error of the package: one line with the module, the error, the file and line, and the fix."""
+    from aot_lib.models.registry import import_model_modules
+
+    (tmp_path / "broken_family.py").write_text("import torch\n\nSIZES = {'tiny': dict(embed_dim=32)}\nSIZES['small']\n")
+    (tmp_path / "needs_missing.py").write_text("import a_package_nobody_has\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ImportError) as e:
+        import_model_modules(["broken_family"])
+    assert str(e.value) == (
+        f"model.imports: importing 'broken_family' failed inside it (KeyError: 'small') at "
+        f"{tmp_path / 'broken_family.py'}:4; fix that module (python -c 'import broken_family' shows the traceback) "
+        "or leave it out of --import/model.imports")
+    with pytest.raises(ImportError) as e:  # found, but what it imports is not: the module's own line is named
+        import_model_modules(["needs_missing"])
+    assert str(e.value) == (
+        f"model.imports: importing 'needs_missing' failed inside it (ModuleNotFoundError: No module named "
+        f"'a_package_nobody_has') at {tmp_path / 'needs_missing.py'}:1; fix that module (python -c 'import "
+        "needs_missing' shows the traceback) or leave it out of --import/model.imports")

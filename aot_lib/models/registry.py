@@ -67,18 +67,37 @@ def register_sizes(family: Callable[..., nn.Module], prefix: str, sizes: dict[st
 def import_model_modules(names) -> None:
     """Import the modules that register a user's own model families (``model.imports``, ``aot --import``), from
     the installed packages or the current folder, as ``python -m`` would find them. One line names a module that
-    cannot be imported and the fix."""
+    cannot be found, or one that fails inside (the error and where it was raised), and the fix."""
     import importlib
     import sys
+    import traceback
 
     for name in names:
         if os.getcwd() not in sys.path:
             sys.path.append(os.getcwd())
         try:
             importlib.import_module(name)
-        except ImportError as e:
-            raise ImportError(f"model.imports: cannot import {name!r} ({e}); install it, or run from the folder that "
-                              "holds it, or put that folder on PYTHONPATH") from None
+        except ModuleNotFoundError as e:
+            if e.name and name.startswith(e.name) and (e.name == name or name.startswith(e.name + ".")):
+                raise ImportError(f"model.imports: cannot import {name!r} ({e}); install it, or run from the folder "
+                                  "that holds it, or put that folder on PYTHONPATH") from None
+            raise ImportError(_failed_inside(name, e, traceback.extract_tb(e.__traceback__))) from None
+        except Exception as e:  # noqa: BLE001 - the user's code may raise anything while it runs
+            raise ImportError(_failed_inside(name, e, traceback.extract_tb(e.__traceback__))) from None
+
+
+def _failed_inside(name: str, error: BaseException, frames) -> str:
+    """The one line for a user module that was found but failed while it ran: the error, the last place in the
+    user's files it passed through (not importlib's or this package's), and the fix."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    own = [f for f in frames if "importlib" not in f.filename and not os.path.abspath(f.filename).startswith(here + os.sep)]
+    if isinstance(error, SyntaxError) and error.filename:
+        where = f" at {error.filename}:{error.lineno}"
+    else:
+        where = f" at {own[-1].filename}:{own[-1].lineno}" if own else ""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return (f"model.imports: importing {name!r} failed inside it ({type(error).__name__}: {text}){where}; fix that "
+            "module (python -c 'import " + name + "' shows the traceback) or leave it out of --import/model.imports")
 
 
 def list_families(table: str | None = None) -> dict[str, Family]:
@@ -108,15 +127,17 @@ def create_model(name: str, pretrained: str | None = None, **overrides) -> nn.Mo
 
     >>> m = create_model("aot_admm_tiny", num_classes=100)
     """
+    config = state = None
+    if pretrained is not None:
+        config, state = load_pretrained_state(pretrained)
+        import_model_modules(config.get("imports", ()))  # the user's family its config.json records
     if name not in _MODELS:
         close = difflib.get_close_matches(name, _MODELS, n=3)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(
-            f"unknown model {name!r}.{hint} Known models: {', '.join(list_models())}."
-        )
+        raise ValueError(f"unknown model {name!r}.{hint} A family of your own: import its module first (--import "
+                         f"MODULE, or model.imports). Known models: {', '.join(list_models())}.")
     if pretrained is None:
         return _MODELS[name](**overrides)
-    config, state = load_pretrained_state(pretrained)
     if config["architecture"] != name:
         raise ValueError(f"{pretrained} holds a {config['architecture']}, not a {name}; call "
                          f"create_model({config['architecture']!r}, pretrained=...) or aot_lib.from_pretrained")

@@ -23,7 +23,7 @@ import yaml
 from ..data.augment import MultiCropConfig
 
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
-           "dump_config"]
+           "dump_config", "describe_keys"]
 
 
 class ConfigError(ValueError):
@@ -387,9 +387,17 @@ def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
 
 def _unknown(key: str) -> ConfigError:
     known = list(flatten(DEFAULTS))
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"unknown config key {key!r}.{hint} Known keys: {', '.join(known)}.")
+    close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+    return ConfigError(f"unknown config key {key!r}.{hint} `aot keys` lists every key (`aot keys {key.split('.')[0]}` "
+                       "those of a section).")
+
+
+def describe_keys(pattern: str = "") -> list[str]:
+    """One line per config key that contains ``pattern``: the key, its default and what it may be (``aot keys``)."""
+    defaults = flatten(DEFAULTS)
+    return [f"{key} = {defaults.get(key)!r}  # {SCHEMA[key].describe() if key in SCHEMA else 'create_model arguments'}"
+            for key in defaults if pattern in key]
 
 
 def _coerce(v: Any) -> Any:

@@ -11,10 +11,16 @@ step's batch, runs the model and returns the loss to minimise under ``"loss"`` a
   to ``optim.max_skipped_steps`` in a row;
 * logs the gradient norm before clipping, the learning rate, images/s and the step's dict;
 * saves every ``run.ckpt_every`` steps, at the end, after ``run.stop_after`` steps of this launch, and
-  on Ctrl-C (then raises ``KeyboardInterrupt``); never a checkpoint with non-finite weights.
+  on Ctrl-C or SIGTERM (then raises ``KeyboardInterrupt``, :class:`RunStopped` for the signal); never a
+  checkpoint with non-finite weights;
+* says, after its first few steps, how long the run will take on this machine when that is over an hour
+  (:func:`long_run_notice`): a paper-scale config on a laptop announces its days before they pass.
 """
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 import warnings
 from typing import Callable, Sequence
@@ -24,13 +30,50 @@ from torch.profiler import record_function
 
 from .monitors import Monitor, StepContext
 from .optim import grad_norm
-from .runs import CHECKPOINT_FORMAT, CheckpointError, RunFolder, load_checkpoint, merge_csv_logs, save_checkpoint
+from .runs import (CHECKPOINT_FORMAT, CheckpointError, RunFolder, RunStopped, load_checkpoint, merge_csv_logs,
+                   save_checkpoint)
 
-__all__ = ["fit", "NonFiniteLossError", "make_loggers"]
+__all__ = ["fit", "NonFiniteLossError", "RunStopped", "make_loggers", "long_run_notice"]
 
 
 class NonFiniteLossError(RuntimeError):
     """The loss (or the gradient, step after step) became NaN or infinite."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm():
+    """SIGTERM raises :class:`RunStopped` in the loop while it runs (main thread only: Python delivers signals
+    there); the previous handler is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise RunStopped("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+#: A run estimated to take longer than this on this machine says so (:func:`long_run_notice`).
+LONG_RUN_SECONDS = 3600.0
+#: Steps timed for the estimate, after the first (which carries one-time compilation and warm-up).
+ESTIMATE_STEPS = 3
+
+
+def long_run_notice(kind: str, name: str, remaining_steps: int, step_seconds: float) -> str | None:
+    """One line when ``remaining_steps`` at ``step_seconds`` each (measured) exceed :data:`LONG_RUN_SECONDS`,
+    else None."""
+    eta = remaining_steps * step_seconds
+    if eta <= LONG_RUN_SECONDS:
+        return None
+    span = f"{eta / 3600:.1f} hours" if eta < 48 * 3600 else f"{eta / 86400:.1f} days"
+    return (f"{kind} {name}: {remaining_steps:,} steps left at {step_seconds:.2f} s each (measured here) is about "
+            f"{span} on this machine; Ctrl-C or SIGTERM stops it with a checkpoint (run again to resume), "
+            "optim.max_steps or a configs/cpu/ config is shorter")
 
 
 def make_loggers(directory):
@@ -119,88 +162,99 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
     last: dict = {}
     monitored: dict = {}
     tick, seen, consecutive = time.time(), 0, 0
+    timed: list[float] = []  # the first steps' durations, for the long-run notice
     done = start  # steps completed and applied
     updating = False
     rng_state = rng.get_state()
     data_snapshot = data_state.state_dict() if data_state is not None else None
-    try:
-        for step in range(start, total_steps):
-            with record_function("step_fn"):  # named scopes: benchmarks/bench_trainer.py profiles the step by them
-                out = step_fn(step)
-            loss = out["loss"]
-            loss_value = fabric.all_reduce(loss.detach().float(), reduce_op="mean")
-            if not torch.isfinite(loss_value):
-                where = (f"the last good checkpoint {run.ckpt} is untouched" if run.ckpt.exists()
-                         else "no checkpoint had been written yet")
-                raise NonFiniteLossError(
-                    f"the {kind} loss became {loss_value.item()} at step {step}; {where}. Lower optim.lr, set "
-                    "optim.grad_clip, or use fabric.precision=32-true, then run again")
-            with record_function("backward"):
-                fabric.backward(loss)
-            gnorm = grad_norm(model)
-            finite = fabric.all_reduce(torch.isfinite(gnorm).float(), reduce_op="min").item() == 1.0
-            updating = True
-            if finite:
-                if oc["grad_clip"]:
-                    fabric.clip_gradients(model, optimizer, max_norm=oc["grad_clip"])
-                with record_function("optimizer"):
-                    optimizer.step()
-                consecutive = 0
-            else:  # skip: the weights stay finite; the step (and its batch) is consumed
-                consecutive += 1
-                skipped_total += 1
-            optimizer.zero_grad(set_to_none=True)
-            lr = optimizer.param_groups[0]["lr"]  # the lr this step used, logged beside its loss
-            with warnings.catch_warnings():  # a skipped first step is not the misuse this warns about
-                warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)`")
-                scheduler.step()
-            done = step + 1
-            rng_state = rng.get_state()  # the generator as it is after step `done`
-            if data_state is not None:  # likewise the stream: a Ctrl-C in the next step must not skip a batch
-                data_snapshot = data_state.state_dict()
-            updating = False
-            if consecutive > oc["max_skipped_steps"]:
-                raise NonFiniteLossError(
-                    f"the {kind} gradient was not finite for {consecutive} steps in a row (up to step {step}); "
-                    "the weights were not updated by them. Lower optim.lr, set optim.grad_clip, or use "
-                    "fabric.precision=32-true, then run again")
-            seen += images_per_step
-            if done % rc["log_every"] == 0 or done == total_steps:
-                now = time.time()
-                last = {k: _scalar(v) for k, v in out.items() if k != "loss" and _is_scalar(v)}
-                last.update(loss=loss_value.item(), lr=lr, grad_norm=gnorm.item(),
-                            skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
-                tick, seen = now, 0
-                fabric.log_dict(last, step=done)
-                bar.set_postfix({k: f"{last[k]:.4g}" for k in ("loss", "lr") if k in last}, refresh=False)
-            due = [m for m in monitors if done % m.every == 0 or done == total_steps]
-            if due:
-                with record_function("monitors"):
-                    ctx = StepContext(done, out, getattr(model, "module", model))
-                    measured = {k: v for m in due for k, v in m(ctx).items()}
-                fabric.log_dict(measured, step=done)
-                monitored.update(measured)
-            bar.update()
-            stop = rc["stop_after"] is not None and done - start >= rc["stop_after"]
-            if done % rc["ckpt_every"] == 0 or done == total_steps or stop:
+    with _stop_on_sigterm():  # SIGTERM is taken as Ctrl-C is: a checkpoint, then "stopped"
+        try:
+            for step in range(start, total_steps):
+                began = time.perf_counter()
+                with record_function("step_fn"):  # named scopes: benchmarks/bench_trainer.py profiles the step by them
+                    out = step_fn(step)
+                loss = out["loss"]
+                loss_value = fabric.all_reduce(loss.detach().float(), reduce_op="mean")
+                if not torch.isfinite(loss_value):
+                    where = (f"the last good checkpoint {run.ckpt} is untouched" if run.ckpt.exists()
+                             else "no checkpoint had been written yet")
+                    raise NonFiniteLossError(
+                        f"the {kind} loss became {loss_value.item()} at step {step}; {where}. Lower optim.lr, set "
+                        "optim.grad_clip, or use fabric.precision=32-true, then run again")
+                with record_function("backward"):
+                    fabric.backward(loss)
+                gnorm = grad_norm(model)
+                finite = fabric.all_reduce(torch.isfinite(gnorm).float(), reduce_op="min").item() == 1.0
+                updating = True
+                if finite:
+                    if oc["grad_clip"]:
+                        fabric.clip_gradients(model, optimizer, max_norm=oc["grad_clip"])
+                    with record_function("optimizer"):
+                        optimizer.step()
+                    consecutive = 0
+                else:  # skip: the weights stay finite; the step (and its batch) is consumed
+                    consecutive += 1
+                    skipped_total += 1
+                optimizer.zero_grad(set_to_none=True)
+                lr = optimizer.param_groups[0]["lr"]  # the lr this step used, logged beside its loss
+                with warnings.catch_warnings():  # a skipped first step is not the misuse this warns about
+                    warnings.filterwarnings("ignore", message=r"Detected call of `lr_scheduler\.step\(\)`")
+                    scheduler.step()
+                done = step + 1
+                rng_state = rng.get_state()  # the generator as it is after step `done`
+                if data_state is not None:  # likewise the stream: a Ctrl-C in the next step must not skip a batch
+                    data_snapshot = data_state.state_dict()
+                updating = False
+                if consecutive > oc["max_skipped_steps"]:
+                    raise NonFiniteLossError(
+                        f"the {kind} gradient was not finite for {consecutive} steps in a row (up to step {step}); "
+                        "the weights were not updated by them. Lower optim.lr, set optim.grad_clip, or use "
+                        "fabric.precision=32-true, then run again")
+                seen += images_per_step
+                if done % rc["log_every"] == 0 or done == total_steps:
+                    now = time.time()
+                    last = {k: _scalar(v) for k, v in out.items() if k != "loss" and _is_scalar(v)}
+                    last.update(loss=loss_value.item(), lr=lr, grad_norm=gnorm.item(),
+                                skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
+                    tick, seen = now, 0
+                    fabric.log_dict(last, step=done)
+                    bar.set_postfix({k: f"{last[k]:.4g}" for k in ("loss", "lr") if k in last}, refresh=False)
+                due = [m for m in monitors if done % m.every == 0 or done == total_steps]
+                if due:
+                    with record_function("monitors"):
+                        ctx = StepContext(done, out, getattr(model, "module", model))
+                        measured = {k: v for m in due for k, v in m(ctx).items()}
+                    fabric.log_dict(measured, step=done)
+                    monitored.update(measured)
+                bar.update()
+                if len(timed) <= ESTIMATE_STEPS:
+                    timed.append(time.perf_counter() - began)
+                    if len(timed) == ESTIMATE_STEPS + 1 and fabric.is_global_zero:
+                        notice = long_run_notice(kind, rc["name"], total_steps - done, sum(timed[1:]) / ESTIMATE_STEPS)
+                        if notice:
+                            bar.write(notice)
+                stop = rc["stop_after"] is not None and done - start >= rc["stop_after"]
+                if done % rc["ckpt_every"] == 0 or done == total_steps or stop:
+                    checkpoint(done, rng_state, last)
+                if stop and done < total_steps:
+                    fabric.print(f"stopped after {rc['stop_after']} steps at step {done}; run again to resume")
+                    run.update(status=f"paused at step {done}")
+                    return {"step": done, "paused": True, **last}
+        except KeyboardInterrupt as e:
+            # Ctrl-C reads "interrupted", SIGTERM "stopped ... (SIGTERM)": either resumes the same way
+            said = f"stopped at step {done} (SIGTERM)" if isinstance(e, RunStopped) else f"interrupted at step {done}"
+            if not updating and done > start:  # weights and generator are consistent with step `done`
                 checkpoint(done, rng_state, last)
-            if stop and done < total_steps:
-                fabric.print(f"stopped after {rc['stop_after']} steps at step {done}; run again to resume")
-                run.update(status=f"paused at step {done}")
-                return {"step": done, "paused": True, **last}
-    except KeyboardInterrupt:
-        if not updating and done > start:  # weights and generator are consistent with step `done`
-            checkpoint(done, rng_state, last)
-            run.update(status=f"interrupted at step {done}")
-            fabric.print(f"\ninterrupted: checkpoint saved at step {done}; run the same command again to resume")
-        else:
-            run.update(status=f"interrupted at step {done}")
-            fabric.print(f"\ninterrupted at step {done}; the last checkpoint is kept; run again to resume")
-        raise
-    finally:
-        bar.close()
-        for logger in fabric.loggers:
-            logger.finalize("success")
-        if fabric.is_global_zero:
-            merge_csv_logs(run.path)
+                run.update(status=said)
+                fabric.print(f"\n{said.split(' at ')[0]}: checkpoint saved at step {done}; run the same command again to resume")
+            else:
+                run.update(status=said)
+                fabric.print(f"\n{said}; the last checkpoint is kept; run again to resume")
+            raise
+        finally:
+            bar.close()
+            for logger in fabric.loggers:
+                logger.finalize("success")
+            if fabric.is_global_zero:
+                merge_csv_logs(run.path)
     return {"step": total_steps, **last, **({"monitors": monitored} if monitored else {})}

@@ -33,7 +33,7 @@ from .config import SCHEMA, ConfigError, dump_config
 from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, write_error, write_json
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
-__all__ = ["CheckpointError", "RunLockedError", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
+__all__ = ["CheckpointError", "RunLockedError", "RunStopped", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
            "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "built_model", "checkpoint_model",
            "merge_csv_logs",
            "record_run", "export_checkpoint", "RESUMABLE_KEYS", "config_differences"]
@@ -47,6 +47,11 @@ class CheckpointError(RuntimeError):
 
 class RunLockedError(RuntimeError):
     """Another launch is using the run folder."""
+
+
+class RunStopped(KeyboardInterrupt):
+    """A termination signal (SIGTERM: ``kill``, a job scheduler's time limit) taken as Ctrl-C is: the loop saves a
+    checkpoint at the last completed step and the run reads "stopped at step N (SIGTERM)", to resume."""
 
 
 # ----------------------------------------------------------------------------- folders
@@ -108,6 +113,7 @@ class RunFolder:
         self.record: dict = {}
         self.previous: dict = {}
         self._lock = None
+        self.created = False
         self.t0 = time.time()
         self.main = _is_rank_zero()
 
@@ -120,6 +126,7 @@ class RunFolder:
             return self
         from filelock import FileLock, Timeout
 
+        self.created = not self.path.exists()  # by this launch: removed again if it fails before training
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(self.path / ".lock"))
         try:
@@ -136,13 +143,30 @@ class RunFolder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self.main and exc_type is not None and self._never_trained():
+            # a missing data folder, a bad override found late, Ctrl-C while loading: nothing to resume or read,
+            # so the folder this launch made goes (the next launch starts clean, and nothing half-made is recorded)
+            self._release()
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
         if self.main and exc_type is not None and self.record.get("status") == "running":
-            status = "interrupted" if issubclass(exc_type, KeyboardInterrupt) else f"failed: {exc_type.__name__}: {exc}"
+            status = ("stopped (SIGTERM)" if issubclass(exc_type, RunStopped) else "interrupted"
+                      if issubclass(exc_type, KeyboardInterrupt) else f"failed: {exc_type.__name__}: {exc}")
             try:
                 self.update(status=status)
             except WriteError:  # the disk that failed the run fails this too: the run's own error is the news
                 pass
         self._release()
+
+    def _never_trained(self) -> bool:
+        """This launch made the folder and failed before the loop began (run.json has no ``total_steps``, which the
+        loop writes first; read from disk, since a spawned worker writes it) and left no checkpoint."""
+        if not getattr(self, "created", False) or self.ckpt.exists():
+            return False
+        try:
+            return "total_steps" not in json.loads((self.path / "run.json").read_text())
+        except (OSError, ValueError):
+            return True
 
     def _release(self) -> None:
         if self._lock is not None:
@@ -371,8 +395,11 @@ def checkpoint_model(ckpt: dict, path: str | os.PathLike) -> dict:
     of the pretraining run it started from: its ``finetune.checkpoint`` when that still exists, else that
     run's record beside this one (``<records>/<run name>/encoder/``, as ``aot record`` lays them out, or the
     ``encoder.pt`` records made before it kept that folder)."""
+    from ..models.registry import import_model_modules
+
     cfg = ckpt["config"]
     model = built_model(cfg)
+    import_model_modules(model.get("imports", ()))  # a user's family, recorded at pretraining: no --import again
     source = (cfg.get("finetune") or {}).get("checkpoint")
     if ckpt.get("trained_as", ckpt.get("kind")) != "finetune" or not source or _fits(model, ckpt):
         return model
@@ -502,6 +529,11 @@ def _export(ckpt: dict, source: str | os.PathLike, folder: str | os.PathLike, **
     args["num_classes"] = int(state["head.fc.weight"].shape[0]) if "head.fc.weight" in state else 0
     provenance = {"trained_as": ckpt.get("trained_as", ckpt.get("kind")), "step": ckpt.get("step"),
                   "seed": cfg["run"]["seed"], "run": cfg["run"]["name"], "source": str(source), **provenance}
+    from .builders import input_spec
+
+    provenance["inputs"] = input_spec({**cfg, "model": model})  # what aot_lib.encoder_inputs feeds it
+    if model.get("imports"):  # from_pretrained imports them before it builds the model
+        provenance["imports"] = list(model["imports"])
     folder = Path(folder)
     tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
     try:

@@ -25,7 +25,7 @@ from .config import validate_config
 from .loop import fit, make_loggers
 from .optim import batch_indices, param_groups, warmup_cosine
 from .builders import build_encoder, load_train_test, normalization_for, schedule_steps
-from ..models.registry import create_model
+from ..models.registry import create_model, import_model_modules
 from .runs import (CheckpointError, RunFolder, WeightsMismatch, checkpoint_model, encoder_state_dict, load_checkpoint,
                    load_weights)
 from ..runtime import compile_enabled, make_fabric
@@ -223,11 +223,13 @@ def distill(cfg: dict) -> dict:
         raise CheckpointError("distill.teacher is not set: train a teacher first, e.g. "
                               "'aot finetune --config configs/cpu/table4/vit_tiny_teacher.yaml', then pass its "
                               "last.ckpt (or set distill.alpha=0 to train on the labels alone)")
+    ckpt = load_checkpoint(dc["teacher"]) if dc["teacher"] else None  # checks first: refused before the data loads
+    if ckpt is not None:
+        import_model_modules(ckpt["config"]["model"].get("imports", ()))  # a teacher of the user's own family
     train, test = load_train_test(cfg)
     classes = len(train.classes)
     teacher = None
-    if dc["teacher"]:
-        ckpt = load_checkpoint(dc["teacher"])
+    if ckpt is not None:
         tcfg = ckpt["config"]
         teacher = create_model(dc["teacher_model"], num_classes=classes,
                                **{**tcfg["model"]["overrides"], "img_size": cfg["views"]["global_size"]})
