@@ -8,7 +8,7 @@ whether it built the kernel, and every line it printed on stderr.
 
     python benchmarks/bench_first_forward.py --python .venv/bin/python --python /tmp/venv2/bin/python \\
         --label after --clear-cache
-    # the code before the fix: a worktree of the older commit, on PYTHONPATH of both environments
+    # the code before the fix: a worktree of the older commit, imported by both environments
     python benchmarks/bench_first_forward.py ... --checkout /tmp/before --label before --clear-cache
 
 ``--clear-cache`` removes both the old (torch's, one folder per kernel name) and the new (aot_lib's, one per
@@ -29,7 +29,12 @@ from pathlib import Path
 from _common import ROOT, write
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
+checkout = os.environ.get("AOT_BENCH_CHECKOUT")
+if checkout:  # that checkout's aot_lib, not the environment's editable install (its finder comes before sys.path)
+    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")
+                        and "__editable__" not in getattr(type(f), "__module__", "")]
+    sys.path.insert(0, checkout)
 t0 = time.perf_counter()
 import torch, aot_lib
 t1 = time.perf_counter()
@@ -55,7 +60,7 @@ def build_folders() -> list[Path]:
 def one_process(python: str, checkout: str | None) -> dict:
     env = dict(os.environ)
     if checkout:
-        env["PYTHONPATH"] = checkout + os.pathsep + env.get("PYTHONPATH", "")
+        env["AOT_BENCH_CHECKOUT"] = checkout
     t = time.perf_counter()
     proc = subprocess.run([python, "-c", CHILD], capture_output=True, text=True, env=env, cwd="/tmp")
     wall = time.perf_counter() - t
@@ -72,7 +77,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", action="append", required=True, help="an environment's python (give two or more)")
     ap.add_argument("--rounds", type=int, default=3, help="new processes per environment")
-    ap.add_argument("--checkout", help="run this checkout's aot_lib (PYTHONPATH) instead of the installed one")
+    ap.add_argument("--checkout", help="run this checkout's aot_lib instead of the installed one")
     ap.add_argument("--label", required=True, help="before / after: goes into the file name")
     ap.add_argument("--clear-cache", action="store_true", help="remove every build of the kernel first")
     args = ap.parse_args()
