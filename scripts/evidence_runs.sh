@@ -19,6 +19,8 @@
 #   search    the 30-minute recipe search (issue 37; scripts/recipe_search.py says the rule): every candidate of
 #             configs/cpu/search/ on AoT-ADMM, CRATE and AoT, candidate by candidate, validation scores only;
 #             results/cpu/search/
+#   search2   round 2 of the recipe search (issue 55; scripts/recipe_search2.py says the rule): every candidate of
+#             configs/cpu/search2/ on AoT-ADMM, CRATE and AoT, validation scores only; results/cpu/search2/
 #   finalists the search's two best candidates at full length on every family (configs/cpu/search/final/, written
 #             by scripts/recipe_search.py finalists once the screening is recorded), validation scores only;
 #             results/cpu/search/final/
@@ -63,6 +65,11 @@ for group in "$@"; do
     search)
       for c in $(ls configs/cpu/search/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
+      done ;;
+    search2)
+      # round 2 (issue 55; scripts/recipe_search2.py says the rule): candidate by candidate, every family
+      for c in $(ls configs/cpu/search2/r*_aot_admm.yaml | sort -V | sed 's/_aot_admm.yaml$//'); do
+        run results/cpu/search2 "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
       done ;;
     finalists)
       for c in $(ls configs/cpu/search/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do

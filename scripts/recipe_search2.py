@@ -1,0 +1,184 @@
+"""Round 2 of the 30-minute recipe search (issue 55): wall time on the slower CPU, and what round 1 held fixed.
+
+    .venv/bin/python scripts/recipe_search2.py time        # step times of every candidate x family, interleaved, idle
+    .venv/bin/python scripts/recipe_search2.py configs     # configs/cpu/search2/*.yaml from the recorded step times
+    nice -n 10 scripts/evidence_runs.sh search2            # the screening runs, one at a time (resumable)
+    .venv/bin/python scripts/recipe_search2.py finalists   # rank; configs/cpu/search2/final/ (the top two)
+    nice -n 10 scripts/evidence_runs.sh finalists2         # the two finalists at full length, every family
+
+**The rule, fixed before any screening run (2026-11-28, committed before the first one).**
+
+* *The clock is wall time on the slower CPU.* A recipe's full length is the number of whole epochs whose AoT-ADMM
+  training steps fill ``STEP_BUDGET_S`` (27 minutes) at the candidate's step time measured by ``time`` on this
+  project's slower CPU type, the 2-core AMD EPYC (Zen 4): round 1's 4,290 steps took 43.1 minutes there against
+  26.0 on the Intel Xeon. The other 3 minutes of the 30 are the allowance for what a run does besides its steps
+  (the online k-NN monitor, checkpoints); the final runs' recorded wall time says whether it was enough, and a run
+  over 30 minutes does not count toward the goal.
+* *Precision.* fp32. bf16-mixed was measured first (``benchmarks/bench_precision.py``,
+  ``results/benchmarks/precision_amd.json``): on the AMD EPYC, which has AVX512-BF16, a whole step took 1.35-2.2x
+  the fp32 time for every family, so bf16 is not adopted on this CPU type and needs no accuracy check here. A CPU
+  with AMX (a recent Intel Xeon) may differ: measured when one is at hand, the rule being the same (faster on
+  that CPU type, and accuracy at equal steps within the fp32 seed spread on 2 seeds, validation only).
+* *The candidates* change one thing at a time from round 1's recipe (``configs/cpu/cpu30/recipe.yaml``: c1_local2,
+  width 192, depth 6, patch 8, 2 global 32 px + 2 local 16 px views, batch 256, lr 2e-3, LeJEPA lambda 0.05, 256
+  SIGReg slices, projector 1024-1024-64), over what round 1 held fixed: the learning rate, the batch, lambda, the
+  slices, the projector, the number of local views, and depth/width at the new step times. View *sizes* are not
+  searched: with patch 8 on 32 px images the only other sizes are 8 px (one patch) and 24 px. Every candidate
+  applies to the three families alike and leaves Algorithm 1, the heads and the pooling alone.
+* *Screening.* Each candidate x family is one run at ``PROXY_FRACTION`` (0.3) of its full length (the whole
+  warm-up + cosine schedule compressed), validation only (``probe.test=false``: the linear probe's 10 %
+  validation split of the training set; the online k-NN on validation images). The probe's learning-rate grid is
+  ``PROBE_LR`` (1e-3 .. 1e-1, one step wider than round 1's cells); a screening run whose pick sits at an edge of
+  the grid is probed again with the grid extended by one step on that side (3e-4 or 3e-1; the probe's features are
+  cached, so the encoder is the same), and ranked by that probe; if the pick is still at the edge, the run is
+  ranked as it is and the edge is reported.
+* *Ranking.* By the mean validation linear top-1 over the three families, equal weights; a tie (equal to 0.01
+  points) goes to the candidate earlier in ``CANDIDATES`` (the base first). The top two are trained at full length
+  on every family (finalists); the better of those by the same score is the recipe of the round-2 cells
+  (results/cpu/plan.yaml, ``round2``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import torch  # noqa: E402
+
+from aot_lib.files import write_json  # noqa: E402
+from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
+from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config  # noqa: E402
+
+STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
+PROXY_FRACTION = 0.3
+PROBE_LR = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
+BASE = "../cpu30/recipe.yaml"  # relative to configs/cpu/search2/
+OUT = ROOT / "configs" / "cpu" / "search2"
+TIMES = ROOT / "results" / "cpu" / "search2" / "step_times_amd.json"
+
+#: One change at a time from round 1's recipe (configs/cpu/cpu30/recipe.yaml); r0 is that recipe itself.
+CANDIDATES = {
+    "r0_base": {},
+    "r1_lr1e-3": {"optim": {"lr": 1e-3}},
+    "r2_lr4e-3": {"optim": {"lr": 4e-3}},
+    "r3_batch128": {"optim": {"batch_size": 128}},
+    "r4_lambda0.02": {"loss": {"lejepa_lambda": 0.02}},
+    "r5_lambda0.15": {"loss": {"lejepa_lambda": 0.15}},
+    "r6_slices1024": {"loss": {"num_slices": 1024}},
+    "r7_proj2048": {"projector": {"hidden_dim": 2048, "out_dim": 128}},
+    "r8_local0": {"views": {"n_local": 0}},
+    "r9_local4": {"views": {"n_local": 4}},
+    "r10_depth4": {"model": {"overrides": {"depth": 4}}},
+    "r11_w256_d4": {"model": {"overrides": {"embed_dim": 256, "depth": 4, "num_heads": 8}}},
+}
+
+
+def candidate_config(cand: str, family: str) -> dict:
+    from aot_lib.training.config import load_config
+
+    overrides = [f"model.name={FAMILIES[family]}"]
+    cfg = load_config(ROOT / "configs" / "cpu" / "cpu30" / "recipe.yaml", overrides)
+    return _merge(cfg, CANDIDATES[cand])
+
+
+def batch_of(cand: str) -> int:
+    return _merge({"optim": {"batch_size": 256}}, CANDIDATES[cand])["optim"]["batch_size"]
+
+
+def time_steps(repeats: int, warmup: int) -> dict:
+    """Median seconds of one whole pretraining step (augmentation included) per candidate and family, interleaved
+    repeat by repeat in a rotating order, so that a drift in machine speed hits every one alike."""
+    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
+    from aot_lib.training.builders import normalization_for
+    from aot_lib.training.optim import param_groups
+    from aot_lib.training.pretrain import build_lejepa_model
+
+    built = {}
+    for cand in CANDIDATES:
+        for fam in FAMILIES:
+            cfg = candidate_config(cand, fam)
+            torch.manual_seed(0)
+            model = build_lejepa_model(cfg)
+            opt = torch.optim.AdamW(param_groups(model, cfg["optim"]["weight_decay"]), lr=cfg["optim"]["lr"])
+            aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
+            built[cand, fam] = (model, opt, aug, cfg["optim"]["batch_size"])
+    images = torch.randint(0, 256, (256, 3, 32, 32), dtype=torch.uint8)
+    times: dict = {k: [] for k in built}
+    keys = list(built)
+    for r in range(warmup + repeats):
+        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
+            model, opt, aug, batch = built[k]
+            t = time.perf_counter()
+            out = model(aug(images[:batch], torch.Generator().manual_seed(r)))
+            out.loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if r >= warmup:
+                times[k].append(time.perf_counter() - t)
+        print(f"repeat {r + 1}/{warmup + repeats}", flush=True)
+    return {cand: {fam: {"median_s": statistics.median(times[cand, fam]), "min_s": min(times[cand, fam]),
+                         "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in CANDIDATES}
+
+
+def full_epochs(step_s: float, batch: int) -> int:
+    """Whole epochs AoT-ADMM's steps fill :data:`STEP_BUDGET_S` with at ``step_s`` seconds a step (at least 1)."""
+    return max(1, int(STEP_BUDGET_S / (step_s * (TRAIN_IMAGES // batch))))
+
+
+def write_configs(times: dict) -> list[Path]:
+    """The screening configs: each candidate on each family at ``PROXY_FRACTION`` of its full length, validation
+    only, the k-NN monitor once an epoch, the probe's wider grid."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cand, over in CANDIDATES.items():
+        batch = batch_of(cand)
+        step_s = times["steps"][cand]["aot_admm"]["median_s"]
+        epochs = full_epochs(step_s, batch)
+        proxy = max(1, round(PROXY_FRACTION * epochs))
+        for fam in FAMILIES:
+            body = _merge(over, {
+                "description": f"recipe search round 2, {cand}: {fam} screening run ({proxy} of {epochs} epochs)",
+                "inherit": BASE, "model": {"name": FAMILIES[fam]}, "run": {"name": f"search2_{cand}_{fam}"},
+                "optim": {"epochs": proxy, "warmup_epochs": round(proxy / 10, 2)},
+                "probe": {"test": False, "lr": PROBE_LR},
+                "monitor": {"every": TRAIN_IMAGES // batch, "knn": True}})
+            head = (f"# Generated by scripts/recipe_search2.py from {TIMES.relative_to(ROOT)} (AoT-ADMM "
+                    f"{step_s:.3f} s a step on the AMD EPYC -> {epochs} epochs in {STEP_BUDGET_S // 60} min of "
+                    f"steps; this screening run: {proxy}). The rule: the script's docstring.\n")
+            written.append(_write_config(OUT / f"{cand}_{fam}.yaml", head, body))
+    return written
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=["time", "configs"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--out", type=Path, default=TIMES)
+    a = p.parse_args()
+    if a.what == "time":
+        if a.out.exists():  # a record is never rewritten: a new measurement goes beside it
+            raise SystemExit(f"recipe_search2: {a.out} exists (a recorded measurement): pass --out with a new path")
+        steps = time_steps(a.repeats, a.warmup)
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        write_json(a.out, {"commit": git_commit(), "hardware": hardware_summary(),
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": a.repeats, "steps": steps,
+                           "note": "interleaved, rotating order, on an idle machine"})
+        print(json.dumps(steps, indent=1))
+    else:
+        if not TIMES.is_file():
+            raise SystemExit(f"recipe_search2: no step times at {TIMES.relative_to(ROOT)}: run `recipe_search2.py "
+                             "time` on the idle AMD EPYC first")
+        for path in write_configs(json.loads(TIMES.read_text())):
+            print(path.relative_to(ROOT))
+
+
+if __name__ == "__main__":
+    main()
