@@ -19,6 +19,11 @@
   the fp32 time for every family, so bf16 is not adopted on this CPU type and needs no accuracy check here. A CPU
   with AMX (a recent Intel Xeon) may differ: measured when one is at hand, the rule being the same (faster on
   that CPU type, and accuracy at equal steps within the fp32 seed spread on 2 seeds, validation only).
+* *Equal cost, equal length.* The candidates that change no computation (the learning rate, lambda) and the base
+  share one step time, the median of their measured AoT-ADMM step times (five measurements of the same step: their
+  spread, 0.62-0.69 s, is the machine's noise, and would otherwise give equal candidates unequal lengths); every other
+  candidate's full length comes from its own measured step time. (Added after ``time`` ran and before any screening
+  run or config was written.)
 * *The candidates* change one thing at a time from round 1's recipe (``configs/cpu/cpu30/recipe.yaml``: c1_local2,
   width 192, depth 6, patch 8, 2 global 32 px + 2 local 16 px views, batch 256, lr 2e-3, LeJEPA lambda 0.05, 256
   SIGReg slices, projector 1024-1024-64), over what round 1 held fixed: the learning rate, the batch, lambda, the
@@ -127,6 +132,19 @@ def time_steps(repeats: int, warmup: int) -> dict:
                          "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in CANDIDATES}
 
 
+#: The candidates whose step is the base's (they change no computation): one step time for them all.
+SAME_COST_AS_BASE = ("r0_base", "r1_lr1e-3", "r2_lr4e-3", "r4_lambda0.02", "r5_lambda0.15")
+
+
+def step_time(times: dict, cand: str) -> float:
+    """AoT-ADMM's step time a candidate's length is set by: the median over :data:`SAME_COST_AS_BASE` for those,
+    else its own measured median."""
+    steps = times["steps"]
+    if cand in SAME_COST_AS_BASE:
+        return statistics.median(steps[c]["aot_admm"]["median_s"] for c in SAME_COST_AS_BASE)
+    return steps[cand]["aot_admm"]["median_s"]
+
+
 def full_epochs(step_s: float, batch: int) -> int:
     """Whole epochs AoT-ADMM's steps fill :data:`STEP_BUDGET_S` with at ``step_s`` seconds a step (at least 1)."""
     return max(1, int(STEP_BUDGET_S / (step_s * (TRAIN_IMAGES // batch))))
@@ -139,7 +157,7 @@ def write_configs(times: dict) -> list[Path]:
     written = []
     for cand, over in CANDIDATES.items():
         batch = batch_of(cand)
-        step_s = times["steps"][cand]["aot_admm"]["median_s"]
+        step_s = step_time(times, cand)
         epochs = full_epochs(step_s, batch)
         proxy = max(1, round(PROXY_FRACTION * epochs))
         for fam in FAMILIES:
