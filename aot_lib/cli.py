@@ -16,7 +16,7 @@
 config.yaml records it and ``aot probe``, ``finetune``, ``distill``, ``record``, a resumed run and
 ``aot_lib.from_pretrained`` import it again.
 
-A command that trains (``pretrain``, ``finetune``, ``distill``, ``probe``, ``baseline``) needs ``--config``: the
+A command that trains (``pretrain``, ``finetune``, ``distill``, ``baseline``) needs ``--config``: the
 defaults alone are the paper's 800-epoch run, which no one should start by leaving out an argument. ``SIGTERM``
 stops a run as Ctrl-C does: a checkpoint, status "stopped at step N (SIGTERM)", resumed by the same command.
 
@@ -81,8 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-#: The commands that train or probe: each needs a config the user named.
-TRAINING_COMMANDS = ("pretrain", "finetune", "distill", "probe", "baseline")
+#: The commands that train: each needs a config the user named (``probe`` reads a run's checkpoint, whose config
+#: says what it is, and fails at once when there is none).
+TRAINING_COMMANDS = ("pretrain", "finetune", "distill", "baseline")
 
 
 def shipped_configs() -> list[str]:

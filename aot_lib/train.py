@@ -15,11 +15,11 @@ from .training.loop import NonFiniteLossError, fit
 from .training.optim import param_groups, warmup_cosine
 from .training.pretrain import build_lejepa_model, pretrain
 from .training.probe import linear_probe, load_encoder, probe
-from .training.runs import (CheckpointError, RunLockedError, encoder_state_dict, load_checkpoint, merge_csv_logs,
+from .training.runs import (CheckpointError, RunLockedError, RunStopped, encoder_state_dict, load_checkpoint, merge_csv_logs,
                             record_run, run_dir, save_checkpoint)
 from .training.supervised import distill, evaluate, finetune
 
 __all__ = ["pretrain", "probe", "finetune", "distill", "record_run", "NonFiniteLossError", "CheckpointError",
-           "RunLockedError", "extract_features", "linear_probe", "knn_probe", "load_checkpoint", "load_encoder",
+           "RunLockedError", "RunStopped", "extract_features", "linear_probe", "knn_probe", "load_checkpoint", "load_encoder",
            "build_encoder", "build_lejepa_model", "LeJEPAModel", "encoder_state_dict", "merge_csv_logs", "run_dir",
            "save_checkpoint", "fit", "evaluate", "param_groups", "warmup_cosine"]

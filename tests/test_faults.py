@@ -6,6 +6,7 @@ traceback or a silently wrong result, and must never destroy a checkpoint or a r
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -57,7 +58,8 @@ BAD_CONFIGS = [
     ("fabric.precision=bf17", "fabric.precision must be one of auto, 32-true, 32, bf16-mixed, bf16-true, 16-mixed, 64-true, "
                               f"got 'bf17'. {FIX}."),
     ("model.name=aot_admm_tinyy", "model aot_admm_tinyy with overrides {}: unknown model 'aot_admm_tinyy'. Did you mean "
-                                  "aot_admm_tiny, aot_tiny, aot_admm_base? Known models: aot_admm_base, aot_admm_small, "
+                                  "aot_admm_tiny, aot_tiny, aot_admm_base? A family of your own: import its module first "
+                                  "(--import MODULE, or model.imports). Known models: aot_admm_base, aot_admm_small, "
                                   "aot_admm_tiny, aot_base, aot_small, aot_tiny, crate_base, crate_small, crate_tiny, vit_small, "
                                   "vit_small_relu, vit_tiny, vit_tiny_relu."),
     ("model.overrides={depht: 2}", "model.overrides for aot_admm_tiny: AoTADMM.__init__() got an unexpected keyword argument "
@@ -77,14 +79,42 @@ def test_bad_config_is_one_clear_error(override, message):
         load_config(None, [override])
 
 
-def test_unknown_key_suggests_the_nearest_and_lists_every_known_one():
+def test_unknown_key_names_the_closest_three_and_the_command_that_lists_them_all():
+    """One short line (issue 54: it listed every known key, 1,865 characters): the three closest keys and `aot keys`."""
+    with raises_exactly(ConfigError, "unknown config key 'optim.lrr'. Did you mean 'optim.lr', 'optim.min_lr_ratio', "
+                        "'optim.grad_clip'? `aot keys` lists every key (`aot keys optim` those of a section)."):
+        load_config(None, ["optim.lrr=1"])
+    with raises_exactly(ConfigError, "unknown config key 'zzz'. `aot keys` lists every key (`aot keys zzz` those of "
+                        "a section)."):
+        load_config(None, ["zzz=1"])
+
+
+def test_aot_keys_lists_every_key_with_its_default_and_range(capsys):
     from aot_lib.training.config import SCHEMA
 
-    with pytest.raises(ConfigError) as e:
-        load_config(None, ["optim.lrr=1"])
-    head, known = str(e.value).split(" Known keys: ")
-    assert head == "unknown config key 'optim.lrr'. Did you mean 'optim.lr'?"
-    assert known.endswith(".") and set(known[:-1].split(", ")) == set(SCHEMA) | {"model.overrides"}
+    assert cli(["keys"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert {line.split(" = ")[0] for line in lines} == set(SCHEMA) | {"model.overrides"}
+    assert "optim.lr = 0.0005  # a number > 0" in lines
+    assert cli(["keys", "nothing_like_this"]) == 2
+    assert capsys.readouterr().err == ("aot keys: no config key contains 'nothing_like_this'; `aot keys` lists them "
+                                       "all\n")
+
+
+@pytest.mark.parametrize("command", ["pretrain", "finetune", "distill", "baseline init"])
+def test_a_training_command_without_a_config_starts_nothing(command, tmp_path, monkeypatch, capsys):
+    """Without -c the defaults are the paper's 800-epoch run (156,000 steps on CIFAR-10): refused in one line that
+    lists the shipped configs, before any folder or data is touched."""
+    from aot_lib.cli import shipped_configs
+
+    monkeypatch.chdir(tmp_path)
+    assert cli(command.split()) == 2
+    err = capsys.readouterr().err
+    assert err == (f"aot {command.split()[0]}: name a config with -c FILE; nothing was started (without one the "
+                   "defaults are the paper's 800-epoch run); shipped: " + ", ".join(shipped_configs()) +
+                   " (more under configs/); configs/cpu/smoke.yaml checks the set-up in a minute\n")
+    assert "configs/cpu/smoke.yaml" in shipped_configs() and not any("_seed" in c for c in shipped_configs())
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("override,message", [
@@ -129,7 +159,7 @@ def test_batch_larger_than_the_data(setup):
 
 def test_cli_errors_are_one_line(setup, capsys):
     data, out = setup
-    assert cli(["pretrain", "optim.lr=abc"]) == 2
+    assert cli(["pretrain", "-c", str(Path(__file__).parent.parent / "configs" / "cpu" / "smoke.yaml"), "optim.lr=abc"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("aot pretrain: optim.lr must be a number") and "\n" not in err and "Traceback" not in err
     assert cli(["probe", "--checkpoint", str(out / "none.ckpt"), f"data.root={data}", "data.name=imagefolder"]) == 1
@@ -168,10 +198,24 @@ def test_cli_ctrl_c_exits_130(monkeypatch, capsys):
 # ----------------------------------------------------------------------------- data
 
 def test_missing_data_root(setup):
+    """Refused in one line, and the run folder this launch made is gone again (issue 54: it left config.yaml, a
+    "failed" run.json and .lock behind), so the next launch starts clean."""
     _, out = setup
     with raises_exactly(DataError, f"imagefolder root {out / 'nowhere'} does not exist: give a folder with train/ and "
                         "test/ (or val/), or a zip of one"):
         train.pretrain(tiny_config(out / "nowhere", out))
+    assert not (out / "tiny").exists()
+
+
+def test_a_failure_before_training_keeps_a_folder_that_was_there(setup):
+    """The folder is removed only when this launch made it: a run that exists (its checkpoint) is never touched."""
+    data, out = setup
+    train.pretrain(tiny_config(data, out, "optim.max_steps=2"))
+    before = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file()}
+    with pytest.raises(DataError):
+        train.pretrain(tiny_config(out / "nowhere", out, "optim.max_steps=2"))
+    after = {p.name: p.read_bytes() for p in (out / "tiny").iterdir() if p.is_file()}
+    assert after["last.ckpt"] == before["last.ckpt"] and after["config.yaml"] == before["config.yaml"]
 
 
 def test_corrupt_image(setup, tmp_path):
@@ -396,6 +440,78 @@ def test_ctrl_c_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeyp
     assert sorted(b) == list(range(1, 7))
     for step in a:  # same data, views and weights: equal up to float32 run-to-run determinism
         assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
+
+
+def test_sigterm_stops_like_ctrl_c_and_resumes_to_the_uninterrupted_trajectory(setup, monkeypatch):
+    """`kill` (SIGTERM) during step 4: a checkpoint at step 3, status "stopped at step 3 (SIGTERM)" (issue 54: it
+    stayed "running"), and the resumed run equals the uninterrupted one."""
+    import os
+    import signal
+
+    data, out = setup
+    common = ["optim.max_steps=6", "run.ckpt_every=100"]
+    train.pretrain(tiny_config(data, out, "run.name=full", *common))
+    from aot_lib.objectives.lejepa import LeJEPALoss
+
+    calls = {"n": 0}
+    real = LeJEPALoss.forward
+
+    def terminate(self, y):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the signal arrives during step 4 (index 3): steps 1-3 are done
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(self, y)
+
+    monkeypatch.setattr(LeJEPALoss, "forward", terminate)
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(train.RunStopped):
+        train.pretrain(tiny_config(data, out, "run.name=part", *common))
+    assert signal.getsignal(signal.SIGTERM) is previous  # the loop's handler is taken down again
+    assert train.load_checkpoint(out / "part" / "last.ckpt")["step"] == 3
+    assert json.loads((out / "part" / "run.json").read_text())["status"] == "stopped at step 3 (SIGTERM)"
+    monkeypatch.setattr(LeJEPALoss, "forward", real)
+    train.pretrain(tiny_config(data, out, "run.name=part", *common))
+    a, b = _csv(out / "full"), _csv(out / "part")
+    assert sorted(b) == list(range(1, 7))
+    for step in a:  # same data, views and weights: equal up to float32 run-to-run determinism
+        assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
+
+
+def test_cli_sigterm_exits_143_and_says_stopped(monkeypatch, capsys):
+    import aot_lib.training.config
+    from aot_lib.training.runs import RunStopped
+
+    def stop(*a, **k):
+        raise RunStopped("SIGTERM")
+
+    monkeypatch.setattr(aot_lib.training.config, "load_config", stop)
+    assert cli(["show-config"]) == 143
+    assert capsys.readouterr().err == ("aot show-config: stopped by SIGTERM (a checkpoint was saved where possible; "
+                                       "run the same command to resume)\n")
+
+
+def test_a_long_run_says_how_long_before_it_goes_on():
+    """Steps x the measured step time over an hour is one line; an hour or less says nothing."""
+    from aot_lib.training.loop import LONG_RUN_SECONDS, long_run_notice
+
+    assert long_run_notice("pretrain", "x", 3600, LONG_RUN_SECONDS / 3600) is None
+    assert long_run_notice("pretrain", "tiny", 155_997, 13.0) == (
+        "pretrain tiny: 155,997 steps left at 13.00 s each (measured here) is about 23.5 days on this machine; "
+        "Ctrl-C or SIGTERM stops it with a checkpoint (run again to resume), optim.max_steps or a configs/cpu/ config "
+        "is shorter")
+    assert long_run_notice("finetune", "ft", 4000, 2.0).startswith(
+        "finetune ft: 4,000 steps left at 2.00 s each (measured here) is about 2.2 hours on this machine;")
+
+
+def test_the_loop_prints_the_notice_after_its_first_steps_when_the_run_is_long(setup, monkeypatch, capsys):
+    """Timed on steps 2-4 (the first carries compilation), printed once, before step 5."""
+    import aot_lib.training.loop as loop
+
+    data, out = setup
+    monkeypatch.setattr(loop, "LONG_RUN_SECONDS", 0.0)  # every run is "long": the line must appear
+    train.pretrain(tiny_config(data, out, "optim.max_steps=6"))  # progress off: said all the same
+    said = [ln for ln in capsys.readouterr().err.splitlines() if "steps left at" in ln]
+    assert len(said) == 1 and said[0].startswith("pretrain tiny: 2 steps left at "), said
 
 
 def test_crash_leaves_an_inspectable_run_json(setup, monkeypatch):

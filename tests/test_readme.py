@@ -4,7 +4,6 @@ import ast
 import contextlib
 import io
 import os
-import re
 import stat
 import subprocess
 import zipfile

@@ -19,6 +19,7 @@ step's batch, runs the model and returns the loss to minimise under ``"loss"`` a
 from __future__ import annotations
 
 import contextlib
+import sys
 import signal
 import threading
 import time
@@ -232,7 +233,7 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                     if len(timed) == ESTIMATE_STEPS + 1 and fabric.is_global_zero:
                         notice = long_run_notice(kind, rc["name"], total_steps - done, sum(timed[1:]) / ESTIMATE_STEPS)
                         if notice:
-                            bar.write(notice)
+                            tqdm.write(notice, file=sys.stderr)  # beside the bar, shown or not
                 stop = rc["stop_after"] is not None and done - start >= rc["stop_after"]
                 if done % rc["ckpt_every"] == 0 or done == total_steps or stop:
                     checkpoint(done, rng_state, last)
