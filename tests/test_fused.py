@@ -1,5 +1,6 @@
 """The fused AoT-ADMM state update (aot_lib.models.fused) against the readable reference (ADMMLayer.step)."""
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -338,3 +339,68 @@ def test_a_flop_count_runs_the_eager_path_and_leaves_the_kernels_on(monkeypatch)
     assert fused.kernel(torch.device("cpu")) == "compiled" and not cpu_kernels._KERNELS.get("failed")
     monkeypatch.setenv(fused.KERNEL_ENV, "eager")
     assert count_flops(model, img_size=32) == flops  # the same operations counted either way
+
+
+# ----------------------------------------------------------------------------- the kernel's build, once per environment
+
+def test_the_build_folder_is_keyed_by_what_changes_the_binary(monkeypatch, tmp_path):
+    """Another torch build, Python, instruction set, flag or source gives another folder; the same ones, the same
+    folder (two environments with one torch share a build; issue 54: they overwrote one folder in turns)."""
+    from aot_lib import cpu_kernels
+
+    source = tmp_path / "k.cpp"
+    source.write_text("// v1\n")
+    flags = ["-O3"]
+    key = cpu_kernels.build_key(str(source), flags)
+    assert key == cpu_kernels.build_key(str(source), list(flags))
+    assert cpu_kernels.build_key(str(source), ["-O2"]) != key
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
+    assert cpu_kernels.build_key(str(source), flags) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(torch, "__version__", "0.0.0+other")
+    assert cpu_kernels.build_key(str(source), flags) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(cpu_kernels.sys, "version", "3.99.0 (another build)")
+    assert cpu_kernels.build_key(str(source), flags) != key
+    monkeypatch.undo()
+    source.write_text("// v2\n")
+    assert cpu_kernels.build_key(str(source), flags) != key
+
+
+def test_a_built_kernel_is_loaded_without_torch_s_builder(monkeypatch, tmp_path):
+    """A new process finds its environment's build and imports it directly: torch's loader (which runs ninja and
+    rebuilds when another environment's include paths wrote the folder) is not called, and nothing is printed."""
+    import sys
+
+    import torch.utils.cpp_extension as cpp_extension
+
+    from aot_lib import cpu_kernels
+    from aot_lib.models import fused
+
+    monkeypatch.delenv(fused.KERNEL_ENV, raising=False)
+    assert fused._cpu_kernels() is not None  # built (or loaded) in this environment's folder
+    monkeypatch.setattr(cpu_kernels, "_KERNELS", {})
+    sys.modules.pop("aot_admm_cpu", None)
+
+    def no_builder(*a, **k):
+        raise AssertionError("torch's builder was called although this environment's build exists")
+
+    monkeypatch.setattr(cpp_extension, "load", no_builder)
+    loaded = fused._cpu_kernels()
+    assert loaded is not None and hasattr(loaded, "forward") and hasattr(loaded, "backward")
+    folder = Path(loaded.__file__).parent
+    assert folder.parent == cpu_kernels.extension_root() and folder.name.startswith("aot_admm_cpu-")
+
+
+def test_torch_s_no_cuda_runtime_line_is_dropped_and_nothing_else(caplog):
+    """On a CPU machine with a CUDA toolkit folder torch logs "No CUDA runtime is found, using CUDA_HOME=..." when
+    its extension builder is imported (issue 54: in the terminal and on four book pages); only that record goes."""
+    import logging
+
+    import aot_lib.cpu_kernels  # noqa: F401  (its import installs the filter)
+
+    log = logging.getLogger("torch.utils.cpp_extension")
+    with caplog.at_level(logging.WARNING, logger="torch.utils.cpp_extension"):
+        log.warning("No CUDA runtime is found, using CUDA_HOME='%s'", "/usr/local")
+        log.warning("Error checking compiler version for %s", "c++")
+    assert [r.getMessage() for r in caplog.records] == ["Error checking compiler version for c++"]
