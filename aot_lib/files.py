@@ -1,5 +1,6 @@
 """Writing files safely: every result, cache and log is written to a temporary name beside its target and
-renamed over it, so a crash or a full disk never leaves half a file and never destroys the previous one."""
+renamed over it, so a crash or a full disk never leaves half a file and never destroys the previous one. Reading
+them strictly: a YAML or JSON mapping that names a key twice is refused (:func:`load_yaml`, :func:`loads_json`)."""
 from __future__ import annotations
 
 import errno
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["WriteError", "write_error", "remove_partial", "atomic_write", "swap_into_place", "write_json", "torch_save",
-           "sha256_file"]
+           "sha256_file", "DuplicateKeyError", "load_yaml", "loads_json"]
 
 ANOTHER_FOLDER = "write it to another folder"
 # what a run's files (checkpoint, run.json, results) are moved by: run.out_dir may change on resume
@@ -111,3 +112,51 @@ def sha256_file(path: str | os.PathLike, block: int = 1 << 22) -> str:
         for chunk in iter(lambda: f.read(block), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- reading: one key, one value
+
+class DuplicateKeyError(ValueError):
+    """A mapping that names one key twice: YAML and JSON readers keep the last silently, so a file that says two
+    things would be read as the one the reader may not have meant."""
+
+
+def _unique_yaml_loader():
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise DuplicateKeyError(f"key {key!r} appears twice in one mapping (lines {seen[key] + 1} and "
+                                            f"{key_node.start_mark.line + 1}); keep one")
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
+def load_yaml(text: str, source: str | os.PathLike | None = None):
+    """``yaml.safe_load`` that refuses a mapping with a key written twice (:class:`DuplicateKeyError`, naming
+    ``source`` and both lines)."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_unique_yaml_loader())  # noqa: S506 - a SafeLoader subclass
+    except DuplicateKeyError as e:
+        raise DuplicateKeyError(f"{source}: {e}" if source is not None else str(e)) from None
+
+
+def _unique_pairs(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise DuplicateKeyError(f"key {twice[0]!r} appears twice in one object")
+    return dict(pairs)
+
+
+def loads_json(text: str):
+    """``json.loads`` that refuses an object with a key written twice (:class:`DuplicateKeyError`)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)

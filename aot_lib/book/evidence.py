@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import yaml
 
+from ..files import DuplicateKeyError, load_yaml
 from ..training.config import DEFAULTS, flatten
 from ..training.runs import built_model
 from . import paper, plan, stats
@@ -124,9 +125,11 @@ def _seed_free(key: str) -> bool:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_yaml(Path(path).read_text())
     except FileNotFoundError:
         raise _damaged(path, "missing") from None
+    except DuplicateKeyError as e:
+        raise _damaged(path, str(e)) from None
     except yaml.YAMLError as e:
         raise _damaged(path, f"not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -169,11 +172,24 @@ def checked_accuracy(path: Path, result: Mapping, key: str) -> float:
 
 
 def _result(folder: Path, kind: str) -> tuple[Path, dict]:
-    """The newest evaluation of a recorded run and its path, read as :func:`_read_json` reads."""
+    """The newest evaluation of a recorded run and its path, read as :func:`_read_json` reads; a probe must be of
+    this run's encoder (:func:`_probe_of`)."""
     found = evaluations(folder, kind)
     if not found:
         raise _damaged(folder / RESULT_FILES[kind], "missing (the run's result)")
-    return found[-1], _read_json(found[-1])
+    result = _read_json(found[-1])
+    if kind == "pretrain":
+        _probe_of(found[-1], result, folder.name)
+    return found[-1], result
+
+
+def _probe_of(path: Path, probe: Mapping, run: str) -> None:
+    """Refuses a probe whose own ``checkpoint`` names another run's encoder than ``run`` (``runs/<run>/last.ckpt`` or
+    ``results/cpu/<run>/encoder``): a re-evaluation filed beside the wrong run would be read as that run's."""
+    checkpoint = probe.get("checkpoint")
+    if isinstance(checkpoint, str) and Path(checkpoint).parent.name != run:
+        raise _damaged(path, f"probes {checkpoint}, the encoder of run {Path(checkpoint).parent.name!r}, but sits with "
+                             f"run {run!r}: move it to that run's folder")
 
 
 def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
@@ -271,6 +287,7 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
     for r in runs:
         (rec_path, rec), wide_path = _result(r.folder, "pretrain"), Path(wide_root) / r.name / "probe.json"
         wide = _read_json(wide_path)
+        _probe_of(wide_path, wide, r.name)
         checked_accuracy(wide_path, wide, "linear_top1")
         for path, result in ((rec_path, rec), (wide_path, wide)):
             if not isinstance(result.get("linear_val_top1"), Mapping):
@@ -588,6 +605,12 @@ def claim_rows(root: str | Path, claims=CLAIMS) -> list[dict]:
         got = compare(root, c.a, c.b, c.what, entry.rule, c.paper_gap, margin,
                       c.smaller if "noninferiority" in entry.secondary else None, c.smaller_name, entry.post_hoc,
                       c.names)
+        extra = [k for k in got["diff"].seeds if not 0 <= k < entry.seeds]
+        if extra:  # records the plan never asked for would move the interval without a word: refused
+            raise ValueError(f"{c.key}: seed{'s' if len(extra) > 1 else ''} {', '.join(map(str, extra))} of "
+                             f"{c.a}/{c.b} {'are' if len(extra) > 1 else 'is'} outside the plan's seeds 0-"
+                             f"{entry.seeds - 1} (claims.{c.key}.seeds: {entry.seeds}): move the extra runs out of "
+                             f"{root}, or plan them (claims.{c.key}.seeds), which makes the claim post hoc")
         absent = [k for k in range(entry.seeds) if k not in got["diff"].seeds]
         if absent:  # the plan's seeds not (yet) paired: said, never silently judged on fewer
             got["sentence"] = (got["sentence"][:-1] + f" ({got['diff'].n} of the {entry.seeds} seeds the plan asks "
@@ -775,11 +798,14 @@ def validation_scores(folder: str | Path) -> dict | None:
         return None
     probe = _read_json(path)
     if "linear_val_best" in probe:
-        linear = probe["linear_val_best"]
+        linear = checked_accuracy(path, probe, "linear_val_best")
     elif isinstance(probe.get("linear_val_top1"), dict) and probe["linear_val_top1"]:
-        linear = max(probe["linear_val_top1"].values())  # probes recorded before linear_val_best was written
+        # probes recorded before linear_val_best was written; every rate's score checked before the best is taken
+        linear = max(checked_accuracy(path, probe["linear_val_top1"], k) for k in probe["linear_val_top1"])
     else:
         raise _damaged(path, "holds no validation linear score (linear_val_best or linear_val_top1)")
+    if probe.get("knn_val_top1") is not None:  # ranked and written from too: checked before anything uses it
+        checked_accuracy(path, probe, "knn_val_top1")
     settings = probe.get("probe") or {}
     val_images = (round(probe["linear_val_fraction"] * probe["train_images"])
                   if "linear_val_fraction" in probe and "train_images" in probe else None)

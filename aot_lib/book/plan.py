@@ -53,8 +53,12 @@ def _refuse(path: Path, where: str, what: str) -> ValueError:
 def load_plan(path: str | Path) -> dict[str, PlannedClaim]:
     """Every claim of the plan at ``path`` by key, checked (see the module docstring)."""
     path = Path(path)
+    from ..files import DuplicateKeyError, load_yaml
+
     try:
-        plan = yaml.safe_load(path.read_text())
+        plan = load_yaml(path.read_text(), path)
+    except DuplicateKeyError as e:
+        raise ValueError(f"{e}: a plan that says two things judges by neither; fix the plan") from None
     except FileNotFoundError:
         raise FileNotFoundError(f"no analysis plan at {path}: the verdicts are judged by it (results/cpu/plan.yaml "
                                 "in the repository)") from None

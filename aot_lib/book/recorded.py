@@ -36,13 +36,15 @@ def damaged(path: Path, what: str) -> ValueError:
 
 
 def read_json(path: Path) -> dict:
-    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object)."""
-    import json
+    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object, a key twice)."""
+    from ..files import DuplicateKeyError, loads_json
 
     try:
-        data = json.loads(Path(path).read_text())
+        data = loads_json(Path(path).read_text())
     except FileNotFoundError:
         raise damaged(path, "missing") from None
+    except DuplicateKeyError as e:  # a file that says two things: neither is read
+        raise damaged(path, str(e)) from None
     except (ValueError, UnicodeDecodeError) as e:
         raise damaged(path, f"not valid JSON ({getattr(e, 'msg', e)})") from None
     if not isinstance(data, dict):

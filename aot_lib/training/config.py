@@ -437,8 +437,12 @@ def _read_yaml(path: Path, seen: tuple = ()) -> dict:
         raise ConfigError(f"config file {str(path)!r} not found; configs/ lists the shipped ones")
     if path.resolve() in seen:
         raise ConfigError(f"config inheritance loops through {path}")
+    from ..files import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = load_yaml(path.read_text(), path) or {}
+    except DuplicateKeyError as e:
+        raise ConfigError(f"config file {e}: one value per key") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {path} is not valid YAML: {e}") from None
     if not isinstance(data, dict):
