@@ -9,6 +9,7 @@
     aot record runs/NAME results/cpu/NAME   # keep a run's numbers (not its checkpoint) in the repo
     aot show-config --config ...     # the resolved configuration
     aot keys [PATTERN]               # every config key with its default and what it may be
+    aot verdicts [results/cpu] [--claim KEY] [--format table|markdown|json]   # every claim, judged by the plan
     aot pretrain --import mypkg.models --config ... model.name=my_family_tiny   # a model family of your own
 
 ``--import MODULE`` (repeatable; before or after the command) imports a module that registers models
@@ -72,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     conv.add_argument("--overwrite", action="store_true", help="replace an earlier conversion at DEST/<split>")
     conv.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
     sub.add_parser("models", help="list registered models")
+    ver = sub.add_parser("verdicts", help="every claim's difference, interval, seeds, rule and verdict from the records",
+                         description="Every claim of the book judged from a results folder by its analysis plan "
+                                     "(plan.yaml there): the same rows as chapter 1's results table.")
+    ver.add_argument("results", nargs="?", default="results/cpu", help="results folder with plan.yaml (default "
+                                                                       "results/cpu)")
+    ver.add_argument("--claim", action="append", default=[], metavar="KEY", help="only this claim (repeatable)")
+    ver.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    ver.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
     keys = sub.add_parser("keys", help="every config key with its default and what it may be")
     keys.add_argument("pattern", nargs="?", default="", help="only the keys that contain PATTERN (e.g. optim)")
     rec = sub.add_parser("record", help="copy a finished run folder's results (no checkpoint) into results/")
@@ -116,6 +125,9 @@ def _run(args) -> int:
         for name in aot_lib.list_models():
             m = aot_lib.create_model(name)
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
+        return 0
+    if args.command == "verdicts":
+        print(format_verdicts(args.results, args.claim, args.format))
         return 0
     if args.command == "keys":
         from .training.config import describe_keys
@@ -165,6 +177,43 @@ def _run(args) -> int:
     result = train.probe(cfg, args.checkpoint) if args.command == "probe" else fn(cfg)
     print(json.dumps({k: v for k, v in result.items() if k != "hardware"}, indent=2, default=str))
     return 0
+
+
+#: The columns ``aot verdicts`` prints, in order, with their headers.
+VERDICT_COLUMNS = (("key", "claim"), ("ours", "A - B"), ("interval", "95 % CI"), ("seeds", "seeds"),
+                   ("rule", "rule"), ("margin", "margin"), ("verdict", "verdict"), ("ahead", "ahead"),
+                   ("one_sided", "as non-inferiority"), ("paper", "paper"))
+
+
+def format_verdicts(results: str, claims: list[str], fmt: str) -> str:
+    """``aot verdicts``: :func:`aot_lib.book.evidence.verdicts` of ``results``, as a text table, markdown or JSON."""
+    from .book.evidence import verdicts
+
+    rows = verdicts(results)
+    if claims:
+        unknown = [k for k in claims if k not in {r["key"] for r in rows}]
+        if unknown:
+            raise ValueError(f"no claim {unknown[0]!r} in {results}; the claims: {', '.join(r['key'] for r in rows)}")
+        rows = [r for r in rows if r["key"] in claims]
+    if fmt == "json":
+        return json.dumps(rows, indent=2)
+
+    def cell(row, key):
+        v = row[key]
+        if v is None:
+            return "-"
+        if key == "paper":
+            return f"{v:+.2f}"
+        if key == "margin":
+            return f"±{v:g}"
+        return str(v)
+
+    table = [[head for _, head in VERDICT_COLUMNS]] + [[cell(r, k) for k, _ in VERDICT_COLUMNS] for r in rows]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(row) + " |" for row in table]
+        return "\n".join([lines[0], "|" + "---|" * len(VERDICT_COLUMNS), *lines[1:]])
+    widths = [max(len(row[i]) for row in table) for i in range(len(VERDICT_COLUMNS))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in table)
 
 
 def _first_failed_write(e: BaseException) -> BaseException | None:

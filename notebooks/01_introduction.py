@@ -178,32 +178,17 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # %% tags=["hide-input"]
 from pathlib import Path
 
-from aot_lib.book import evidence, stats
+from aot_lib.book import evidence
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
-CHAPTER = {"ch-tables-1-3": "Tables 1 and 3", "ch-transfer": "Table 2",
-           "ch-table4": "Table 4"}
-glance = []
-# the first recipe's claims, then the same comparisons at the 30-minute recipe
-rows = (evidence.claim_rows(ROOT / "results" / "cpu")
-        + evidence.claim_rows(ROOT / "results" / "cpu", evidence.CLAIMS_30MIN))
-margins = {r["plan"].table: r["margin"] for r in rows if r["margin"] is not None}
-post_hoc = sum(r["plan"].post_hoc for r in rows)
+# every claim, the first recipe's then the 30-minute recipe's: the rows `aot verdicts` prints too
+rows = evidence.all_claim_rows(ROOT / "results" / "cpu")
+glance = evidence.verdict_rows(rows)
+margins = {r["table"]: r["margin"] for r in glance if r["margin"] is not None}
+post_hoc = sum(r["post_hoc"] for r in glance)
 assert all(r["diff"] is not None and r["diff"].n == r["plan"].seeds
            for r in rows if r["plan"].post_hoc), "the note: asked only the seeds it had"
 assert all(r["claim"].names for r in rows), "the ahead column names A or B"
-for r in rows:
-    c, d = r["claim"], r["diff"]
-    glance.append(dict(
-        claim=c.what, paper=c.paper_gap, chapter=CHAPTER[c.where],
-        ours=None if d is None else f"{d.mean:+.2f}",
-        interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
-        seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
-        verdict=evidence.verdict_label(r),
-        ahead=(None if d is None  # pending: no interval, nobody ahead or not
-               else stats.ahead_name(d, c.names) or "neither"),
-        one_sided=evidence.verdict_label(r, "noninferiority"),
-        key=c.key))
 display(Table(
     glance,
     # the verdict first after the claim: on a phone it shows before any scroll
@@ -226,7 +211,7 @@ display(Table(
            "interval lies above 0 and contradicted below it; a control (no paper "
            "value) expects a gain too, confirmed above 0. Interim: fewer paired seeds "
            "recorded than the plan asks for, so the verdict can still move. "
-           f"{post_hoc} of the {len(rows)} claims were recorded before the plan "
+           f"{post_hoc} of the {len(glance)} claims were recorded before the plan "
            "was written: their verdicts are post hoc, and the seeds the plan asks of "
            "them are the seeds they had."]))
 

@@ -528,3 +528,65 @@ def test_numerics_label_says_what_was_not_recorded():
     assert evidence.numerics_label(old) == "torch 2.15.0, CPU not recorded"
     assert evidence.numerics_label(evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"))) == \
         "torch not recorded, CPU not recorded"
+
+
+# ----------------------------------------------------------------------------- aot verdicts (issue 56)
+
+def test_aot_verdicts_prints_the_rows_of_chapter_1s_results_table(capsys):
+    """`aot verdicts` and chapter 1 call one function (evidence.verdicts): the JSON the command prints is those rows,
+    every claim of the plan that the book judges, each with the plan's seed count and rule."""
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    assert cli(["verdicts", str(results), "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(json.dumps(evidence.verdicts(results)))
+    planned = yaml.safe_load((results / "plan.yaml").read_text())["claims"]
+    assert [r["key"] for r in printed] == [c.key for c in (*evidence.CLAIMS, *evidence.CLAIMS_30MIN)]
+    assert {r["key"] for r in printed} == set(planned)
+    for r in printed:
+        assert r["rule"] == planned[r["key"]]["rule"] and r["seeds"].endswith(f" of {planned[r['key']]['seeds']}")
+    chapter = (Path(__file__).resolve().parent.parent / "notebooks" / "01_introduction.py").read_text()
+    assert "glance = evidence.verdict_rows(rows)" in chapter and "rows = evidence.all_claim_rows(" in chapter
+
+
+def test_aot_verdicts_moves_with_one_seed_less_as_the_statistics_say(tmp_path, capsys):
+    """On a copy of the records with seed 4 of the 30-minute CIFAR-10 cells removed, the parity claim's row reads
+    4 of 5 seeds, interim, and its interval is the paired t interval of the four differences left."""
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    copy = tmp_path / "cpu"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("encoder", "history"))
+    for fam in ("aot_admm", "crate", "aot"):
+        shutil.rmtree(copy / f"cpu30_{fam}_cifar10_seed4")
+    assert cli(["verdicts", str(copy), "--claim", "t1_cifar10_30min", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    a = evidence.cell(copy, "cpu30_aot_admm_cifar10")
+    b = evidence.cell(copy, "cpu30_crate_cifar10")
+    d = [a[k] - b[k] for k in range(4)]
+    ref = stats.paired_difference({k: a[k] for k in range(4)}, {k: b[k] for k in range(4)})
+    mean = sum(d) / 4
+    assert row["seeds"] == "4 of 5" and row["ours"] == f"{mean:+.2f}"
+    assert row["interval"] == f"[{ref.low:+.2f}, {ref.high:+.2f}]" and "interim, 4 of 5 seeds" in row["verdict"]
+    half = 3.182446305284263 * math.sqrt(sum((x - mean) ** 2 for x in d) / 3) / 2  # t(0.975, 3) * s / sqrt(4)
+    assert abs(ref.high - (mean + half)) < 1e-9 and abs(ref.low - (mean - half)) < 1e-9
+    assert cli(["verdicts", str(copy), "--claim", "no_such_claim"]) == 1
+    assert capsys.readouterr().err.startswith(f"aot verdicts: no claim 'no_such_claim' in {copy}; the claims: t1_cifar10,")
+
+
+def test_aot_verdicts_refuses_a_damaged_record_in_one_line(tmp_path, capsys):
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    copy = tmp_path / "cpu"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("encoder", "history"))
+    damaged = copy / "cpu30_crate_cifar10_seed2" / "run.json"
+    damaged.write_text("{")
+    assert cli(["verdicts", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"aot verdicts: {damaged}: not valid JSON") and err.count("\n") == 1 and "Traceback" not in err

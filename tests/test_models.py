@@ -265,6 +265,7 @@ def test_num_classes_zero_gives_features():
 
 def test_unknown_model_lists_known_ones():
     with raises_exactly(ValueError, "unknown model 'aot_admm_huge'. Did you mean aot_admm_base, aot_admm_tiny, aot_admm_small? "
+                        "A family of your own: import its module first (--import MODULE, or model.imports). "
                         "Known models: " + ", ".join(list_models()) + "."):
         create_model("aot_admm_huge")
 
@@ -312,7 +313,9 @@ def test_public_api():
         "objectives.sigreg"))
     assert aot_lib.__all__ == ["create_model", "from_pretrained", "list_models", "is_model", "register_model",
                                "register_sizes", "list_families", "paper_models", "count_params", "count_flops", "epps_pulley", "SIGReg", "LeJEPALoss", "coding_rate",
-                               "subspace_coding_rate"]
+                               "subspace_coding_rate", "encoder_inputs"]
+    builders = importlib.import_module("aot_lib.training.builders")
+    assert aot_lib.encoder_inputs is builders.encoder_inputs
     homes = {"create_model": registry, "from_pretrained": registry, "list_models": registry, "is_model": registry, "register_model": registry,
              "count_params": params, "count_flops": flops, "epps_pulley": sigreg, "SIGReg": sigreg,
              "LeJEPALoss": lejepa, "coding_rate": coding_rate, "subspace_coding_rate": coding_rate}

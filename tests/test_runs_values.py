@@ -181,18 +181,36 @@ def test_corrupt_run_json_starts_a_fresh_record(tmp_path, env):
 
 
 @pytest.mark.parametrize("exc, status", [(ValueError("bad value"), "failed: ValueError: bad value"),
-                                         (KeyboardInterrupt(), "interrupted")])
+                                         (KeyboardInterrupt(), "interrupted"),
+                                         (runs.RunStopped("SIGTERM"), "stopped (SIGTERM)")])
 def test_exit_records_how_a_running_launch_ended(tmp_path, env, exc, status):
+    with pytest.raises(type(exc)):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+            rf.update(total_steps=5)  # what the loop writes first: training had begun
+            raise exc
+    assert _json(tmp_path / "r" / "run.json")["status"] == status
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad value"), KeyboardInterrupt()])
+def test_a_launch_that_ends_before_training_removes_the_folder_it_made(tmp_path, env, exc):
+    """Nothing to resume or read (issue 54: a missing data folder left config.yaml, run.json "failed" and .lock):
+    the folder goes; one that was there before the launch stays, with its files."""
     with pytest.raises(type(exc)):
         with runs.RunFolder(_cfg(tmp_path), "pretrain"):
             raise exc
-    assert _json(tmp_path / "r" / "run.json")["status"] == status
+    assert not (tmp_path / "r").exists()
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "notes.txt").write_text("mine")
+    with pytest.raises(type(exc)):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain"):
+            raise exc
+    assert (tmp_path / "r" / "notes.txt").read_text() == "mine" and (tmp_path / "r" / "run.json").exists()
 
 
 def test_exit_keeps_a_status_already_set_and_a_clean_exit_changes_nothing(tmp_path, env):
     with pytest.raises(KeyboardInterrupt):
         with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
-            rf.update(status="interrupted at step 3")
+            rf.update(total_steps=5, status="interrupted at step 3")
             raise KeyboardInterrupt
     assert _json(tmp_path / "r" / "run.json")["status"] == "interrupted at step 3"
     (tmp_path / "r" / "last.ckpt").write_bytes(b"x")
@@ -572,7 +590,11 @@ def test_record_run_copies_the_small_files_and_the_encoder_folder(tmp_path):
     assert _json(dest / "encoder" / "config.json") == {
         "format": 1, "architecture": "aot_admm_tiny", "model_args": {**TINY, "num_classes": 0},
         "sha256": _sha256(dest / "encoder" / "model.safetensors"), "trained_as": "pretrain", "step": 12, "seed": 0,
-        "run": "r", "source": str(src / "last.ckpt"), "commit": "c0ffee", "wall_time_s": 123.4, "recorded": str(dest)}
+        "run": "r", "source": str(src / "last.ckpt"),
+        # what aot_lib.encoder_inputs feeds it: the data set, the size the network was built at, CIFAR-10's statistics
+        "inputs": {"data": "cifar10", "image_size": 16, "mean": [0.4914, 0.4822, 0.4465],
+                   "std": [0.247, 0.2435, 0.2616]},
+        "commit": "c0ffee", "wall_time_s": 123.4, "recorded": str(dest)}
     # a checkpoint the readers accept: the record's dict, the config the run's config.yaml
     ckpt = runs.load_checkpoint(dest / "encoder")
     assert {k: ckpt[k] for k in ("format", "kind", "trained_as", "step")} == \

@@ -30,7 +30,7 @@ __all__ = ["SeedRun", "SEED_FREE_KEYS", "CHAIN_KEYS", "seed_variant_path", "TOP1
            "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "SUPERSEDED_T2_CHAIN", "table2_lr_sensitivity", "SEARCH_FAMILIES", "search_rows", "search_curves", "pretraining_flops", "finalist_rows",
            "validation_scores", "TRAIN_IMAGES", "recipe_pick", "FIRST_RECIPE", "step_clock", "step_time_measurements", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "recipe_rerun",
-           "CLAIMS_30MIN"]
+           "CLAIMS_30MIN", "verdicts", "verdict_rows", "all_claim_rows", "CHAPTER_OF"]
 
 #: The key of each stage's test accuracy in its result file (:data:`aot_lib.book.recorded.RESULT_FILES`).
 TOP1_KEY = {"pretrain": "linear_top1", "finetune": "top1", "distill": "top1", "baseline-init": "linear_top1",
@@ -1128,3 +1128,38 @@ CLAIMS_30MIN = (
           _gap(paper.LINEAR_PROBE_ACC, "cifar100", "aot_admm_tiny", "aot_tiny"), "ch-tables-1-3",
           names=("AoT-ADMM", "AoT")),
 )
+
+
+#: The chapter that tells each table's claims (a claim's ``where``), as the results table names it.
+CHAPTER_OF = {"ch-tables-1-3": "Tables 1 and 3", "ch-transfer": "Table 2", "ch-table4": "Table 4"}
+
+
+def all_claim_rows(root: str | Path) -> list[dict]:
+    """:func:`claim_rows` of every claim the book judges: the first recipe's, then the 30-minute recipe's."""
+    return claim_rows(root) + claim_rows(root, CLAIMS_30MIN)
+
+
+def verdicts(root: str | Path) -> list[dict]:
+    """Every claim of the book at a glance (:func:`verdict_rows` of :func:`all_claim_rows`): what chapter 1's
+    results table and ``aot verdicts`` show. ``root``: the results folder holding ``plan.yaml`` (``results/cpu``)."""
+    return verdict_rows(all_claim_rows(root))
+
+
+def verdict_rows(rows: list[dict]) -> list[dict]:
+    """One row per claim of ``rows`` (:func:`claim_rows`), as the results table shows it: ``claim`` (what is
+    compared), ``verdict`` (:func:`verdict_label`), ``ahead`` (who the interval puts ahead, "neither", or None while
+    pending), ``ours`` and ``interval`` (A − B, points), ``paper`` (the paper's gap), ``seeds`` ("k of n", n the
+    plan's), ``one_sided`` (a parity claim's non-inferiority reading), ``rule``, ``table``, ``margin``, ``post_hoc``,
+    ``chapter`` and ``key`` (the plan's)."""
+    out = []
+    for r in rows:
+        c, d = r["claim"], r["diff"]
+        out.append(dict(
+            claim=c.what, verdict=verdict_label(r),
+            ahead=None if d is None else stats.ahead_name(d, c.names) or "neither",
+            ours=None if d is None else f"{d.mean:+.2f}",
+            interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
+            paper=c.paper_gap, seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
+            one_sided=verdict_label(r, "noninferiority"), rule=r["plan"].rule, table=r["plan"].table,
+            margin=r["margin"], post_hoc=r["plan"].post_hoc, chapter=CHAPTER_OF[c.where], key=c.key))
+    return out
