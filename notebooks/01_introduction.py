@@ -181,7 +181,8 @@ from pathlib import Path
 from aot_lib.book import evidence
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
-# every claim, the first recipe's then the 30-minute recipe's: the rows `aot verdicts` prints too
+# every claim, the first recipe's then the 30-minute recipe's
+# (the rows `aot verdicts` prints too)
 rows = evidence.all_claim_rows(ROOT / "results" / "cpu")
 glance = evidence.verdict_rows(rows)
 margins = {r["table"]: r["margin"] for r in glance if r["margin"] is not None}

@@ -155,6 +155,14 @@ def test_pretraining_flops_are_the_views_encoder_projector_and_loss():
     assert got["total"] == pytest.approx(3 * got["forward_per_image"] * got["steps"] * cfg["optim"]["batch_size"])
 
 
+def _probes_of(folder: Path, source: str) -> None:
+    """A record copied from run ``source`` into ``folder``: its probes name the encoder of ``folder``'s run, as a
+    recorded probe does (the evidence refuses a probe of another run's encoder)."""
+    for probe in [folder / "probe.json", *(folder / "reprobes").glob("*.json")]:
+        if probe.exists():
+            probe.write_text(probe.read_text().replace(f"/{source}/", f"/{folder.name}/"))
+
+
 def _finalists(tmp_path: Path, full: dict) -> Path:
     """A made-up search with c4 and c1 as finalists (screening 45.67 and 45.5) and full-length records ``full``:
     ``candidate -> family -> validation linear``."""
@@ -292,6 +300,7 @@ def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
         for seed, knn in ((0, None), (1, (30.0, 40.0)), (2, (34.0, 44.0))):
             d = cpu / (f"cpu_{fam}_cifar10" + (f"_seed{seed}" if seed else ""))
             shutil.copytree(ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2", d)
+            _probes_of(d, "cpu_aot_admm_cifar10_seed2")
             config = yaml.safe_load((d / "config.yaml").read_text())
             config["model"]["name"] = RS.FAMILIES[fam]
             config["run"]["seed"], config["run"]["name"] = seed, d.name
@@ -355,6 +364,7 @@ def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path)
     for seed, top1 in ((0, 65.5), (1, 58.5)):
         d = root / "results" / "cpu" / ("cpu30_aot_admm_cifar10" + (f"_seed{seed}" if seed else ""))
         shutil.copytree(source, d)
+        _probes_of(d, source.name)
         config = yaml.safe_load((d / "config.yaml").read_text())
         config["run"]["seed"], config["run"]["name"] = seed, d.name
         (d / "config.yaml").write_text(yaml.safe_dump(config))

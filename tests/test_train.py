@@ -229,7 +229,7 @@ def test_cli_pretrain_and_probe(setup, capsys):
             "run.progress=false", "model.overrides={embed_dim: 32, depth: 1, num_heads: 2, patch_size: 4}",
             "views.global_size=16", "views.local_size=8", "views.n_local=2", "projector.hidden_dim=32",
             "projector.out_dim=8", "loss.num_slices=16", "optim.batch_size=8", "optim.max_steps=2", "probe.epochs=2"]
-    config = out / "mine.yaml"  # a config the user names (an empty one: the overrides say the rest)
+    config = data.parent / "mine.yaml"  # a config the user names (an empty one: the overrides say the rest)
     config.write_text("description: the CLI test's own config\n")
     assert cli(["pretrain", "-c", str(config), *args]) == 0
     assert cli(["probe", "-c", str(config), *args]) == 0
