@@ -6,6 +6,7 @@ code no longer accepts, or that builds a model the step cannot train, fails here
 Fine-tuning and distillation configs run after the runs they load (pretraining, the ViT-T teacher), with
 their checkpoint paths pointed at this test's folder.
 """
+import functools
 import json
 import math
 from pathlib import Path
@@ -105,6 +106,21 @@ def test_paper_config_trains_one_step(path, tiny):
 CPU = sorted((ROOT / "configs" / "cpu").rglob("*.yaml"))
 
 
+@functools.lru_cache(maxsize=1)
+def _cpu_run_names() -> frozenset:
+    """Every CPU config's run name, read once per process (each case read them all again: quadratic in configs)."""
+    return frozenset(load_config(p)["run"]["name"] for p in CPU)
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_bases() -> frozenset:
+    """The CPU configs another one inherits from (bases, not runs), read once per process."""
+    import yaml
+
+    docs = {q: yaml.safe_load(q.read_text()) for q in CPU}
+    return frozenset((q.parent / d["inherit"]).resolve() for q, d in docs.items() if "inherit" in d)
+
+
 @pytest.mark.parametrize("path", CPU, ids=lambda p: p.relative_to(ROOT / "configs" / "cpu").as_posix())
 def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path):
     """The CPU configs the book's recorded runs come from: each passes the config checks, and a fine-tuning or
@@ -115,14 +131,9 @@ def test_every_cpu_config_is_valid_and_starts_from_a_run_this_folder_makes(path)
     stage = config_stage(path)
     starts = {"finetune": [cfg["finetune"]["checkpoint"]],
               "distill": [cfg["distill"]["teacher"], cfg["distill"]["student_init"]]}.get(stage, [])
-    names = {load_config(p)["run"]["name"] for p in CPU}
     for start in filter(None, starts):
-        assert Path(start).parts[-2] in names and Path(start).name == "last.ckpt", start
-    import yaml
-
-    bases = {(q.parent / yaml.safe_load(q.read_text())["inherit"]).resolve() for q in CPU
-             if "inherit" in yaml.safe_load(q.read_text())}
-    if stage == "distill" and path.resolve() not in bases:  # a run: a teacher unless it trains on labels alone
+        assert Path(start).parts[-2] in _cpu_run_names() and Path(start).name == "last.ckpt", start
+    if stage == "distill" and path.resolve() not in _cpu_bases():  # a run: a teacher unless it trains on labels alone
         assert bool(cfg["distill"]["teacher"]) == (cfg["distill"]["alpha"] > 0)
 
 

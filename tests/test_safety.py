@@ -306,7 +306,8 @@ def test_a_status_that_cannot_be_written_does_not_hide_the_error_that_ended_the_
     cfg = load_config(None, [f"run.out_dir={tmp_path}", "run.name=r", "fabric.accelerator=cpu", "fabric.precision=32-true"])
     monkeypatch.setattr(runs, "git_commit", lambda: "c0ffee")
     with raises_exactly(RuntimeError, "the run's own error"):
-        with runs.RunFolder(cfg, "pretrain"):
+        with runs.RunFolder(cfg, "pretrain") as rf:
+            rf.update(total_steps=5)  # training had begun: the folder is kept and its status matters
             monkeypatch.setattr(runs, "write_json", lambda path, obj, *a: files.atomic_write(path, _failing(FULL), *a))
             raise RuntimeError("the run's own error")
     assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "running"  # the last write that worked
