@@ -20,18 +20,31 @@ def _import_test_plugins() -> None:
 
 def pytest_configure(config):
     _import_test_plugins()
-    if not hasattr(config, "workerinput"):  # the controller, once, before the workers start (issue 54)
-        # AoT-ADMM's CPU kernel built (or loaded) before any test needs it: on a fresh environment the first build
-        # (25-45 s) happens here once, not inside whichever tests come first on each worker
-        from aot_lib.cpu_kernels import prebuild
-
-        prebuild()
+    if not hasattr(config, "workerinput"):  # the controller, once, as the workers start (issue 54)
+        _start_kernel_build(config)
     """Under pytest-xdist (``-n``), each worker gets an equal share of the cores for torch's intra-op threads:
     two workers with two threads each on two cores run slower than one worker with two (measured: 279 s against
     166 s), because every matrix product then waits for a core the other worker holds."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(workers)))
+
+
+def _start_kernel_build(config) -> None:
+    """AoT-ADMM's CPU kernel built (or loaded) in a process of its own, beside the tests rather than before them: on
+    a fresh environment the one build (25-45 s, one core) overlaps the tests that do not need it, and a test that
+    does waits for it on the build folder's lock (aot_lib.cpu_kernels) instead of building it a second time."""
+    import subprocess
+    import sys
+
+    config._aot_kernel_build = subprocess.Popen(
+        [sys.executable, "-c", "from aot_lib.cpu_kernels import prebuild; prebuild()"])
+
+
+def pytest_unconfigure(config):
+    build = getattr(config, "_aot_kernel_build", None)
+    if build is not None:
+        build.wait()
 
 
 @pytest.fixture(autouse=True, scope="session")
