@@ -142,9 +142,12 @@ def _build_extension(name: str, source: str):
     library = folder / f"{name}{_LIBRARY_SUFFIX}"
     with FileLock(str(folder / ".aot_build.lock")):
         if library.is_file():
-            return _import_built(name, library)
+            try:
+                return _import_built(name, library)
+            except ImportError:  # a library cut short (a build killed while linking): built again below
+                library.unlink()
         (folder / "lock").unlink(missing_ok=True)  # torch's own lock, left by a build that was killed: we hold ours
-        print(f"aot_lib: building the AoT-ADMM CPU kernel once for this environment (~25 s, needs a C++ compiler) "
+        print(f"aot_lib: building the AoT-ADMM CPU kernel once for this environment (25-45 s, needs a C++ compiler) "
               f"in {folder}", file=sys.stderr, flush=True)
         try:  # the ninja of the ninja package, on PATH for torch even when the environment is not activated
             import ninja
@@ -161,8 +164,9 @@ def _build_extension(name: str, source: str):
 
 def extension(name: str, source: str, caller: str = "aot_lib"):
     """The C++ extension ``name`` built from ``source`` (once per process; the build is kept on disk per
-    environment, :func:`build_key`, so only an environment's first use compiles, about 25 s), or None: when building a kernel has failed on this
-    machine, and under a Python dispatch mode (:func:`_unavailable`). The caller then runs its eager path."""
+    environment, :func:`build_key`, so only an environment's first use compiles, 25-45 s on 2 cores), or None:
+    when building a kernel has failed on this machine, and under a Python dispatch mode (:func:`_unavailable`). The
+    caller then runs its eager path."""
     if _unavailable():
         return None
     if name not in _KERNELS:

@@ -404,3 +404,29 @@ def test_torch_s_no_cuda_runtime_line_is_dropped_and_nothing_else(caplog):
         log.warning("No CUDA runtime is found, using CUDA_HOME='%s'", "/usr/local")
         log.warning("Error checking compiler version for %s", "c++")
     assert [r.getMessage() for r in caplog.records] == ["Error checking compiler version for c++"]
+
+
+def test_a_build_cut_short_is_built_again_not_loaded(monkeypatch, tmp_path):
+    """A library left half-written (a build killed while linking) fails to import: it is removed and built again,
+    once, in the same call; nothing broken stays in the cache."""
+    from aot_lib import cpu_kernels
+    from aot_lib.models import fused
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    key = cpu_kernels.build_key(str(fused._SOURCE), ["-O3", "-fopenmp",
+                                                      *cpu_kernels._ISA_FLAGS.get(torch.backends.cpu.get_cpu_capability(), []),
+                                                      "-fopenmp"])
+    folder = tmp_path / "aot_lib" / f"aot_admm_cpu-{key}"
+    folder.mkdir(parents=True)
+    (folder / "aot_admm_cpu.so").write_bytes(b"\x7fELF cut short")
+    built = []
+
+    def build(name, sources, build_directory, **kw):
+        built.append(build_directory)
+        return "the rebuilt module"
+
+    import torch.utils.cpp_extension as cpp_extension
+
+    monkeypatch.setattr(cpp_extension, "load", build)
+    assert cpu_kernels._build_extension("aot_admm_cpu", str(fused._SOURCE)) == "the rebuilt module"
+    assert built == [str(folder)] and not (folder / "aot_admm_cpu.so").exists()
