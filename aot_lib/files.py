@@ -4,6 +4,7 @@ them strictly: a YAML or JSON mapping that names a key twice is refused (:func:`
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import shutil
@@ -121,7 +122,9 @@ class DuplicateKeyError(ValueError):
     things would be read as the one the reader may not have meant."""
 
 
+@functools.lru_cache(maxsize=1)
 def _unique_yaml_loader():
+    """The loader class, made once (configs are read thousands of times in a test session)."""
     import yaml
 
     class UniqueKeyLoader(yaml.SafeLoader):

@@ -84,19 +84,22 @@ def candidate_config(cand: str, family: str) -> dict:
     return _merge(_merge(base, CANDIDATES[cand]), {"model": {"name": FAMILIES[family]}})
 
 
-def time_steps(repeats: int, warmup: int) -> dict:
-    """Median seconds of one pretraining step per candidate and family, interleaved repeat by repeat."""
+def time_steps(repeats: int, warmup: int, candidates: dict = CANDIDATES, config_of=None, params=None) -> dict:
+    """Median seconds of one pretraining step per candidate and family, interleaved repeat by repeat.
+    ``config_of(cand, family)``: a candidate's config (default :func:`candidate_config`); ``params(model, cfg)``: what
+    AdamW optimises (default ``model.parameters()``, as round 1 measured; round 2 passes the trainer's groups)."""
     from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
     from aot_lib.training.builders import normalization_for
     from aot_lib.training.pretrain import build_lejepa_model
 
+    config_of = config_of or candidate_config
     built = {}
-    for cand in CANDIDATES:
+    for cand in candidates:
         for fam in FAMILIES:
-            cfg = candidate_config(cand, fam)
+            cfg = config_of(cand, fam)
             torch.manual_seed(0)
             model = build_lejepa_model(cfg)
-            opt = torch.optim.AdamW(model.parameters(), lr=cfg["optim"]["lr"])
+            opt = torch.optim.AdamW(params(model, cfg) if params else model.parameters(), lr=cfg["optim"]["lr"])
             aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
             built[cand, fam] = (model, opt, aug, cfg["optim"]["batch_size"])
     images = torch.randint(0, 256, (256, 3, 32, 32), dtype=torch.uint8)
@@ -115,7 +118,7 @@ def time_steps(repeats: int, warmup: int) -> dict:
                 times[k].append(time.perf_counter() - t)
         print(f"repeat {r + 1}/{warmup + repeats}", flush=True)
     return {cand: {fam: {"median_s": statistics.median(times[cand, fam]), "min_s": min(times[cand, fam]),
-                         "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in CANDIDATES}
+                         "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in candidates}
 
 
 def full_epochs(step_s: float, batch: int) -> int:

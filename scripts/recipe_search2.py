@@ -55,11 +55,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import torch  # noqa: E402
 
 from aot_lib.files import write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config  # noqa: E402
+from recipe_search import time_steps as _time_steps  # noqa: E402
 
 STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
 PROXY_FRACTION = 0.3
@@ -99,37 +99,12 @@ def batch_of(cand: str) -> int:
 
 def time_steps(repeats: int, warmup: int) -> dict:
     """Median seconds of one whole pretraining step (augmentation included) per candidate and family, interleaved
-    repeat by repeat in a rotating order, so that a drift in machine speed hits every one alike."""
-    from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
-    from aot_lib.training.builders import normalization_for
+    repeat by repeat in a rotating order (round 1's timer, :func:`recipe_search.time_steps`), AdamW on the trainer's
+    parameter groups."""
     from aot_lib.training.optim import param_groups
-    from aot_lib.training.pretrain import build_lejepa_model
 
-    built = {}
-    for cand in CANDIDATES:
-        for fam in FAMILIES:
-            cfg = candidate_config(cand, fam)
-            torch.manual_seed(0)
-            model = build_lejepa_model(cfg)
-            opt = torch.optim.AdamW(param_groups(model, cfg["optim"]["weight_decay"]), lr=cfg["optim"]["lr"])
-            aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
-            built[cand, fam] = (model, opt, aug, cfg["optim"]["batch_size"])
-    images = torch.randint(0, 256, (256, 3, 32, 32), dtype=torch.uint8)
-    times: dict = {k: [] for k in built}
-    keys = list(built)
-    for r in range(warmup + repeats):
-        for k in keys[r % len(keys):] + keys[:r % len(keys)]:
-            model, opt, aug, batch = built[k]
-            t = time.perf_counter()
-            out = model(aug(images[:batch], torch.Generator().manual_seed(r)))
-            out.loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            if r >= warmup:
-                times[k].append(time.perf_counter() - t)
-        print(f"repeat {r + 1}/{warmup + repeats}", flush=True)
-    return {cand: {fam: {"median_s": statistics.median(times[cand, fam]), "min_s": min(times[cand, fam]),
-                         "max_s": max(times[cand, fam])} for fam in FAMILIES} for cand in CANDIDATES}
+    return _time_steps(repeats, warmup, CANDIDATES, candidate_config,
+                       params=lambda model, cfg: param_groups(model, cfg["optim"]["weight_decay"]))
 
 
 #: The candidates whose step is the base's (they change no computation): one step time for them all.

@@ -414,37 +414,11 @@ def test_non_finite_weights_are_never_saved(setup, tmp_path):
 
 # ----------------------------------------------------------------------------- signals, crashes, concurrency
 
-def test_ctrl_c_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeypatch):
-    data, out = setup
-    common = ["optim.max_steps=6", "run.ckpt_every=100"]
-    train.pretrain(tiny_config(data, out, "run.name=full", *common))
-    from aot_lib.objectives.lejepa import LeJEPALoss
-
-    calls = {"n": 0}
-    real = LeJEPALoss.forward
-
-    def interrupt(self, y):
-        calls["n"] += 1
-        if calls["n"] == 4:  # Ctrl-C during step 4 (index 3): steps 1-3 are done
-            raise KeyboardInterrupt
-        return real(self, y)
-
-    monkeypatch.setattr(LeJEPALoss, "forward", interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        train.pretrain(tiny_config(data, out, "run.name=part", *common))
-    assert train.load_checkpoint(out / "part" / "last.ckpt")["step"] == 3
-    assert json.loads((out / "part" / "run.json").read_text())["status"] == "interrupted at step 3"
-    monkeypatch.setattr(LeJEPALoss, "forward", real)
-    train.pretrain(tiny_config(data, out, "run.name=part", *common))
-    a, b = _csv(out / "full"), _csv(out / "part")
-    assert sorted(b) == list(range(1, 7))
-    for step in a:  # same data, views and weights: equal up to float32 run-to-run determinism
-        assert b[step] == pytest.approx(a[step], rel=1e-6, abs=1e-7), step
-
-
-def test_sigterm_stops_like_ctrl_c_and_resumes_to_the_uninterrupted_trajectory(setup, monkeypatch):
-    """`kill` (SIGTERM) during step 4: a checkpoint at step 3, status "stopped at step 3 (SIGTERM)" (issue 54: it
-    stayed "running"), and the resumed run equals the uninterrupted one."""
+@pytest.mark.parametrize("how", ["ctrl_c", "sigterm"])
+def test_a_stop_saves_and_resumes_to_the_uninterrupted_trajectory(setup, monkeypatch, how):
+    """Ctrl-C, or `kill` (SIGTERM), during step 4: a checkpoint at step 3, the status says which ("interrupted at step
+    3", or "stopped at step 3 (SIGTERM)": issue 54, it stayed "running"), and the resumed run equals the
+    uninterrupted one. The loop's SIGTERM handler is taken down again."""
     import os
     import signal
 
@@ -456,19 +430,22 @@ def test_sigterm_stops_like_ctrl_c_and_resumes_to_the_uninterrupted_trajectory(s
     calls = {"n": 0}
     real = LeJEPALoss.forward
 
-    def terminate(self, y):
+    def stop(self, y):
         calls["n"] += 1
-        if calls["n"] == 4:  # the signal arrives during step 4 (index 3): steps 1-3 are done
+        if calls["n"] == 4:  # during step 4 (index 3): steps 1-3 are done
+            if how == "ctrl_c":
+                raise KeyboardInterrupt
             os.kill(os.getpid(), signal.SIGTERM)
         return real(self, y)
 
-    monkeypatch.setattr(LeJEPALoss, "forward", terminate)
+    monkeypatch.setattr(LeJEPALoss, "forward", stop)
     previous = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(train.RunStopped):
+    with pytest.raises(KeyboardInterrupt if how == "ctrl_c" else train.RunStopped):
         train.pretrain(tiny_config(data, out, "run.name=part", *common))
-    assert signal.getsignal(signal.SIGTERM) is previous  # the loop's handler is taken down again
+    assert signal.getsignal(signal.SIGTERM) is previous
     assert train.load_checkpoint(out / "part" / "last.ckpt")["step"] == 3
-    assert json.loads((out / "part" / "run.json").read_text())["status"] == "stopped at step 3 (SIGTERM)"
+    assert json.loads((out / "part" / "run.json").read_text())["status"] == (
+        "interrupted at step 3" if how == "ctrl_c" else "stopped at step 3 (SIGTERM)")
     monkeypatch.setattr(LeJEPALoss, "forward", real)
     train.pretrain(tiny_config(data, out, "run.name=part", *common))
     a, b = _csv(out / "full"), _csv(out / "part")
