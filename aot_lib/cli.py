@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -78,6 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "(plan.yaml there): the same rows as chapter 1's results table.")
     ver.add_argument("results", nargs="?", default="results/cpu", help="results folder with plan.yaml (default "
                                                                        "results/cpu)")
+    ver.add_argument("--plan", metavar="FILE", default=None,
+                     help="judge by this analysis plan instead of RESULTS/plan.yaml (a copy with your seeds or claims)")
     ver.add_argument("--claim", action="append", default=[], metavar="KEY", help="only this claim (repeatable)")
     ver.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     ver.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the full traceback of an error")
@@ -127,7 +130,7 @@ def _run(args) -> int:
             print(f"{name:16s} {aot_lib.count_params(m) / 1e6:7.2f} M params  {aot_lib.count_flops(m) / 1e9:6.3f} GFLOPs")
         return 0
     if args.command == "verdicts":
-        print(format_verdicts(args.results, args.claim, args.format))
+        print(format_verdicts(args.results, args.claim, args.format, args.plan))
         return 0
     if args.command == "keys":
         from .training.config import describe_keys
@@ -148,7 +151,7 @@ def _run(args) -> int:
                          | {"classes": len(meta["classes"]), "path": meta["path"]}, indent=2))
         return 0
     if args.command == "record":
-        from .training.runs import record_run
+        from .training.recording import record_run
 
         for p in record_run(args.run_dir, args.dest, allow_dirty=args.allow_dirty):
             print(p)
@@ -185,11 +188,12 @@ VERDICT_COLUMNS = (("key", "claim"), ("ours", "A - B"), ("interval", "95 % CI"),
                    ("one_sided", "as non-inferiority"), ("paper", "paper"))
 
 
-def format_verdicts(results: str, claims: list[str], fmt: str) -> str:
-    """``aot verdicts``: :func:`aot_lib.book.evidence.verdicts` of ``results``, as a text table, markdown or JSON."""
-    from .book.evidence import verdicts
+def format_verdicts(results: str, claims: list[str], fmt: str, plan_file: str | None = None) -> str:
+    """``aot verdicts``: :func:`aot_lib.evidence.verdicts` of ``results`` (judged by ``plan_file``, default
+    ``results/plan.yaml``), as a text table, markdown or JSON."""
+    from .evidence import verdicts
 
-    rows = verdicts(results)
+    rows = verdicts(results, plan_file)
     if claims:
         unknown = [k for k in claims if k not in {r["key"] for r in rows}]
         if unknown:
@@ -250,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         said = "stopped by SIGTERM" if isinstance(e, RunStopped) else "interrupted"
         print(f"aot {args.command}: {said} ({done})", file=sys.stderr)
         return 143 if isinstance(e, RunStopped) else 130
+    except BrokenPipeError:  # `aot verdicts | head`: the reader stopped reading, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush does not fail again
+        return 141
     except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
         if args.debug:
             raise

@@ -15,8 +15,9 @@ from .training.loop import NonFiniteLossError, fit
 from .training.optim import param_groups, warmup_cosine
 from .training.pretrain import build_lejepa_model, pretrain
 from .training.probe import linear_probe, load_encoder, probe
+from .training.recording import record_run
 from .training.runs import (CheckpointError, RunLockedError, RunStopped, encoder_state_dict, load_checkpoint, merge_csv_logs,
-                            record_run, run_dir, save_checkpoint)
+                            run_dir, save_checkpoint)
 from .training.supervised import distill, evaluate, finetune
 
 __all__ = ["pretrain", "probe", "finetune", "distill", "record_run", "NonFiniteLossError", "CheckpointError",

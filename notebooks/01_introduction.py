@@ -165,7 +165,7 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # scale, with the paper's own gap,
 # ours (the mean of the seed-by-seed differences and its 95 % Student-$t$ interval) and
 # the verdict, computed from the recorded runs under `results/cpu/` when this page was
-# built (`aot_lib.book.evidence.claim_rows`). A parity claim is made for the smaller
+# built (`aot_lib.evidence.claim_rows`). A parity claim is made for the smaller
 # model, so it has a second, one-sided verdict: does the smaller model trail by no more
 # than the margin (non-inferiority)? The chapter named in each row shows the
 # runs, the tuning and the reasoning; "pending" rows wait for runs not recorded yet.
@@ -178,7 +178,7 @@ print(f"R^c - R: isotropic {iso['diff']:.2f} < mixture {mix['diff']:.2f} nats:\n
 # %% tags=["hide-input"]
 from pathlib import Path
 
-from aot_lib.book import evidence
+from aot_lib import evidence
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 # every claim, the first recipe's then the 30-minute recipe's
@@ -259,7 +259,7 @@ display(Table(
 # %% [markdown]
 # Or move the margin yourself ({numref}`fig-margin-panel`): each parity claim's interval
 # stays where it is, only the band ±margin around 0 widens or narrows, and the verdicts
-# under it are recomputed by the same rule (`aot_lib.book.stats.verdict`) for every
+# under it are recomputed by the same rule (`aot_lib.evidence.stats.verdict`) for every
 # margin on the slider when the page was built. The plan's margins judge; this is a way
 # to see how close each verdict is to turning.
 
@@ -338,7 +338,7 @@ margin_panel(rows)
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

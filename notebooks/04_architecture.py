@@ -42,7 +42,7 @@ import torch
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib.book import paper
+from aot_lib.evidence import paper
 from aot_lib.book.panels import size_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, draw_layer
 from aot_lib.book.tables import Col, Table
@@ -118,7 +118,7 @@ Table(rows, [Col("model"), Col("formula", "formula (the diagram's)"),
 # and the paper prints the same counts for CIFAR-10 and CIFAR-100, which a head would
 # change. `count_params(m)` follows that convention; the column "+ head" is
 # `count_params(m, include_head=True)` with 10 classes. The shaded columns are the
-# paper's printed numbers (`aot_lib.book.paper`).
+# paper's printed numbers (`aot_lib.evidence.paper`).
 # {numref}`tbl-architecture-cifar-counts` recomputes the CIFAR setting of the paper's
 # Tables 1, 3 and 4, {numref}`tbl-architecture-imagenet-counts` the ImageNet setting of
 # its Table 2.
@@ -308,7 +308,7 @@ for scale in ["tiny", "small", "base"]:
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

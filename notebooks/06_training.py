@@ -52,7 +52,7 @@ import torch
 import yaml
 from IPython.display import Markdown, display
 
-from aot_lib.book import paper
+from aot_lib.evidence import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
 from aot_lib.book.benchmarks import (current, family_speed_table,
                                      cpu_kind_rows, kernel_history_rows,
@@ -60,7 +60,8 @@ from aot_lib.book.benchmarks import (current, family_speed_table,
                                      trainer_phase_table, trainer_records_table)
 from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
-from aot_lib.book.recorded import load_recorded_run, superseded
+from aot_lib.book.recorded import load_recorded_run
+from aot_lib.evidence.records import superseded
 from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.data.datasets import DataError, normalization_stats
 from aot_lib.book.plotting import plot_training_curves, plot_views
@@ -435,7 +436,7 @@ if kinds:
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

@@ -49,7 +49,7 @@ from IPython.display import Markdown, display
 
 import aot_lib
 from aot_lib.data.augment import prepare_images
-from aot_lib.book import evidence
+from aot_lib import evidence
 from aot_lib.book.pages import Admonition, pick
 from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import is_recorded, load_recorded_run
@@ -59,9 +59,11 @@ from aot_lib.models import admm_coefficients
 from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.panels import attention_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_cls_attention, plot_monitors
-from aot_lib.book.stats import PAPER_LARGEST_GAP
+from aot_lib.evidence.stats import PAPER_LARGEST_GAP
 from aot_lib.training.probe import load_encoder
 from aot_lib.book.tables import Col, Table
+from aot_lib.book.benchmarks import pretraining_flops
+from aot_lib.book.whitebox import initial_encoder
 from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
@@ -341,7 +343,7 @@ else:
 search = evidence.search_rows(ROOT)
 for r in search:  # AoT-ADMM's pretraining FLOPs at full length: what 30 minutes buy
     cfg_file = ROOT / "configs" / "cpu" / "search" / f"{r['candidate']}_aot_admm.yaml"
-    cost = evidence.pretraining_flops(load_config(cfg_file))
+    cost = pretraining_flops(load_config(cfg_file))
     r["pflops"] = cost["total"] * r["full_epochs"] / r["epochs"] / 1e15
 FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
 screened = [r for r in search if r["mean"] is not None]
@@ -566,6 +568,7 @@ if reached is not None:
     planned_seeds = evidence.planned(  # the CIFAR-10 cells' seeds, as the plan fixes
         ROOT / "results" / "cpu", evidence.CLAIMS_30MIN)["t1_cifar10_30min"].seeds
     shortfall = target["top1"] - reached["best"].top1
+    flops = pretraining_flops(reached["config"])
     interim = (f" (interim: {g.n} of the {planned_seeds} seeds the plan fixes are "
                f"recorded, the best of them {shortfall:.2f} points short)"
                if g.n < planned_seeds and not reached["reached"] else "")
@@ -578,7 +581,7 @@ if reached is not None:
         f"{reached['minutes'][best.seed]:.1f} modelled minutes of pretraining "
         f"({best.wall_time_s / 60:.1f} minutes recorded, on a "
         "machine that other work may have shared; "
-        f"{reached['flops']['total'] / 1e15:.2f} PFLOP). The moonshot, "
+        f"{flops['total'] / 1e15:.2f} PFLOP). The moonshot, "
         f"{target['moonshot']:.0f} %, is "
         + ("reached." if reached["moonshot"] else "not reached."))
 display(Markdown("\n".join(f"* {s}" for s in lines) + "\n\n" + goal))
@@ -649,7 +652,7 @@ if rerun is not None and rerun["commits"][0] != rerun["commits"][1]:
 if pick_row is not None:
     cfg_file = (ROOT / "configs" / "cpu" / "search" / "final"
                 / f"{pick_row['candidate']}_aot_admm.yaml")
-    cost = evidence.pretraining_flops(load_config(cfg_file))
+    cost = pretraining_flops(load_config(cfg_file))
     display(Markdown(
         f"The recipe, {pick_row['candidate']} at {pick_row['epochs']} epochs, costs "
         f"{cost['total'] / 1e15:.2f} PFLOP of AoT-ADMM pretraining ({cost['steps']:,} "
@@ -964,7 +967,7 @@ if encoder is not None:
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches of the same four images, per layer and per head (or their mean), for the trained encoder and for its initialisation; one colour scale for both, its bar on the right. Computed for every setting when the page was built.", "name": "fig-attention-panel"}}
 if encoder is not None:
-    untrained = evidence.initial_encoder(run_cfg)
+    untrained = initial_encoder(run_cfg)
     maps = {"trained": att, "at initialisation": cls_attention(untrained, x)}
     display(attention_panel(maps, grid=(patches_per_side, patches_per_side)))
 
@@ -977,7 +980,7 @@ if encoder is not None:
 # assumes each $U_k$ has orthonormal columns; the learned $U_k$ do not, so here each
 # head's basis is orthonormalised (QR) first, which measures the subspaces alone.
 # Second, the same table for the network at initialisation (the weights the run started
-# from: `aot_lib.book.evidence.initial_encoder`, the same config and seed): a layer that
+# from: `aot_lib.book.whitebox.initial_encoder`, the same config and seed): a layer that
 # lowers $R^c$ only after training learned to. The control reads its own few images,
 # not the monitor's fixed batch, so compare its two columns with each other rather
 # than with the table above.
@@ -987,7 +990,7 @@ if encoder is not None:
     n_img = pick(10, 10)  # one image per CIFAR-10 class (the photographs without data)
     imgs, img_source, _ = example_images("cifar", n=n_img)
     xa = prepare_images(imgs, size, mean, std)
-    init = evidence.initial_encoder(run_cfg)
+    init = initial_encoder(run_cfg)
     trained_rows = audit_layers(encoder, xa, orthonormal=True)
     init_rows = audit_layers(init, xa, orthonormal=True)
     control = [
@@ -1046,7 +1049,7 @@ if encoder is not None:
 #    (`block.mssa.subspaces()`) and compare $R^c(Z\mid U)$ computed with it and with
 #    `aot_lib.training.monitors.orthonormal_bases(U)` on the same tokens. Explain the
 #    difference from $U_k^\top U_k \neq I$.
-# 3. **Ties.** With `aot_lib.book.stats.PAPER_LARGEST_GAP`, which runs of
+# 3. **Ties.** With `aot_lib.evidence.stats.PAPER_LARGEST_GAP`, which runs of
 #    {numref}`tbl-recipe-tuning-runs` are indistinguishable from the best, and would one
 #    more seed per run change that?
 # 4. **Another score for the search.** Rank the candidates of
@@ -1058,7 +1061,7 @@ if encoder is not None:
 #    (`python scripts/recipe_search.py time --repeats 3 --out my_times.json` writes the
 #    step times of every candidate). How many epochs of the recipe
 #    fit in 30 minutes there, and how many PFLOP a second does your machine sustain on
-#    this workload (`evidence.pretraining_flops`)? Redraw
+#    this workload (`aot_lib.book.benchmarks.pretraining_flops`)? Redraw
 #    {numref}`fig-time-to-accuracy` on your clock.
 
 # %% [markdown]
@@ -1102,7 +1105,7 @@ display(Markdown("\n".join(f"* {b}" for b in learned)))
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

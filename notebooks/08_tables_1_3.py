@@ -66,12 +66,13 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib.book import evidence, paper, stats
+from aot_lib import evidence
+from aot_lib.evidence import paper, stats
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.panels import curves_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve
-from aot_lib.book.tables import Col, Table
+from aot_lib.book.tables import Col, Table, sweep_table
 from aot_lib.training.config import load_config
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
@@ -90,11 +91,11 @@ CELLS = evidence.TABLE13_CELLS  # (family, data set) -> the pretrained cell's ru
 # an earlier probe that read the test split), and each family trains its
 # final runs at its own best point. The split is seen unlabelled during pretraining,
 # like the rest of the training set; its labels are used only to choose. The sweep's
-# recorded runs are under `results/cpu/sweep/` (`aot_lib.book.evidence.SWEEPS` lists
+# recorded runs are under `results/cpu/sweep/` (`aot_lib.evidence.SWEEPS` lists
 # them); {numref}`tbl-sweep-tables-1-3` shows every point.
 
 # %% tags=["hide-input"]
-shown, picks = evidence.sweep_table(
+shown, picks = sweep_table(
     RESULTS, "Tables 1/3", NAMES,
     "The equal learning-rate sweep: 3 epochs, validation scores only",
     name="tbl-sweep-tables-1-3")
@@ -391,9 +392,9 @@ else:
 # for the smaller model ("maintains competitive performance while reducing the
 # parameter count"), so each sentence adds a secondary, one-sided reading, chosen after
 # the first seeds were in: non-inferiority, AoT-ADMM trailing CRATE by no more than the
-# margin anywhere in the interval (`aot_lib.book.stats.noninferiority`; the interval's
-# lower bound, a one-sided test at 2.5 %). The two readings part only where AoT-ADMM may
-# be ahead by more than the margin.
+# margin anywhere in the interval (`aot_lib.evidence.stats.noninferiority`; the
+# interval's lower bound, a one-sided test at 2.5 %). The two readings part only where
+# AoT-ADMM may be ahead by more than the margin.
 
 # %% tags=["hide-input"]
 display(
@@ -610,15 +611,13 @@ display(Markdown(f"* {claims['t3_cifar10']['sentence']}"))
 
 # %% tags=["hide-input"]
 def verdict_cells(row, prefix):
-    """One recipe's reading of a claim, as table cells under ``prefix``."""
+    """One recipe's reading of a claim as table cells under ``prefix``: chapter 1's
+    results table and `aot verdicts` print the same row (`evidence.verdict_rows`)."""
     if row is None:
         return {prefix + "verdict": "not tested"}
-    d = row["diff"]
-    return {prefix + "verdict": evidence.verdict_label(row),
-            prefix + "ours": None if d is None else f"{d.mean:+.2f}",
-            prefix + "ci": (None if d is None or d.n < 2
-                            else f"[{d.low:+.2f}, {d.high:+.2f}]"),
-            prefix + "seeds": f"{0 if d is None else d.n} of {row['plan'].seeds}"}
+    (v,) = evidence.verdict_rows([row])
+    return {prefix + "verdict": v["verdict"], prefix + "ours": v["ours"],
+            prefix + "ci": v["interval"], prefix + "seeds": v["seeds"]}
 
 
 first_rows = {r["claim"].key: r for r in evidence.claim_rows(RESULTS)}
@@ -721,7 +720,7 @@ display(Markdown(
 #
 # 1. **How many seeds?** With the standard deviation of the paired CIFAR-10 difference
 #    above, how many seeds would make the 95 % interval narrower than the plan's Table 1
-#    margin (`results/cpu/plan.yaml`)? Use `aot_lib.book.stats.t_quantile` and solve
+#    margin (`results/cpu/plan.yaml`)? Use `aot_lib.evidence.stats.t_quantile` and solve
 #    for $n$.
 # 2. **Another selection rule.** Pick each family's learning rate by the validation
 #    k-NN column instead of the linear probe (`evidence.sweep_rows`). Does any
@@ -790,7 +789,7 @@ display(
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

@@ -57,13 +57,14 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib.book import evidence, paper, stats
+from aot_lib import evidence
+from aot_lib.evidence import paper, stats
 from aot_lib.book.pages import data_label
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, describe_split
 from aot_lib.book.plotting import plot_training_curves
-from aot_lib.book.tables import Col, Table
+from aot_lib.book.tables import Col, Table, sweep_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE"}
@@ -224,7 +225,7 @@ Table(
 
 # %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
-shown, picks = evidence.sweep_table(
+shown, picks = sweep_table(
     RESULTS, "Table 2", NAMES,
     "The learning-rate sweep of the paper's Table 2: Imagenette, 20 epochs, "
     "validation only",
@@ -400,7 +401,7 @@ display(
 )
 
 # %% [markdown]
-# The verdicts, paired by seed, with Student-$t$ intervals (`aot_lib.book.evidence`):
+# The verdicts, paired by seed, with Student-$t$ intervals (`aot_lib.evidence`):
 # AoT-ADMM − CRATE against the paper's parity claim, and each family's pretrained −
 # from-scratch accuracy against the gain pretraining should give.
 
@@ -445,7 +446,7 @@ display(
 # 1. **Is the gain the same for both families?** With `evidence.cell` read the
 #    fine-tuned and from-scratch cells of both families, and compute the difference of
 #    the two gains (AoT-ADMM's minus CRATE's) seed by seed with
-#    `aot_lib.book.stats.paired_difference`. Is it distinguishable from 0?
+#    `aot_lib.evidence.stats.paired_difference`. Is it distinguishable from 0?
 # 2. **Tokens at two resolutions.** The encoder is pretrained on 128-px views with patch
 #    16 and fine-tuned at 64 px. How many tokens does each give, and how many position
 #    embeddings must `aot_lib.models.layers.interpolate_pos_embed` produce? Check with
@@ -489,7 +490,7 @@ display(
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

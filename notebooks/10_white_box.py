@@ -327,7 +327,7 @@ if images is not None:
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

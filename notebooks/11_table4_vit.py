@@ -75,7 +75,8 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 import aot_lib
-from aot_lib.book import evidence, paper, stats
+from aot_lib import evidence
+from aot_lib.evidence import paper, stats
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import DEFAULTS, load_config
@@ -346,7 +347,7 @@ display(
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

@@ -236,7 +236,7 @@ else:
 # GPU defaults and probed with the same protocol, beside its CPU record:
 
 # %% tags=["hide-input"]
-from aot_lib.book.evidence import goal_30min, step_clock
+from aot_lib.evidence import goal_30min, step_clock
 
 cell = BENCH / "cuda_cell_h100"
 cpu = ROOT / "results" / "cpu" / "cpu30_aot_admm_cifar10"
@@ -448,7 +448,7 @@ else:
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
-# % Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;
+# % Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;
 # % the book leaves this cell out (its tag remove-cell).
 # ##### This chapter's references, as the book numbers them
 #

@@ -2,7 +2,7 @@
 
     python scripts/check_controls.py book/_build/html [--report book/_build/controls.json] [--min-panels 6 --min-pages 4]
 
-Each page is served from a local HTTP server (the book loads nothing from another host: ``aot_lib.book check-html``)
+Each page is served from a local HTTP server (the book loads nothing from another host: ``python book/_ext/aot_book_build check-html``)
 and opened at 1280 px. On a page that holds control panels (``aot_lib.book.controls``: one Bokeh document each),
 every widget tagged ``aot-control`` is moved the way a reader would leave it — a slider to the other end of its
 range, a drop-down list to its next option — through Bokeh's own model API (the same change a drag or a click makes;

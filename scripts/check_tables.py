@@ -99,7 +99,7 @@ article.querySelectorAll('img').forEach((img, i) => {
     caption: (fig?.querySelector('.caption-text')?.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 120),
     drawn_width: img.naturalWidth,
     shown_width: Math.round(img.getBoundingClientRect().width),
-    // a tap opens the image itself at full size (aot_lib.book.wide_cells.link_images)
+    // a tap opens the image itself at full size (aot_book_build.wide_cells.link_images)
     enlarge: (img.closest('a')?.getAttribute('href') || '') === (img.getAttribute('src') || '-'),
   });
 });
@@ -182,7 +182,7 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
             if shown < PHONE_FIGURE_SCALE and not fig.get("enlarge"):
                 out.append(f"{page} at {width} px: {fig['number'] or 'image ' + str(fig['index'] + 1)} is shown at "
                            f"{shown:.0%} of its size with no tap to enlarge: link the image to itself "
-                           "(aot_lib.book.wide_cells)")
+                           "(aot_book_build.wide_cells)")
             continue
         what = f"{page} at {width} px: " + (f"{fig['number']} ({fig['caption'][:50]})" if fig["number"]
                                             else f"image {fig['index'] + 1} ({fig['src']})")

@@ -4,7 +4,7 @@
     python scripts/export_encoders.py results/cpu/*/ results/cpu/sweep/*/
 
 For each recorded folder holding ``encoder.pt``, writes ``<folder>/encoder/`` with
-:func:`aot_lib.training.runs.export_checkpoint` (written under a temporary name, loaded back and compared tensor by
+:func:`aot_lib.training.recording.export_checkpoint` (written under a temporary name, loaded back and compared tensor by
 tensor before it is renamed into place), its ``config.json`` carrying the run's provenance from ``run.json`` (commit,
 wall time) and the recorded folder, as ``aot record`` writes it today. Then reads the folder back as the recorded
 checkpoint (:func:`aot_lib.training.runs.load_checkpoint`: the sha256 checked, the run's ``config.yaml`` beside it)
@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from aot_lib.training.runs import export_checkpoint, load_checkpoint
+from aot_lib.training.recording import export_checkpoint
+from aot_lib.training.runs import load_checkpoint
 
 
 class ConversionError(RuntimeError):

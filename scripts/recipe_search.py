@@ -168,7 +168,7 @@ N_FINALISTS = 2
 def screening_scores(results: Path = RESULTS) -> dict[str, dict[str, float]]:
     """``candidate -> family -> validation linear top-1`` of every recorded screening run; refuses a candidate
     that is not screened on every family (the rule compares candidates over all three)."""
-    from aot_lib.book.evidence import validation_scores
+    from aot_lib.evidence import validation_scores
 
     scores: dict[str, dict[str, float]] = {}
     for cand in CANDIDATES:
@@ -220,10 +220,10 @@ CPU30_PROBE = {"lr": [1e-3, 3e-3, 1e-2, 3e-2], "weight_decay": 0.0, "test": True
 
 def write_recipe(root: Path = ROOT, out: Path = CPU30) -> list[Path]:
     """The 30-minute recipe and its cells, once every finalist is recorded on every family: ``recipe.yaml`` (the
-    finalist with the best mean validation linear top-1 at full length, :func:`aot_lib.book.evidence.recipe_pick`,
+    finalist with the best mean validation linear top-1 at full length, :func:`aot_lib.evidence.recipe_pick`,
     with the plan's probe) and ``cpu30_<family>_<data>[_seed<k>].yaml`` for every family, seeds 0..4 on CIFAR-10
     and 0..2 on CIFAR-100 (seed 0 without a suffix), each with the online k-NN monitor."""
-    from aot_lib.book.evidence import TRAIN_IMAGES as DATA_IMAGES, finalist_rows, recipe_pick
+    from aot_lib.evidence import TRAIN_IMAGES as DATA_IMAGES, finalist_rows, recipe_pick
 
     pick = recipe_pick(root)
     if pick is None:

@@ -7,7 +7,7 @@ For each recorded folder (one with ``config.yaml`` and the trained ``encoder/``)
 sweep run (a folder under ``sweep/``: its score is read on validation data only), probes a scratch copy of the
 encoder (``encoder/`` with the run's ``config.yaml`` beside it, so the features cached beside it stay out of the
 recorded folder) under ``runs/reprobe/`` and writes the new probe beside the recorded ones, never over them:
-``<folder>/reprobes/<k>.json``, the next number (:data:`aot_lib.book.recorded.REPROBES`; its ``commit`` is the commit
+``<folder>/reprobes/<k>.json``, the next number (:data:`aot_lib.evidence.records.REPROBES`; its ``commit`` is the commit
 that probed, ``run.json`` keeps the commit that trained). The book reads a run's newest probe and can show every one.
 Run it from a clean checkout, with AOT_DATA set.
 
@@ -37,7 +37,7 @@ import yaml
 
 from aot_lib import train
 from aot_lib.training.config import DEFAULTS, apply_overrides, validate_config
-from aot_lib.book.recorded import next_reprobe
+from aot_lib.evidence.records import next_reprobe
 from aot_lib.files import atomic_write
 
 

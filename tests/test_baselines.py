@@ -68,7 +68,7 @@ def test_baseline_probes_like_any_run_and_records(tiny, kind):
     import aot_lib.training.probe as P
     from aot_lib.training.baselines import PixelFeatures, baseline, initial_encoder
     from aot_lib.training.builders import load_train_test, normalization_for
-    from aot_lib.training.runs import record_run
+    from aot_lib.training.recording import record_run
 
     cfg, tmp = tiny
     r = baseline(cfg, kind)

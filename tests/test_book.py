@@ -3,7 +3,7 @@
 Fast by design: the chapters' sources are checked statically, the introduction is executed
 in a kernel (seconds), and the HTML checker is tested on small strings. Every chapter is
 executed top to bottom by the book build itself (``.ci/run``: ``jupyter-book build -W``,
-then ``python -m aot_lib.book check-html``); ``AOT_TEST_ALL_CHAPTERS=1`` executes all of
+then ``python book/_ext/aot_book_build check-html``); ``AOT_TEST_ALL_CHAPTERS=1`` executes all of
 them here too (minutes).
 """
 import ast
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book.check_html import check_html
-from aot_lib.book.jupyterlab_key import KEY_MARK
+from aot_book_build.check_html import check_html
+from aot_book_build.jupyterlab_key import KEY_MARK
 from aot_lib.book.pages import Dropdown, data_label, data_missing_note, run_record_box
 from aot_lib.book.recorded import is_recorded, load_recorded_run
 from aot_lib.book.tables import Col, Table
@@ -38,7 +38,7 @@ def chapter_id(p):
 
 
 def book_cells(path):
-    """The chapter's cells as the book shows them: without its JupyterLab key (aot_lib.book.jupyterlab_key), a
+    """The chapter's cells as the book shows them: without its JupyterLab key (aot_book_build.jupyterlab_key), a
     remove-cell the build leaves out."""
     return [c for c in jupytext.read(path).cells if not c.source.lstrip().startswith(KEY_MARK)]
 
@@ -84,10 +84,10 @@ def test_executed_chapters_are_offered_as_ipynb(tmp_path):
     roles Sphinx read). A page that was not executed keeps its source download only."""
     from types import SimpleNamespace
 
-    from aot_lib.book.ipynb_download import offer_executed_notebook
+    from aot_book_build.ipynb_download import offer_executed_notebook
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert "aot_lib.book.ipynb_download" in config["sphinx"]["extra_extensions"]
+    assert config["sphinx"]["local_extensions"]["aot_book_build.ipynb_download"] == "_ext"
     executed = tmp_path / "jupyter_execute" / "notebooks" / "05_training.ipynb"
     executed.parent.mkdir(parents=True)
     cells = [{"cell_type": "markdown", "source": ["As in {cite:t}`wang2025aot` and\n",
@@ -157,7 +157,7 @@ def test_cross_references_resolve():
     labels = set(re.findall(r"^\(([\w-]+)\)=\s*$", text, re.M))
     equations = set(re.findall(r"^\$\$\s*\(([\w-]+)\)\s*$", text, re.M))
     figures = {figure_of(c)["name"] for p in CHAPTERS for c in code_cells(p) if figure_of(c)}
-    # numbered tables: Table(..., name="tbl-...") in a chapter's code (aot_lib.book.numbered_tables)
+    # numbered tables: Table(..., name="tbl-...") in a chapter's code (aot_book_build.numbered_tables)
     tables = {n for p in CHAPTERS for n in re.findall(r'name="(tbl-[a-z0-9-]+)"', p.read_text())}
     for target in re.findall(r"\{ref\}`(?:[^`<]*<)?([\w-]+)>?`", text):
         assert target in labels, f"{{ref}} to an undefined label {target}"

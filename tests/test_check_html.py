@@ -1,6 +1,6 @@
-"""The checks of the built book's HTML (``python -m aot_lib.book check-html``, run by ``.ci/run``), fed small
+"""The checks of the built book's HTML (``python book/_ext/aot_book_build check-html``, run by ``.ci/run``), fed small
 pages that hold each problem, and pages that look alike but are fine."""
-from aot_lib.book.check_html import check_built_book, check_html, main
+from aot_book_build.check_html import check_built_book, check_html, main
 
 CELL = '<td style="text-align: left;">{}</td>'
 
@@ -139,11 +139,11 @@ def test_the_command_line_prints_each_problem_and_fails(tmp_path, capsys):
     (tmp_path / "ch.html").write_text("<p>fine</p>")
     assert main(["check-html", str(tmp_path)]) == 0
     assert main(["check-htm", str(tmp_path)]) == 2
-    assert capsys.readouterr().err.endswith("usage: python -m aot_lib.book check-html BUILD_HTML_DIR\n")
+    assert capsys.readouterr().err.endswith("usage: python book/_ext/aot_book_build check-html BUILD_HTML_DIR\n")
 
 
 def test_check_html_flags_a_titled_table_the_build_did_not_number():
-    from aot_lib.book.check_html import check_html
+    from aot_book_build.check_html import check_html
 
     loose = '<p>text</p>\n<div class="aot-table-wrap"><p class="aot-table-title"><strong>Final &amp; losses</strong></p>'
     assert check_html(loose, "p.html") == [

@@ -83,7 +83,7 @@ def test_a_figure_must_be_numbered_captioned_and_shown_at_the_size_it_was_drawn(
                                                _figure(index=2, shown_width=560, enlarge=False)]}
     assert check_tables.problems_of("ch.html", 420, phone) == [
         "ch.html at 420 px: Fig. 3.1 is shown at 42% of its size with no tap to enlarge: link the image to "
-        "itself (aot_lib.book.wide_cells)"]
+        "itself (aot_book_build.wide_cells)"]
     # at 1280 px a figure or table drawn into the contents column is named
     page["figures"] = [_figure(over_contents_px=186)]
     assert check_tables.problems_of("ch.html", 1280, page) == [
@@ -117,7 +117,7 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
     from PIL import Image
 
     shutil.copy(ROOT / "book" / "_static" / "aot.css", folder / "aot.css")
-    from aot_lib.book.wide_cells import link_images, widen_cells
+    from aot_book_build.wide_cells import link_images, widen_cells
 
     outputs = "".join(f'<div class="output text_html">{t._repr_html_()}</div>' for t in tables)
     for i, width in enumerate(figures):
@@ -126,7 +126,7 @@ def _book_page(folder: Path, *tables: Table, figures: tuple[int, ...] = ()) -> N
                     f'<img alt="" src="fig{i}.png" /><figcaption><p><span class="caption-number">Fig. 1.{i + 1} '
                     f'</span><span class="caption-text">{"A caption long enough to wrap. " * 12}</span></p>'
                     '</figcaption></figure></div>')
-    # as the book's build does (aot_lib.book.wide_cells): a tap enlarges, a wide output's cell is full-width
+    # as the book's build does (aot_book_build.wide_cells): a tap enlarges, a wide output's cell is full-width
     outputs = widen_cells(link_images(f'<div class="cell docutils container">{outputs}</div>'),
                           lambda src: Image.open(folder / src).width)
     (folder / "index.html").write_text(
@@ -209,9 +209,9 @@ def test_the_book_css_shows_a_figure_drawn_for_the_page_at_full_size(tmp_path):
 
 
 def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_width_cell():
-    """aot_lib.book.wide_cells: the theme folds its contents column away while a full-width cell is in view; a cell
+    """aot_book_build.wide_cells: the theme folds its contents column away while a full-width cell is in view; a cell
     with a table or an image drawn wider than 688 px gets the tag, a cell with a narrow image or plain text not."""
-    from aot_lib.book.wide_cells import widen_cells
+    from aot_book_build.wide_cells import widen_cells
 
     widths = {"../_images/wide.png": 900, "../_images/narrow.png": 500}
     body = ('<div class="cell tag_hide-input docutils container"><div class="aot-table-wrap"><table></table></div>'
@@ -226,7 +226,7 @@ def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_wi
 
 
 def test_every_figure_image_opens_at_full_size_on_a_tap():
-    from aot_lib.book.wide_cells import link_images
+    from aot_book_build.wide_cells import link_images
 
     body = ('<figure class="align-default" id="fig-a">\n<img alt="../_images/a.png" src="../_images/a.png" />\n'
             '<figcaption>A</figcaption></figure><p><img src="../_images/inline.png"/></p>')

@@ -1,6 +1,7 @@
 """aot_lib.book.controls and scripts/check_controls.py: a panel's widgets look up states computed in Python, and the
 browser check moves every widget in headless Chromium and names the one that drives nothing."""
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 
@@ -62,13 +63,57 @@ def test_states_that_name_different_targets_are_refused():
                             "targets")
 
 
+def test_a_state_that_cannot_be_drawn_is_refused_while_the_chapter_runs(monkeypatch):
+    """Issue 57: one state (a = 3.0, cos) gives y one value short of x: refused when the panel is built, naming the
+    chapter (set by the book's build, book/_ext/aot_book_build/bokeh_pages.py), the panel and the widgets' values,
+    not shipped for the reader to meet as a broken figure; in JupyterLab it names the notebook instead."""
+    def ragged_demo_panel():
+        def state(a, kind):
+            got = _curve(a, kind)
+            if (a, kind) == (3.0, "cos"):
+                got["curve"]["y"] = got["curve"]["y"][:-1]
+            return got
+        return lookup_panel([Choice("a", "a (scale)", [1.0, 2.0, 3.0], 2.0), Choice("kind", "kind", ["sin", "cos"],
+                                                                                  "cos")], state, _draw)
+
+    monkeypatch.setenv(controls.PAGE_ENV, "notebooks/03_admm_unrolled")
+    with pytest.raises(ValueError) as e:
+        ragged_demo_panel()
+    assert str(e.value) == ("chapter notebooks/03_admm_unrolled: control panel ragged_demo_panel cannot draw its state at "
+                            "a (scale) = 3.0, kind = 'cos': the columns of 'curve' differ in length (x 9, y 8); fix what "
+                            "the panel's state function returns for these values")
+    monkeypatch.delenv(controls.PAGE_ENV)
+    with pytest.raises(ValueError, match=r"^this notebook: control panel ragged_demo_panel cannot draw"):
+        ragged_demo_panel()
+
+
+def test_the_books_build_names_each_page_before_its_chapter_runs(monkeypatch):
+    """The Sphinx extension sets AOT_BOOK_PAGE on every page it reads (the kernel myst-nb starts inherits it) and
+    AOT_BOOK_BUILD once; these are the names a refusal and a panel read."""
+    import aot_book_build.bokeh_pages as ext
+
+    events = {}
+
+    class App:
+        def connect(self, event, fn):
+            events[event] = fn
+
+    monkeypatch.delenv(controls.BUILD_ENV, raising=False)
+    monkeypatch.delenv(controls.PAGE_ENV, raising=False)
+    ext.setup(App())
+    assert os.environ[controls.BUILD_ENV] == "1" and set(events) == {"source-read", "html-page-context",
+                                                                      "build-finished"}
+    events["source-read"](App(), "notebooks/10_white_box", [""])
+    assert os.environ[controls.PAGE_ENV] == "notebooks/10_white_box"
+
+
 def test_in_the_book_the_panel_leaves_bokehjs_to_the_page_and_in_jupyterlab_carries_it(monkeypatch):
     panel = lookup_panel([Choice("a", "a", [1.0, 2.0], 1.0)], lambda a: _curve(a, "sin"), _draw)
     monkeypatch.setenv(controls.BUILD_ENV, "1")
     book = panel._repr_html_()
     monkeypatch.delenv(controls.BUILD_ENV)
     lab = panel._repr_html_()
-    bokeh_js = (controls._bokeh_js_dir() / "bokeh.min.js").read_text()
+    bokeh_js = (controls.bokeh_js_dir() / "bokeh.min.js").read_text()
     assert bokeh_js[:200] not in book and bokeh_js[:200] in lab
     assert "http://" not in book and "https://" not in book  # nothing loaded from another host
     assert book.startswith('<div class="aot-control">')
@@ -93,7 +138,7 @@ def test_chromium_moves_each_control_and_names_the_one_that_drives_nothing(tmp_p
     static = tmp_path / "_static" / "bokeh"
     static.mkdir(parents=True)
     for f in controls.BOKEH_FILES:
-        shutil.copyfile(controls._bokeh_js_dir() / f, static / f)
+        shutil.copyfile(controls.bokeh_js_dir() / f, static / f)
     scripts = "".join(f'<script src="_static/bokeh/{f}"></script>' for f in controls.BOKEH_FILES)
     (tmp_path / "index.html").write_text(f"<html><head>{scripts}</head><body style='width:800px'>"
                                          f"{good._repr_html_()}{dead._repr_html_()}</body></html>")
@@ -165,7 +210,8 @@ def test_the_size_panel_extends_depth_1_and_2_counts_exactly_to_any_depth():
 def test_the_margin_panel_gives_statss_verdict_at_every_margin():
     from types import SimpleNamespace
 
-    from aot_lib.book import panels, stats
+    from aot_lib.book import panels
+    from aot_lib.evidence import stats
 
     d = stats.paired_difference({0: 50.0, 1: 51.0, 2: 50.4}, {0: 49.0, 1: 49.5, 2: 49.8})  # +1.03, CI about ±1.3
     rows = [{"claim": SimpleNamespace(claim="parity", key="t1_x"), "diff": d, "margin": 1.5},

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aot_lib.book import evidence
+from aot_lib import evidence
 from helpers import raises_exactly
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,7 @@ def test_a_chapter_executed_on_a_damaged_copy_fails_naming_the_file(tmp_path, mo
 def test_a_result_file_that_says_two_things_is_refused_not_read_as_its_last(copy):
     """JSON keeps the last of two equal keys: a probe with two linear_top1 would give a verdict on the one the
     reader did not mean. Refused, naming the file and the key."""
-    from aot_lib.book.recorded import evaluations
+    from aot_lib.evidence.records import evaluations
 
     path = evaluations(copy / "cpu_crate_cifar10")[-1]  # the evaluation the verdict reads
     text = path.read_text().rstrip()
@@ -281,7 +281,7 @@ def test_an_impossible_search_score_is_refused_before_it_is_ranked(tmp_path, val
 
 def test_re_evaluations_beyond_the_ninth_are_read_in_number_order(tmp_path):
     """reprobes/10.json is newer than 9.json (a text sort puts it after 1.json): the newest is the tenth."""
-    from aot_lib.book.recorded import evaluations
+    from aot_lib.evidence.records import evaluations
 
     run = tmp_path / "run"
     (run / "reprobes").mkdir(parents=True)
@@ -299,7 +299,7 @@ def test_a_wider_grid_must_hold_every_recorded_rate_and_more(copy, tmp_path, kin
     """evidence.wide_probe accepts a re-probe only on a strict superset of the recorded grid: the recorded grid plus
     a rate; not the same grid, not one that drops a recorded rate while adding another."""
     runs = evidence.cell_runs(copy, "cpu_aot_admm_cifar10")[:1]
-    rec = json.loads(evidence._result(runs[0].folder, "pretrain")[0].read_text())
+    rec = json.loads(evidence.newest_result(runs[0].folder, "pretrain")[0].read_text())
     rec_grid = [float(x) for x in rec["probe"]["lr"]]
     wide_grid = {"one_step_wider": rec_grid + [max(rec_grid) * 3], "the_same_grid": list(rec_grid),
                  "shifted": rec_grid[1:] + [max(rec_grid) * 3]}[kind]

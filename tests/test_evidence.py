@@ -1,4 +1,4 @@
-"""aot_lib.book.evidence: a table cell's seeds read from recorded folders, checked to be seeds of one recipe, and
+"""aot_lib.evidence: a table cell's seeds read from recorded folders, checked to be seeds of one recipe, and
 compared by seed with the interval worked out by hand here."""
 import dataclasses
 import json
@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book import evidence, stats
-from aot_lib.book.recorded import RESULT_FILES
+from aot_lib import evidence
+from aot_lib.evidence import stats
+from aot_lib.evidence.records import RESULT_FILES
+from aot_lib.book.tables import sweep_table
+from aot_lib.book.whitebox import initial_encoder
 from helpers import raises_exactly
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "cpu"
@@ -261,13 +264,13 @@ def test_initial_encoder_is_where_pretraining_started(tmp_path, monkeypatch):
     ckpt = train.load_checkpoint(tmp_path / "runs" / "tiny" / "last.ckpt")
     lr, wd = ckpt["optimizer"]["param_groups"][0]["lr"], cfg["optim"]["weight_decay"]
     after = {k[len("encoder."):]: v for k, v in ckpt["model"].items() if k.startswith("encoder.")}
-    before = evidence.initial_encoder(cfg).state_dict()
+    before = initial_encoder(cfg).state_dict()
     assert after.keys() == before.keys()
     floats = [k for k in before if before[k].is_floating_point()]
     excess = max(float(((after[k] - before[k]).abs() - lr * wd * before[k].abs()).max()) for k in floats)
     assert excess <= lr * (1 + 1e-5)  # 1e-5: float32 rounding of the update
     assert any(not torch.equal(after[k], before[k]) for k in floats)  # the step did train
-    other = evidence.initial_encoder({**cfg, "run": {**cfg["run"], "seed": 4}}).state_dict()
+    other = initial_encoder({**cfg, "run": {**cfg["run"], "seed": 4}}).state_dict()
     assert max(float((other[k] - before[k]).abs().max()) for k in before if before[k].is_floating_point()) > 100 * lr
 
 
@@ -474,7 +477,7 @@ def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch
              dict(table="T", family="b", lr=2e-3, val=41.0, knn_val=40.0, folder="sweep/z", read_test=False),
              dict(table="U", family="a", lr=4e-3, val=99.0, knn_val=99.0, folder="w", read_test=True)]
     monkeypatch.setattr(evidence, "sweep_rows", lambda root: rows)
-    shown, picks = evidence.sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")
+    shown, picks = sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")
     assert picks == {("T", "a"): 2e-3, ("T", "b"): None}
     assert [r["picked"] for r in shown.rows] == ["", "◀ picked", "", ""]  # b: incomplete grid, no pick
     assert shown.notes == ["— : the point is not recorded yet (no pick is made on part of the grid).",
@@ -484,7 +487,7 @@ def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch
                            "then reprobes/)."]
     for r in rows:
         r["read_test"] = False
-    assert evidence.sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")[0].notes[1] == (
+    assert sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")[0].notes[1] == (
         "Every point is scored by its newest probe, on validation data only. No probe of any point here ever read the "
         "test split.")
 
@@ -548,6 +551,8 @@ def test_aot_verdicts_prints_the_rows_of_chapter_1s_results_table(capsys):
         assert r["rule"] == planned[r["key"]]["rule"] and r["seeds"].endswith(f" of {planned[r['key']]['seeds']}")
     chapter = (Path(__file__).resolve().parent.parent / "notebooks" / "01_introduction.py").read_text()
     assert "glance = evidence.verdict_rows(rows)" in chapter and "rows = evidence.all_claim_rows(" in chapter
+    chapter8 = (Path(__file__).resolve().parent.parent / "notebooks" / "08_tables_1_3.py").read_text()
+    assert "(v,) = evidence.verdict_rows([row])" in chapter8  # its two-recipe table prints the same cells
 
 
 def test_aot_verdicts_moves_with_one_seed_less_as_the_statistics_say(tmp_path, capsys):
@@ -590,3 +595,105 @@ def test_aot_verdicts_refuses_a_damaged_record_in_one_line(tmp_path, capsys):
     assert cli(["verdicts", str(copy)]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"aot verdicts: {damaged}: not valid JSON") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _record_another_seed(copy: Path, runs: Path, cell: str, seed: int, top1: float) -> None:
+    """What a researcher's run of one more seed leaves in ``runs/`` (here: seed 1's record with its seed, name and
+    accuracy changed, as a real run of that seed would write them), recorded with ``aot record`` as the README says."""
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    name = f"{cell}_seed{seed}"
+    run = runs / name
+    shutil.copytree(copy / f"{cell}_seed1", run)
+    record = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**record, "seed": seed, "name": name}))
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["run"].update(seed=seed, name=name)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    probe = json.loads((run / "probe.json").read_text())
+    probe.update(linear_top1=top1, checkpoint=f"runs/{name}/last.ckpt")
+    (run / "probe.json").write_text(json.dumps(probe))
+    assert cli(["record", str(run), str(copy / name)]) == 0
+
+
+def test_a_researchers_own_seed_and_claim_move_the_verdicts(tmp_path, capsys):
+    """Issue 56's path, on a copy of the records: a third seed of Table 1's CIFAR-100 cells recorded with `aot record`
+    is refused while the plan asks for two; judged by a copy of the plan that asks for three (`aot verdicts --plan`),
+    the row reads 3 of 3 and the paired t interval of the three differences (t(0.975, 2) by hand). A claim the copy
+    defines itself (`compare`: two cells of one's own) is judged beside the book's by the same rule and margin."""
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    copy = tmp_path / "results" / "cpu"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("encoder", "history"))
+    a0, b0 = evidence.cell(copy, "cpu_aot_admm_cifar100"), evidence.cell(copy, "cpu_crate_cifar100")
+    new_a, new_b = round(a0[1] + 0.4, 2), round(b0[1] - 0.3, 2)  # a plausible third seed, near the first two
+    _record_another_seed(copy, tmp_path / "runs", "cpu_aot_admm_cifar100", 2, new_a)
+    _record_another_seed(copy, tmp_path / "runs", "cpu_crate_cifar100", 2, new_b)
+    capsys.readouterr()
+
+    assert cli(["verdicts", str(copy), "--claim", "t1_cifar100"]) == 1
+    assert capsys.readouterr().err == (
+        f"aot verdicts: t1_cifar100: seed 2 of cpu_aot_admm_cifar100/cpu_crate_cifar100 is outside the plan's seeds "
+        f"0-1 (claims.t1_cifar100.seeds: 2): move the extra runs out of {copy}, or plan them (claims.t1_cifar100.seeds), "
+        "which makes the claim post hoc\n")
+
+    plan = yaml.safe_load((copy / "plan.yaml").read_text())
+    plan["claims"]["t1_cifar100"]["seeds"] = 3
+    plan["claims"]["mine_vs_crate"] = {"table": "table1", "rule": "parity", "seeds": 3, "compare": {
+        "a": "cpu_aot_cifar10", "b": "cpu_crate_cifar10", "what": "Mine − CRATE, CIFAR-10", "names": ["Mine", "CRATE"]}}
+    mine = tmp_path / "my_plan.yaml"
+    mine.write_text(yaml.safe_dump(plan, allow_unicode=True))
+    assert cli(["verdicts", str(copy), "--plan", str(mine), "--claim", "t1_cifar100", "--claim", "mine_vs_crate",
+                "--format", "json"]) == 0
+    row, own = json.loads(capsys.readouterr().out)
+
+    d = [a0[0] - b0[0], a0[1] - b0[1], new_a - new_b]
+    mean = sum(d) / 3
+    half = 4.302652729911275 * math.sqrt(sum((x - mean) ** 2 for x in d) / 2) / math.sqrt(3)  # t(0.975, 2) s / √3
+    assert row["seeds"] == "3 of 3" and row["ours"] == f"{mean:+.2f}"
+    assert row["interval"] == f"[{mean - half:+.2f}, {mean + half:+.2f}]"
+
+    a, b = evidence.cell(copy, "cpu_aot_cifar10"), evidence.cell(copy, "cpu_crate_cifar10")
+    d = [a[k] - b[k] for k in range(3)]
+    mean = sum(d) / 3
+    half = 4.302652729911275 * math.sqrt(sum((x - mean) ** 2 for x in d) / 2) / math.sqrt(3)
+    low, high = mean - half, mean + half
+    expected = ("reproduced" if -1.5 <= low and high <= 1.5 else
+                "contradicted" if high < -1.5 or low > 1.5 else "not settled")  # the plan's parity rule, table1 ±1.5
+    assert (own["key"], own["claim"], own["seeds"], own["margin"]) == ("mine_vs_crate", "Mine − CRATE, CIFAR-10",
+                                                                        "3 of 3", 1.5)
+    assert own["interval"] == f"[{low:+.2f}, {high:+.2f}]" and own["verdict"] == expected
+    assert own["ahead"] == ("Mine" if low > 0 else "CRATE" if high < 0 else "neither")
+    assert own["chapter"] == "the plan's own claim" and own["paper"] is None
+
+
+def test_a_plan_claim_that_names_a_path_or_a_book_claim_is_refused(tmp_path, capsys):
+    """A claim the plan defines names two cells of the results folder by name: a path (which could read records from
+    anywhere) is refused, and so is reusing a book claim's key, each in one line naming the plan's key."""
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    plan = yaml.safe_load((results / "plan.yaml").read_text())
+    path = tmp_path / "my_plan.yaml"
+    plan["claims"]["mine"] = {"table": "table1", "rule": "better", "seeds": 3,
+                              "compare": {"a": "../elsewhere/cpu_aot_cifar10", "b": "cpu_crate_cifar10"}}
+    path.write_text(yaml.safe_dump(plan, allow_unicode=True))
+    assert cli(["verdicts", str(results), "--plan", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"aot verdicts: {path}: claims.mine.compare.a: '../elsewhere/cpu_aot_cifar10' is not a run name (a folder of "
+        "the results folder, without a path); fix the plan (see its rules and margins)\n")
+    del plan["claims"]["mine"]
+    plan["claims"]["t4_kd"]["compare"] = {"a": "cpu_aot_cifar10", "b": "cpu_crate_cifar10"}
+    path.write_text(yaml.safe_dump(plan, allow_unicode=True))
+    assert cli(["verdicts", str(results), "--plan", str(path)]) == 1
+    assert capsys.readouterr().err == (
+        f"aot verdicts: {path}: claims.t4_kd.compare: t4_kd is one of the book's claims, which compares its own cells; "
+        "give your claim another key\n")
+    shutil.rmtree(tmp_path)

@@ -1,13 +1,13 @@
-"""The chapters' JupyterLab keys (aot_lib.book.jupyterlab_key): which references need one, what the built book's
+"""The chapters' JupyterLab keys (aot_book_build.jupyterlab_key): which references need one, what the built book's
 HTML says each target is, and the key cell written into a chapter and read back. Against the real build, CI runs
-``python -m aot_lib.book jupyterlab-key book/_build/html`` (exit 1 names a stale key)."""
+``python book/_ext/aot_book_build jupyterlab-key book/_build/html`` (exit 1 names a stale key)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import jupytext
 
-from aot_lib.book import jupyterlab_key as K
+from aot_book_build import jupyterlab_key as K
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ CHAPTER = '''# %% [markdown]
 print(1)
 '''
 
-# the forms Sphinx 7 and aot_lib.book.numbered_tables write (copied from the built book)
+# the forms Sphinx 7 and aot_book_build.numbered_tables write (copied from the built book)
 HTML = '''<p><a class="reference internal" href="y.html#ch-y"><span class="std std-ref">Why &amp; how</span></a></p>
 <div class="math notranslate nohighlight" id="equation-eq-there">
 <span class="eqno">(2.3)<a class="headerlink" href="#equation-eq-there" title="Link to this equation">#</a></span>\\[
@@ -138,7 +138,7 @@ def test_every_chapter_has_a_key_for_exactly_the_references_it_needs():
     for path in K.chapters(ROOT):
         _, key = K._split(path)
         assert key is not None, f"{path.name} has no JupyterLab key: build the book, then run python -m " \
-                                "aot_lib.book jupyterlab-key book/_build/html --write"
+                                "book/_ext/aot_book_build jupyterlab-key book/_build/html --write"
         defined = re.findall(r"^\(([\w-]+)\)=$|^:label: ([\w-]+)$", key, re.M)
         needed = K.needed_targets(path)
         in_order = [label for role, label in needed if role != "cite"] + [label for role, label in needed if role == "cite"]

@@ -20,7 +20,7 @@ def _build(tmp_path, cells) -> str:
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        'extensions = ["myst_nb", "aot_lib.book.numbered_tables"]\n'
+        'extensions = ["myst_nb", "aot_book_build.numbered_tables"]\n'
         'numfig = True\nnb_execution_mode = "off"\nexclude_patterns = ["_build"]\n')
     nb = nbformat.v4.new_notebook()
     nb.cells = cells

@@ -1,4 +1,4 @@
-"""aot_lib.book.paper.EQUATION_NUMBERS against the paper's LaTeX source, counted independently here: numbered
+"""aot_lib.evidence.paper.EQUATION_NUMBERS against the paper's LaTeX source, counted independently here: numbered
 environments in order (equation: one number; align: one per row not marked \\nonumber; starred: none), the appendix
 numbered within its sections (A.1, ...). And the chapters cite the paper's equations by these numbers, never by a
 source label."""
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aot_lib.book.paper import EQUATION_NUMBERS
+from aot_lib.evidence.paper import EQUATION_NUMBERS
 
 ROOT = Path(__file__).resolve().parent.parent
 PAPER = ROOT.parent / "shared" / "paper" / "000_fd6c372c43a01129.txt"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aot_lib.book import evidence, paper
-from aot_lib.book.plan import last_change, load_plan
+from aot_lib import evidence
+from aot_lib.evidence import paper
+from aot_lib.evidence.plan import last_change, load_plan
 from helpers import raises_exactly
 
 ROOT = Path(__file__).resolve().parent.parent

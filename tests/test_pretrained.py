@@ -10,7 +10,7 @@ import aot_lib
 from aot_lib import train
 from aot_lib.models.pretrained import CONFIG_NAME, WEIGHTS_NAME, PretrainedError, save_pretrained
 from aot_lib.models.registry import from_pretrained
-from aot_lib.training.runs import export_checkpoint
+from aot_lib.training.recording import export_checkpoint
 from helpers import CodeOnUnpickle, make_imagefolder, raises_exactly, tiny_config
 
 ARGS = {"img_size": 16, "patch_size": 4, "embed_dim": 16, "depth": 2, "num_heads": 2, "num_classes": 3}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import aot_lib
-from aot_lib.book import paper
+from aot_lib.evidence import paper
 from aot_lib.training.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -76,9 +76,9 @@ def test_finalists_are_the_top_two_at_full_length_on_every_family(tmp_path):
 
 
 def test_the_books_screening_rows_read_configs_and_records(tmp_path):
-    """aot_lib.book.evidence.search_rows, on a made-up search: two candidates, one screened on two families only
+    """aot_lib.evidence.search_rows, on a made-up search: two candidates, one screened on two families only
     (its mean stays empty: the rule compares candidates over all three)."""
-    from aot_lib.book.evidence import search_rows
+    from aot_lib.evidence import search_rows
 
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     search = tmp_path / "configs" / "cpu" / "search"
@@ -107,7 +107,7 @@ def test_the_books_screening_rows_read_configs_and_records(tmp_path):
     assert c0["aot_grid"] == (0.001, 0.003, 0.01) and c0["aot_knn"] == 40.5
     assert c4["aot_admm"] == 48.0 and c4["crate"] is None and c4["mean"] is None
     # the k-NN curves against modelled minutes: steps times the interleaved step time of that candidate and family
-    from aot_lib.book.evidence import search_curves
+    from aot_lib.evidence import search_curves
 
     (tmp_path / "results" / "cpu" / "search" / "step_times.json").write_text(json.dumps(
         {"steps": {c: {f: {"median_s": 0.3 if c == "c0_base" else 0.6} for f in RS.FAMILIES}
@@ -135,7 +135,7 @@ def test_pretraining_flops_are_the_views_encoder_projector_and_loss():
     (aot_lib.count_flops), the projector's three layers, SIGReg's projection onto its slices; what is left is
     the characteristic-function arithmetic of SIGReg, under 0.2 % of the total at these sizes."""
     from aot_lib import count_flops
-    from aot_lib.book.evidence import pretraining_flops
+    from aot_lib.book.benchmarks import pretraining_flops
     from aot_lib.training.config import load_config
     from aot_lib.training.pretrain import build_lejepa_model
 
@@ -191,7 +191,7 @@ def _finalists(tmp_path: Path, full: dict) -> Path:
 
 
 def test_the_books_finalist_rows_pair_full_runs_with_their_screening(tmp_path):
-    from aot_lib.book.evidence import finalist_rows
+    from aot_lib.evidence import finalist_rows
 
     rows = finalist_rows(_finalists(tmp_path, {"c1_local2": {"crate": 52.5}}))
     # c4 at 0.304 s a step: 30 epochs in 30 min; c1 at 0.416 s: 22
@@ -216,8 +216,8 @@ def test_the_recipe_waits_for_every_finalist_and_names_what_is_missing(tmp_path)
 def test_the_recipe_is_the_better_finalist_at_full_length_with_the_plans_cells(tmp_path):
     """The second of the screening wins at full length (mean 50.0 against 49.0): the full runs decide, and every
     cell the plan's 30-minute claims name is written, with the plan's probe."""
-    from aot_lib.book import plan
-    from aot_lib.book.evidence import CLAIMS_30MIN, recipe_pick
+    from aot_lib.evidence import plan
+    from aot_lib.evidence import CLAIMS_30MIN, recipe_pick
 
     root = _finalists(tmp_path, {"c4_w128_local2": {"aot_admm": 52.0, "crate": 50.0, "aot": 45.0},
                                  "c1_local2": {"aot_admm": 53.0, "crate": 51.0, "aot": 46.0}})
@@ -253,7 +253,7 @@ def test_step_time_measurements_price_the_recipe_by_every_measurement(tmp_path):
     """evidence.step_time_measurements: the clock first, then results/benchmarks/recipe_step_times_*.json by date
     (not by name), each row saying how it differs from the clock; minutes = steps x the median step / 60, per
     family, of the candidate asked for; the CPU named."""
-    from aot_lib.book.evidence import step_time_measurements
+    from aot_lib.evidence import step_time_measurements
 
     def times(path, date, commit, cpu, step_s):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,7 +280,7 @@ def test_step_time_measurements_price_the_recipe_by_every_measurement(tmp_path):
 def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
     """evidence.time_to_accuracy: the first recipe's seeds with a k-NN curve averaged step by step (a seed without
     the monitor left out), each finalist on its own, minutes from the interleaved step times of each candidate."""
-    from aot_lib.book.evidence import step_clock, time_to_accuracy
+    from aot_lib.evidence import step_clock, time_to_accuracy
 
     root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0}})
     search = root / "results" / "cpu" / "search"
@@ -350,8 +350,9 @@ def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch):
 def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path):
     """evidence.goal_30min: nothing before the first cpu30 AoT-ADMM seed; then the seeds' test top-1 (mean, best,
     how many reach 60 % and the moonshot's 65 %), each run's steps on the picked candidate's idle clock, and the
-    config's FLOPs."""
-    from aot_lib.book.evidence import GOAL_30MIN, goal_30min
+    config the chapter counts FLOPs from."""
+    from aot_lib.book.benchmarks import pretraining_flops
+    from aot_lib.evidence import GOAL_30MIN, goal_30min
 
     root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0, "crate": 55.0, "aot": 50.0},
                                  "c4_w128_local2": {"aot_admm": 54.0, "crate": 52.0, "aot": 49.0}})
@@ -376,7 +377,7 @@ def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path)
     assert (goal["summary"].n, goal["summary"].mean) == (2, pytest.approx(62.0))
     assert (goal["best"].seed, goal["best"].top1, goal["reached"], goal["moonshot"]) == (0, 65.5, 1, 1)
     assert goal["minutes"] == {0: pytest.approx(1950 * 0.4 / 60), 1: pytest.approx(1950 * 0.4 / 60)}
-    assert goal["flops"]["steps"] == 10 * (50_000 // 256)  # the copied record's config: 10 epochs of batch 256
+    assert pretraining_flops(goal["config"])["steps"] == 10 * (50_000 // 256)  # the copied record's config: 10 epochs of batch 256
     # past the half hour a seed does not count, whatever its top-1: 1950 steps at 0.95 s are 30.9 minutes
     clock = root / "results" / "cpu" / "search" / "step_times.json"
     slow = json.loads(clock.read_text())
@@ -388,7 +389,7 @@ def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path)
 def test_the_recipes_seed_0_is_the_picked_finalist_again(tmp_path):
     """evidence.recipe_rerun pairs the picked finalist's AoT-ADMM run with cpu30_aot_admm_cifar10 (one config, one
     seed): the validation top-1 at the learning rates both probes tried, and refuses a cell that is another run."""
-    from aot_lib.book.evidence import recipe_rerun
+    from aot_lib.evidence import recipe_rerun
 
     root = _finalists(tmp_path, {"c1_local2": {"aot_admm": 56.0, "crate": 55.0, "aot": 50.0},
                                  "c4_w128_local2": {"aot_admm": 54.0, "crate": 52.0, "aot": 49.0}})

@@ -13,7 +13,7 @@ import yaml
 
 import aot_lib
 from aot_lib import create_model, train
-from aot_lib.book.recorded import current_result, evaluations
+from aot_lib.evidence.records import current_result, evaluations
 from aot_lib.models.pretrained import save_pretrained
 from aot_lib.training import supervised
 from aot_lib.training.builders import build_encoder

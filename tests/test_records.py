@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aot_lib.book import evidence
-from aot_lib.book.plan import load_plan
-from aot_lib.book.recorded import evaluations, read_test_set
+from aot_lib import evidence
+from aot_lib.evidence.plan import load_plan
+from aot_lib.evidence.records import evaluations, read_test_set
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "results"

@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from aot_lib.training import runs
+from aot_lib.training import recording, runs
 from aot_lib.training.config import ConfigError, dump_config, load_config
 from helpers import pickled_code_checkpoint, raises_exactly
 
@@ -578,7 +578,7 @@ def test_record_run_copies_the_small_files_and_the_encoder_folder(tmp_path):
 
     src = _finished_run(tmp_path)
     dest = tmp_path / "results" / "cpu" / "r"
-    copied = runs.record_run(str(src), str(dest))
+    copied = recording.record_run(str(src), str(dest))
     assert copied == [dest / "config.yaml", dest / "run.json", dest / "metrics.csv", dest / "probe.json",
                       dest / "encoder"]
     assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
@@ -609,7 +609,7 @@ def test_record_run_replaces_an_earlier_record_and_its_encoder_pt(tmp_path):
     (dest / "encoder").mkdir(parents=True)
     (dest / "encoder" / "stale.bin").write_bytes(b"old")
     (dest / "encoder.pt").write_bytes(b"recorded before encoder/ was kept")
-    runs.record_run(src, dest)
+    recording.record_run(src, dest)
     assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
     assert sorted(os.listdir(dest / "encoder")) == ["config.json", "model.safetensors"]
     _assert_same_weights(runs.load_checkpoint(dest / "encoder")["model"], _tiny_encoder(num_classes=3))
@@ -623,7 +623,7 @@ def test_record_run_keeps_no_encoder_that_does_not_load_back(tmp_path, monkeypat
 
     src = _finished_run(tmp_path)
     dest = tmp_path / "rec"
-    runs.record_run(src, dest)
+    recording.record_run(src, dest)
     before = {p: (dest / "encoder" / p).read_bytes() for p in os.listdir(dest / "encoder")}
     load = registry.from_pretrained
 
@@ -636,7 +636,7 @@ def test_record_run_keeps_no_encoder_that_does_not_load_back(tmp_path, monkeypat
     monkeypatch.setattr(registry, "from_pretrained", changed)
     with _refused(f"the pretrained folder written for {dest / 'encoder'} does not load back to the weights of "
                   f"{src / 'last.ckpt'}; nothing was kept: report it, with the checkpoint"):
-        runs.record_run(src, dest)
+        recording.record_run(src, dest)
     assert sorted(os.listdir(dest)) == ["config.yaml", "encoder", "metrics.csv", "probe.json", "run.json"]
     assert {p: (dest / "encoder" / p).read_bytes() for p in os.listdir(dest / "encoder")} == before
 
@@ -644,15 +644,15 @@ def test_record_run_keeps_no_encoder_that_does_not_load_back(tmp_path, monkeypat
 def test_record_run_keeps_the_encoder_up_to_the_size_limit(tmp_path, monkeypatch):
     src = _finished_run(tmp_path, kind="finetune")
     size = sum(v.numel() * v.element_size() for v in _tiny_encoder(num_classes=3).values())  # head included
-    monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size)
-    assert runs.record_run(src, tmp_path / "at")[-1] == tmp_path / "at" / "encoder"
+    monkeypatch.setattr(recording, "ENCODER_RECORD_LIMIT", size)
+    assert recording.record_run(src, tmp_path / "at")[-1] == tmp_path / "at" / "encoder"
     assert _json(tmp_path / "at" / "encoder" / "config.json")["trained_as"] == "finetune"
-    monkeypatch.setattr(runs, "ENCODER_RECORD_LIMIT", size - 1)
-    assert [p.name for p in runs.record_run(src, tmp_path / "over")] == ["config.yaml", "run.json", "metrics.csv",
+    monkeypatch.setattr(recording, "ENCODER_RECORD_LIMIT", size - 1)
+    assert [p.name for p in recording.record_run(src, tmp_path / "over")] == ["config.yaml", "run.json", "metrics.csv",
                                                                           "probe.json"]
     assert not (tmp_path / "over" / "encoder").exists()
     (src / "last.ckpt").unlink()
-    assert "encoder" not in [p.name for p in runs.record_run(src, tmp_path / "none")]
+    assert "encoder" not in [p.name for p in recording.record_run(src, tmp_path / "none")]
 
 
 # ----------------------------------------------------------------------------- a recorded encoder folder as a checkpoint
@@ -672,7 +672,7 @@ def _old_record(tmp_path, name="r", trained_as="finetune", num_classes=3):
 def test_a_recorded_encoder_folder_reads_as_the_encoder_pt_it_was_converted_from(tmp_path):
     rec = _old_record(tmp_path)
     old = torch.load(rec / "encoder.pt", weights_only=True)
-    runs.export_checkpoint(rec / "encoder.pt", rec / "encoder")
+    recording.export_checkpoint(rec / "encoder.pt", rec / "encoder")
     new = runs.load_checkpoint(rec / "encoder")
     assert new.keys() == old.keys()
     assert {k: new[k] for k in ("format", "kind", "trained_as", "step")} == \
@@ -690,7 +690,7 @@ def test_a_recorded_encoder_folder_refusals(tmp_path):
     from aot_lib.models.pretrained import save_pretrained
 
     rec = _old_record(tmp_path)
-    folder = runs.export_checkpoint(rec / "encoder.pt", rec / "encoder")
+    folder = recording.export_checkpoint(rec / "encoder.pt", rec / "encoder")
     alone = tmp_path / "alone" / "encoder"  # a pretrained folder away from its run's config.yaml
     alone.parent.mkdir()
     shutil.copytree(folder, alone)
@@ -719,7 +719,7 @@ def test_a_recorded_encoder_folder_refusals(tmp_path):
     # a pretrained folder that is no recorded encoder (no trained_as, no step in its config.json)
     save_pretrained(_tiny_encoder(), folder, "aot_admm_tiny", {**TINY, "num_classes": 0})
     with _refused(f"{folder / 'config.json'} lacks trained_as, step, so it is no recorded encoder; load it with "
-                  "aot_lib.from_pretrained, or write it with aot record or aot_lib.training.runs.export_checkpoint"):
+                  "aot_lib.from_pretrained, or write it with aot record or aot_lib.training.recording.export_checkpoint"):
         runs.load_checkpoint(folder)
 
 
@@ -739,10 +739,10 @@ def test_an_old_fine_tuning_record_reads_the_pretraining_record_beside_it(tmp_pa
     torch.save(ckpt, ft / "encoder.pt")
     stated = {"name": "aot_admm_tiny", "overrides": TINY, "imports": [], "compile": cfg["model"]["compile"]}
     assert runs.checkpoint_model(ckpt, ft / "encoder.pt") == stated  # from pre/encoder.pt
-    runs.export_checkpoint(pre / "encoder.pt", pre / "encoder")
+    recording.export_checkpoint(pre / "encoder.pt", pre / "encoder")
     (pre / "encoder.pt").unlink()
     assert runs.checkpoint_model(ckpt, ft / "encoder.pt") == stated  # from pre/encoder/
-    runs.export_checkpoint(ft / "encoder.pt", ft / "encoder")
+    recording.export_checkpoint(ft / "encoder.pt", ft / "encoder")
     assert runs.checkpoint_model(runs.load_checkpoint(ft / "encoder"), ft / "encoder") == stated
     shutil.rmtree(pre / "encoder")  # without the pretraining's record, the config's own model: not this network
     assert runs.checkpoint_model(ckpt, ft / "encoder.pt")["overrides"] == {"img_size": 16}
@@ -752,37 +752,37 @@ def test_record_run_refusals(tmp_path):
     nowhere = tmp_path / "nowhere"
     with raises_exactly(FileNotFoundError,
             f"{nowhere} is not a run folder (no run.json); give the folder aot pretrain wrote, e.g. runs/<run.name>"):
-        runs.record_run(nowhere, tmp_path / "d")
+        recording.record_run(nowhere, tmp_path / "d")
     src = _finished_run(tmp_path)
     (src / "run.json").write_text("{oops")
     with _refused(f"{src / 'run.json'} is corrupt; the run cannot be recorded"):
-        runs.record_run(src, tmp_path / "d")
+        recording.record_run(src, tmp_path / "d")
     for record, shown in (({"status": "running"}, "'running'"), ({}, "None")):
         (src / "run.json").write_text(json.dumps(record))
         with _refused(f"run {src} is {shown}, not finished; finish it (run it again to resume) before recording it"):
-            runs.record_run(src, tmp_path / "d")
+            recording.record_run(src, tmp_path / "d")
     (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "abc+dirty"}))
     with _refused(f"run {src} was made from a commit with local changes (abc+dirty); commit first and run it "
                         "again, so the recorded result can be reproduced (or pass --allow-dirty for a result you "
                         "will not publish)"):
-        runs.record_run(src, tmp_path / "d")
+        recording.record_run(src, tmp_path / "d")
     assert not (tmp_path / "d").exists()
-    assert runs.record_run(src, tmp_path / "d", allow_dirty=True)[1] == tmp_path / "d" / "run.json"
+    assert recording.record_run(src, tmp_path / "d", allow_dirty=True)[1] == tmp_path / "d" / "run.json"
     for i, (record, shown) in enumerate((({"commit": "unknown"}, "'unknown'"), ({}, "None"), ({"commit": ""}, "''"))):
         (src / "run.json").write_text(json.dumps({"status": "finished", **record}))  # git missing, or no commit kept
         with _refused(f"run {src} was made without a known git commit (commit: {shown}); run it again from a git "
                       "checkout of a clean commit, so the recorded result can be reproduced (or pass --allow-dirty "
                       "for a result you will not publish)"):
-            runs.record_run(src, tmp_path / f"unknown{i}")
+            recording.record_run(src, tmp_path / f"unknown{i}")
         assert not (tmp_path / f"unknown{i}").exists()
-        assert runs.record_run(src, tmp_path / f"unknown{i}", allow_dirty=True)[1] == tmp_path / f"unknown{i}" / "run.json"
+        assert recording.record_run(src, tmp_path / f"unknown{i}", allow_dirty=True)[1] == tmp_path / f"unknown{i}" / "run.json"
     (src / "run.json").write_text(json.dumps({"status": "finished", "commit": "c0ffee"}))
     dest = tmp_path / "file"
     dest.write_text("x")
     with raises_exactly(FileExistsError, f"{dest} exists and is not a folder; choose another destination"):
-        runs.record_run(src, dest)
+        recording.record_run(src, dest)
     (tmp_path / "existing").mkdir()
-    assert runs.record_run(src, tmp_path / "existing")[0] == tmp_path / "existing" / "config.yaml"
+    assert recording.record_run(src, tmp_path / "existing")[0] == tmp_path / "existing" / "config.yaml"
 
 
 def test_resumable_keys_are_those_that_do_not_change_the_trajectory(tmp_path):
@@ -799,7 +799,7 @@ def test_wide_probe_reads_the_commits_and_compares_the_shared_rates(tmp_path):
     shared_same; one that differs at one shared rate by a single image's worth (0.02 points) is not, and each
     side's commit is read from its own probe.json."""
     import json
-    from aot_lib.book.evidence import SeedRun, wide_probe
+    from aot_lib.evidence import SeedRun, wide_probe
     rec = {"pretrain_step": 10, "probe": {"lr": [0.01, 0.03]}, "linear_lr": 0.03, "linear_val_best": 50.0,
            "linear_top1": 49.0, "linear_val_top1": {"lr=0.01,wd=0": 48.0, "lr=0.03,wd=0": 50.0}, "commit": "a" * 40}
     wide = {**rec, "probe": {"lr": [0.01, 0.03, 0.1]}, "linear_val_top1": {**rec["linear_val_top1"], "lr=0.1,wd=0": 51.0},

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from aot_lib.training import runs
+from aot_lib.training import recording, runs
 from aot_lib.cli import main as cli
 from aot_lib.training.config import ConfigError, load_config, validate_config
 from helpers import raises_exactly
@@ -291,7 +291,7 @@ def test_a_failed_result_write_from_the_cli(tmp_path, monkeypatch, capsys):
     dest.mkdir(parents=True)
     (dest / "run.json").write_bytes(b"recorded before")
     real = files.atomic_write
-    monkeypatch.setattr(runs, "atomic_write", lambda path, write, *a: real(path, _failing(FULL), *a))
+    monkeypatch.setattr(recording, "atomic_write", lambda path, write, *a: real(path, _failing(FULL), *a))
     assert cli(["record", str(src), str(dest)]) == 1
     assert capsys.readouterr().err == (
         f"aot record: writing the recorded file {dest / 'run.json'} failed: No space left on device (ENOSPC); the "

@@ -1,10 +1,10 @@
-"""Seeds, intervals and verdicts (aot_lib.book.stats) against textbook values and hand computation."""
+"""Seeds, intervals and verdicts (aot_lib.evidence.stats) against textbook values and hand computation."""
 import math
 
 import pytest
 
-from aot_lib.book import paper
-from aot_lib.book.stats import (PAPER_LARGEST_GAP, Difference, ahead as ahead_of, ahead_name, claim_sentence, noninferiority,
+from aot_lib.evidence import paper
+from aot_lib.evidence.stats import (PAPER_LARGEST_GAP, Difference, ahead as ahead_of, ahead_name, claim_sentence, noninferiority,
                                 noninferiority_spare, paired_difference, summarize, t_quantile, verdict)
 from helpers import raises_exactly
 

@@ -21,7 +21,7 @@ from ..runtime import cpu_label
 from .tables import Col, Table
 from .plotting import FIGURE_WIDTH_IN
 
-__all__ = ["FAMILY_NAMES", "current", "setting_label", "family_speed_rows", "family_speed_table",
+__all__ = ["FAMILY_NAMES", "pretraining_flops", "current", "setting_label", "family_speed_rows", "family_speed_table",
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
            "cuda_check_summary", "cuda_checks_table",
@@ -459,3 +459,32 @@ def suite_runs_table(runs: Sequence[tuple[str, Mapping]], name: str | None = Non
     return Table(rows, [Col("what", "tests"), *(Col(f"c{i}", label) for i, (label, _) in enumerate(runs))],
                  caption="The test suite on a machine with a GPU", name=name,
                  notes=["Counted from each run's pytest log (its last summary line and its FAILED lines)."])
+
+
+def pretraining_flops(cfg: Mapping) -> dict:
+    """What a LeJEPA pretraining run of ``cfg`` costs in FLOPs, so a reader on another machine can scale its
+    minutes: ``forward_per_image`` (encoder on every view, projector and loss, counted by
+    ``torch.utils.flop_counter`` over one whole batch of the config's size, per image; a multiply-add is 2 FLOPs,
+    and only matrix products and attention count, as in :func:`aot_lib.count_flops`), ``steps`` (the config's
+    epochs over its training images) and ``total``: 3 x forward per image x images seen, the usual estimate of a
+    training step as a forward and a backward twice its cost."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..data.augment import BatchedMultiCrop, MultiCropConfig
+    from ..models.flops import _CPU_ATTENTION
+    from ..training.builders import normalization_for
+    from ..training.pretrain import build_lejepa_model
+    from ..evidence import TRAIN_IMAGES
+
+    batch = cfg["optim"]["batch_size"]
+    model = build_lejepa_model(dict(cfg))
+    aug = BatchedMultiCrop(MultiCropConfig.from_config(cfg["views"], *normalization_for(cfg)))
+    size = cfg["data"].get("image_size") or 32
+    images = torch.zeros(batch, 3, size, size, dtype=torch.uint8)
+    with torch.no_grad(), FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION) as counter:
+        model(aug(images, torch.Generator().manual_seed(0)))
+    per_image = counter.get_total_flops() / batch
+    train_images = TRAIN_IMAGES[cfg["data"]["name"]]
+    steps = cfg["optim"]["epochs"] * (train_images // batch)
+    return {"forward_per_image": per_image, "steps": steps, "total": 3 * per_image * steps * batch}

@@ -14,7 +14,7 @@ client-side link from a slider to a precomputed figure (``jslink`` ties widget t
 loads from a CDN; plotly's sliders each drive their own frames (no lookup over two sliders together) and its bundle
 is 4.6 MB; anywidget needs the same HTML manager as ipywidgets.
 
-In the built book (:func:`setup`, listed in ``_config.yml``) the chapters run with ``AOT_BOOK_BUILD=1``: a panel's
+In the built book (``book/_ext/aot_book_build/bokeh_pages.py``, listed in ``_config.yml``) the chapters run with ``AOT_BOOK_BUILD=1``: a panel's
 output is a ``<div>`` and a ``<script>`` that renders it, and the page loads BokehJS from ``_static/bokeh/``. In
 JupyterLab the output carries BokehJS inline, so the same cell works there without a JupyterLab extension.
 """
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["Choice", "Panel", "lookup_panel", "plain_column", "BOKEH_FILES", "CONTROL_TAG", "VIEW_NAME", "LOOKUP_JS", "setup",
+__all__ = ["Choice", "Panel", "lookup_panel", "plain_column", "BOKEH_FILES", "CONTROL_TAG", "VIEW_NAME", "LOOKUP_JS", "BUILD_ENV", "PAGE_ENV", "bokeh_js_dir",
            "building_book", "html_table"]
 
 #: BokehJS files a page with a panel loads, in order (from ``bokeh/server/static/js`` in the installed wheel).
@@ -36,8 +36,10 @@ BOKEH_FILES = ("bokeh.min.js", "bokeh-widgets.min.js", "bokeh-tables.min.js")
 CONTROL_TAG = "aot-control"
 #: Name of the part of a panel that the widgets drive (everything but the widgets).
 VIEW_NAME = "aot-control-view"
-#: Set while the book builds (by :func:`setup`); the chapters' kernels inherit it.
+#: Set while the book builds (by the ``bokeh_pages`` extension); the chapters' kernels inherit it.
 BUILD_ENV = "AOT_BOOK_BUILD"
+#: The page being read while the book builds (set by ``bokeh_pages`` before each chapter runs): a refusal names it.
+PAGE_ENV = "AOT_BOOK_PAGE"
 
 # The only JavaScript the panels run: the state of every widget together names one precomputed state, which
 # replaces the data of each figure's source and the text of each Div. Slider values are matched to the nearest
@@ -96,7 +98,7 @@ def building_book() -> bool:
     return os.environ.get(BUILD_ENV) == "1"
 
 
-def _bokeh_js_dir() -> Path:
+def bokeh_js_dir() -> Path:
     import bokeh
 
     return Path(bokeh.__file__).parent / "server" / "static" / "js"
@@ -116,29 +118,36 @@ class Panel:
         script, div = components(self.layout)
         if building_book():
             return f'<div class="aot-control">{div}{script}</div>'
-        inline = "".join(f"<script>{(_bokeh_js_dir() / f).read_text()}</script>" for f in BOKEH_FILES)
+        inline = "".join(f"<script>{(bokeh_js_dir() / f).read_text()}</script>" for f in BOKEH_FILES)
         return f'<div class="aot-control">{inline}{div}{script}</div>'
 
 
 def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, Any]],
-                 draw: Callable[[Mapping[str, Any]], Any], columns: int = 4) -> Panel:
+                 draw: Callable[[Mapping[str, Any]], Any], columns: int = 4, name: str | None = None) -> Panel:
     """A panel whose widgets pick one of the precomputed states.
 
     ``state(*values)`` is called for every combination of the choices' values and returns, per target name, either
     a dict of columns (the data of a ``ColumnDataSource``) or a string (the HTML of a ``Div``); every state has the
     same names. ``draw(targets)`` builds the figures from those targets (made from the defaults' state) and returns
     one Bokeh layout. The widgets sit above it, ``columns`` to a row (one column each on a phone: rows wrap).
+
+    A state that cannot be drawn (a source whose columns differ in length) is refused here, while the chapter runs,
+    naming the chapter, the panel (``name``, default the calling function's) and the widgets' values: the reader
+    would otherwise meet it as a broken figure on moving the control.
     """
     from bokeh.layouts import column, row
     from bokeh.models import ColumnDataSource, CustomJS, Div
 
     if not choices:
         raise ValueError("a control panel needs at least one Choice")
+    name = name or sys._getframe(1).f_code.co_name  # the panel builder that called, e.g. attention_panel
     states: dict[str, Any] = {}
     for idx in itertools.product(*(range(len(c.values)) for c in choices)):
-        value = state(*(c.values[i] for c, i in zip(choices, idx)))
+        values = [c.values[i] for c, i in zip(choices, idx)]
+        value = state(*values)
         states[",".join(map(str, idx))] = {k: (v if isinstance(v, str) else {c: plain_column(x) for c, x in v.items()})
                                            for k, v in value.items()}
+        _check_drawable(states[",".join(map(str, idx))], name, choices, values)
     default = states[",".join(str(list(c.values).index(c.default)) for c in choices)]
     names = set(default)
     for key, s in states.items():
@@ -158,6 +167,20 @@ def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, An
         w.styles = {"flex": f"1 1 {max(140, 640 // columns)}px"}
     controls = row(*widgets, sizing_mode="stretch_width", styles={"flex-wrap": "wrap", "column-gap": "16px"})
     return Panel(column(controls, view, sizing_mode="stretch_width"), states)
+
+
+def _check_drawable(state: Mapping[str, Any], name: str, choices: Sequence[Choice], values: Sequence[Any]) -> None:
+    for target, data in state.items():
+        if isinstance(data, str):
+            continue
+        lengths = {column: len(x) for column, x in data.items()}
+        if len(set(lengths.values())) > 1:
+            page = os.environ.get(PAGE_ENV)
+            where = f"chapter {page}" if page else "this notebook"
+            at = ", ".join(f"{c.label} = {v!r}" for c, v in zip(choices, values))
+            raise ValueError(f"{where}: control panel {name} cannot draw its state at {at}: the columns of {target!r} "
+                             f"differ in length ({', '.join(f'{c} {n}' for c, n in lengths.items())}); fix what the "
+                             "panel's state function returns for these values")
 
 
 def plain_column(x):
@@ -185,30 +208,3 @@ def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: st
     body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return f'<table class="table aot-control-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Sphinx extension: BokehJS shipped with the book, loaded only by the pages that hold a panel.
-
-def _copy_bokeh(app, exception) -> None:
-    if exception is not None or app.builder.format != "html":
-        return
-    dest = Path(app.outdir) / "_static" / "bokeh"
-    dest.mkdir(parents=True, exist_ok=True)
-    for f in BOKEH_FILES:
-        shutil.copyfile(_bokeh_js_dir() / f, dest / f)
-
-
-def _load_bokeh_on_panel_pages(app, pagename, templatename, context, doctree) -> None:
-    body = context.get("body") or ""
-    if 'class="aot-control"' in body:
-        for i, f in enumerate(BOKEH_FILES):
-            app.add_js_file(f"bokeh/{f}", priority=200 + i)
-
-
-def setup(app):
-    os.environ[BUILD_ENV] = "1"  # the chapters' kernels, started after this, inherit it
-    app.connect("html-page-context", _load_bokeh_on_panel_pages)
-    app.connect("build-finished", _copy_bokeh)
-    return {"parallel_read_safe": True, "parallel_write_safe": True}
-

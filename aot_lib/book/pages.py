@@ -4,7 +4,7 @@
 builds in minutes; the default ``full`` profile is what a reader on a laptop runs.
 
 Nothing here prints a path of the machine: a page names the setting to change (``AOT_DATA``),
-never where it looked, and :mod:`aot_lib.book.check_html` fails a build whose HTML shows one.
+never where it looked, and :mod:`aot_book_build.check_html` fails a build whose HTML shows one.
 Recorded runs and benchmarks are :mod:`aot_lib.book.recorded`'s job, the sample photographs
 :mod:`aot_lib.book.photos`'s.
 """

@@ -228,13 +228,13 @@ def size_panel(families: Mapping[str, str], scales=("tiny", "small", "base"), de
 
 def margin_panel(rows: Sequence[Mapping[str, Any]], margins=tuple(k / 4 for k in range(1, 13)),
                  default: float = 1.0) -> Panel:
-    """Every parity claim with an interval (rows of :func:`aot_lib.book.evidence.claim_rows`) judged at the chosen
-    margin (points) by :func:`aot_lib.book.stats.verdict` — the rule the plan fixes, only the margin moved — with
+    """Every parity claim with an interval (rows of :func:`aot_lib.evidence.claim_rows`) judged at the chosen
+    margin (points) by :func:`aot_lib.evidence.stats.verdict` — the rule the plan fixes, only the margin moved — with
     its interval drawn against the band ±margin. The plan's own margins judge; this is a reading."""
     from bokeh.layouts import column
     from bokeh.models import Range1d
 
-    from aot_lib.book import stats
+    from aot_lib.evidence import stats
 
     judged = [r for r in rows if r["claim"].claim == "parity" and r["diff"] is not None and r["diff"].n >= 2]
     if not judged:

@@ -276,10 +276,10 @@ def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
 
 
 def plot_claims_forest(rows: list[Mapping[str, Any]], floors: Sequence[Mapping[str, Any]] = ()):
-    """Chapter 1: every claim as one row of a forest plot (:func:`aot_lib.book.evidence.claim_rows`): our mean
+    """Chapter 1: every claim as one row of a forest plot (:func:`aot_lib.evidence.claim_rows`): our mean
     A − B with its 95 % interval (a dot alone for one seed), the plan's parity margin as a shaded band, the paper's
     own gap as a cross, and 0 as a line; the paper's claims above the line that separates our controls; † marks a
-    claim the plan judges post hoc. Points. With ``floors`` (:func:`aot_lib.book.evidence.floor_rows`) a second
+    claim the plan judges post hoc. Points. With ``floors`` (:func:`aot_lib.evidence.floor_rows`) a second
     panel below, on its own scale: what pretraining adds over an untrained encoder and over raw pixels (green),
     the floor the claims' gaps are read against; descriptive, not judged."""
     import matplotlib.pyplot as plt

@@ -1,4 +1,5 @@
-"""Recorded training runs the chapters show (``results/cpu``, or a smoke run trained now).
+"""Recorded training runs the chapters show (``results/cpu``, or a smoke run trained now). Reading a record's
+files is :mod:`aot_lib.evidence.records`'s.
 
 A page reads a run with :func:`load_recorded_run`, says how far its rows can be trusted with
 :func:`run_status` and :func:`run_notices`. Recorded benchmarks are :mod:`aot_lib.book.benchmarks`'s.
@@ -8,90 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from ..evidence.records import RESULT_FILES, current_result, evaluations, read_json, superseded
 from .pages import Admonition
 
-__all__ = ["RESULT_FILES", "REPROBES", "damaged", "read_json", "evaluations", "current_result", "read_test_set", "next_reprobe", "is_recorded",
-           "load_recorded_run", "read_curve", "superseded", "run_status", "run_notices"]
-
-
-def superseded(run: Mapping) -> str:
-    """The notice a recorded run carries when the code changed under it (``superseded`` in
-    its run.json); empty otherwise."""
-    return (run.get("run") or {}).get("superseded") or ""
-
-
-RESULT_FILES = {"pretrain": "probe.json", "finetune": "finetune.json", "distill": "distill.json",
-                "baseline-init": "probe.json", "baseline-pixels": "probe.json"}  # aot baseline: the probes' floor
-
-#: Where a recorded pretraining run's later probes go, beside its first ``probe.json`` and never over it:
-#: ``<run>/reprobes/1.json``, ``2.json``, … in the order they were made (scripts/reprobe.py). A record is never
-#: rewritten; the book reads the newest evaluation and can show every protocol a run was scored under.
-REPROBES = "reprobes"
-
-
-def damaged(path: Path, what: str) -> ValueError:
-    """The one-line refusal of a damaged record: the file, what is wrong, the fix."""
-    return ValueError(f"{path}: {what}; the record is damaged: restore it from git (git checkout -- {path}) or "
-                      "record the run again")
-
-
-def read_json(path: Path) -> dict:
-    """A recorded JSON file, or one line naming it and the fix (missing, cut short, not an object, a key twice)."""
-    from ..files import DuplicateKeyError, loads_json
-
-    try:
-        data = loads_json(Path(path).read_text())
-    except FileNotFoundError:
-        raise damaged(path, "missing") from None
-    except DuplicateKeyError as e:  # a file that says two things: neither is read
-        raise damaged(path, str(e)) from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise damaged(path, f"not valid JSON ({getattr(e, 'msg', e)})") from None
-    if not isinstance(data, dict):
-        raise damaged(path, f"holds a {type(data).__name__}, not a JSON object")
-    return data
-
-
-def evaluations(folder: str | Path, stage: str = "pretrain") -> list[Path]:
-    """Every evaluation of a recorded run, oldest first: its result file (:data:`RESULT_FILES`), then, for a
-    pretraining run, each later probe (:data:`REPROBES`). Refuses a re-probe numbered out of sequence (a gap says one
-    was lost or renamed)."""
-    folder = Path(folder)
-    first = folder / RESULT_FILES[stage]
-    found = [first] if first.exists() else []
-    if stage == "pretrain" and (folder / REPROBES).is_dir():
-        later = sorted((folder / REPROBES).glob("*.json"), key=lambda p: (not p.stem.isdigit(), p.stem.zfill(9)))
-        if [p.stem for p in later] != [str(k) for k in range(1, len(later) + 1)]:
-            raise ValueError(f"{folder / REPROBES} holds {[p.name for p in later]}, not 1.json, 2.json, … in "
-                             "sequence: restore the missing probe from git (a record is never rewritten)")
-        found += later
-    return found
-
-
-def current_result(folder: str | Path, stage: str = "pretrain") -> dict:
-    """The newest evaluation of a recorded run (:func:`evaluations`): the numbers the book reads."""
-    found = evaluations(folder, stage)
-    if not found:
-        raise FileNotFoundError(f"{Path(folder) / RESULT_FILES[stage]} is missing: the run is not recorded; record it "
-                                "with aot record")
-    return read_json(found[-1])
-
-
-def read_test_set(folder: str | Path, stage: str = "pretrain") -> bool:
-    """Whether any evaluation of a recorded run, over its whole history, read a test image (a fine-tuning or a
-    distillation is always scored on the test split)."""
-    if stage != "pretrain":
-        return bool(evaluations(folder, stage))
-    return any(read_json(p).get("test_images", 0) > 0 for p in evaluations(folder, stage))
-
-
-def next_reprobe(folder: str | Path) -> Path:
-    """Where the next probe of a recorded pretraining run goes: ``reprobes/<k>.json``, after the ones there."""
-    found = evaluations(folder)
-    if not found or found[0].name != RESULT_FILES["pretrain"]:
-        raise FileNotFoundError(f"{Path(folder) / RESULT_FILES['pretrain']} is missing: a run is probed again only "
-                                "after its first probe is recorded")
-    return Path(folder) / REPROBES / f"{len(found)}.json"
+__all__ = ["is_recorded", "load_recorded_run", "read_curve", "run_status", "run_notices"]
 
 
 def is_recorded(root: Path, name: str, config: str) -> bool:

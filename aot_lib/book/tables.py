@@ -31,12 +31,13 @@ import html
 import numbers
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS"]
+__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table"]
 
 #: A table's name: the label ``{numref}`` cites (lower case, digits and hyphens, after ``tbl-``); the build numbers
-#: a named table (:mod:`aot_lib.book.numbered_tables`).
+#: a named table (:mod:`aot_book_build.numbered_tables`).
 NAME_PATTERN = r"tbl-[a-z0-9]+(?:-[a-z0-9]+)*"
 
 # Inline styles (not only classes) so that the shading also shows in JupyterLab, which does
@@ -125,7 +126,7 @@ class Table:
                                  "'tbl-final-losses' (the label {numref} cites)")
             if not caption:
                 raise ValueError(f"table {name}: a numbered table needs a caption (its title under the number)")
-        #: The label the book numbers this table by and ``{numref}`` cites (:mod:`aot_lib.book.numbered_tables`);
+        #: The label the book numbers this table by and ``{numref}`` cites (:mod:`aot_book_build.numbered_tables`);
         #: a table without one is not numbered (the tables folded into a page's record boxes).
         self.name = name
         if phone not in ("scroll", "list"):
@@ -243,3 +244,24 @@ def key_value_table(
         caption=caption,
         name=name,
     )
+
+
+def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption: str, name: str | None = None):
+    """One table's equal sweep as a book table (every point's validation linear probe and k-NN, each family's pick
+    marked; a family with a point not recorded yet has no pick) and the picks: ``(Table, picked_lr(rows))``."""
+    from ..evidence import picked_lr, read_test_note, sweep_rows
+
+    rows = [r for r in sweep_rows(root) if r["table"] == table]
+    picks = picked_lr(rows)
+    missing = any(r["val"] is None for r in rows)
+    shown = Table(
+        [dict(model=names[r["family"]], lr=r["lr"], val=r["val"], knn=r["knn_val"],
+              picked="◀ picked" if r["val"] is not None and r["lr"] == picks[table, r["family"]] else "")
+         for r in rows],
+        [Col("model"), Col("lr", "learning rate", ".0e"), Col("val", "linear probe, val. (%)", ".2f"),
+         Col("knn", "k-NN, val. (%)", ".2f"), Col("picked", "")],
+        caption=caption,
+        notes=[*(["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else []),
+               read_test_note(rows)],
+        name=name)
+    return shown, picks

@@ -13,7 +13,7 @@ from typing import Mapping
 
 import torch
 
-__all__ = ["WHITEBOX_RUNS", "Subject", "load_subjects", "attention_mass_on_top", "plot_head_attention",
+__all__ = ["WHITEBOX_RUNS", "initial_encoder", "Subject", "load_subjects", "attention_mass_on_top", "plot_head_attention",
            "plot_patch_pca", "plot_layer_audit"]
 
 #: The recorded Imagenette runs (128 px, patch 16: an 8x8 grid of patches) whose encoders the chapter reads:
@@ -22,10 +22,19 @@ WHITEBOX_RUNS = {"aot_admm": "cpu_aot_admm_imagenette_lr4e-3", "crate": "cpu_cra
                  "aot": "cpu_aot_imagenette"}
 
 
+def initial_encoder(cfg: Mapping):
+    """The encoder a pretraining run of ``cfg`` starts from (the white-box audit's untrained control, the probes'
+    floor): :func:`aot_lib.training.baselines.initial_encoder`, the caller's random state left as it was."""
+    from ..training.baselines import initial_encoder as _initial
+
+    with torch.random.fork_rng(devices=[]):
+        return _initial(dict(cfg))
+
+
 @dataclass
 class Subject:
     """One family's encoder, trained (a recorded run's export) and at its initialisation (rebuilt from the run's
-    seed as pretraining built it: :func:`aot_lib.book.evidence.initial_encoder`)."""
+    seed as pretraining built it: :func:`initial_encoder`)."""
 
     family: str
     label: str
@@ -39,7 +48,6 @@ def load_subjects(results: Path, labels: Mapping[str, str]) -> tuple[list[Subjec
     """The families of :data:`WHITEBOX_RUNS` whose run is recorded with its encoder under ``results``, and one
     line for each that is not (the chapter prints it)."""
     import aot_lib
-    from aot_lib.book import evidence
     from aot_lib.training.config import load_config
 
     subjects, missing = [], []
@@ -50,7 +58,7 @@ def load_subjects(results: Path, labels: Mapping[str, str]) -> tuple[list[Subjec
             continue
         cfg = load_config(folder / "config.yaml")
         subjects.append(Subject(family, labels[family], run, aot_lib.from_pretrained(folder / "encoder").eval(),
-                                evidence.initial_encoder(cfg).eval(), cfg))
+                                initial_encoder(cfg).eval(), cfg))
     return subjects, missing
 
 

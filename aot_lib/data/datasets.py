@@ -11,14 +11,7 @@ copies), or a folder ``cifar10/{train,test}``; ``download=True`` fetches through
 ``imagefolder`` takes a root (folder or zip) holding ``train/`` and ``test/`` or ``val/`` with one
 folder per class. Labels are indices into the sorted list of class folders.
 
-**Cache.** Decoded tensors are cached under ``$AOT_CACHE`` (default ``~/.cache/aot_lib``) in
-``tensors/``, keyed on everything the tensor depends on: for a folder, the sorted list of
-(relative path, size, mtime_ns) of every image file of that split; for a zip, the zip's size and
-mtime plus its member list (names, sizes, CRCs from the central directory); plus the split, the
-image size and :data:`CACHE_VERSION`. Adding, removing or rewriting an image (or a class) therefore
-gives a new key, and the entry is decoded again; an entry that cannot be read or does not hold what
-its name promises is rebuilt (with a warning), never used. Older entries of the same source are
-deleted when a new one is written.
+The decoded tensors are cached on disk (:mod:`aot_lib.data.tensor_cache`).
 
 **Class lists.** A class present in one split only silently shifts every label after it, so
 :func:`load_pair` (what a trainer should call for train + test) compares the two splits' class
@@ -26,41 +19,18 @@ lists from the file listing *before* decoding anything and raises one :class:`Da
 the classes found in one split only; :func:`check_same_classes` does the same check on two
 :class:`ImageData` or two lists of names, and :func:`list_classes` lists one split cheaply.
 
-**Provenance.** Every :class:`ImageData` carries a :class:`Provenance`: the dataset name as
-requested, what was actually read (``reader``: ``"torchvision"`` for the original CIFAR pickles,
-``"zip"`` for an ImageFolder zip, ``"folder"`` for an ImageFolder folder, ``"memory"`` for an
-ImageData built by hand), the path, the split, the number of images, a short ``key`` for tables
-and a human ``label`` for reports; :func:`describe_split` gives it without decoding anything. The offline copies are recognised by what was read (the zip's
-file name *and* its structure: top folder, split folders, image format), never guessed from the
-dataset name:
-
-============================  ========================  ==============================================================
-read                          ``key``                   ``label``
-============================  ========================  ==============================================================
-torchvision CIFAR-10          ``cifar10``               CIFAR-10 (official)
-torchvision CIFAR-100         ``cifar100``              CIFAR-100 (official)
-``cifar10-jpeg.zip``          ``cifar10_jpeg``          CIFAR-10 (official splits, JPEG q75 re-encoding)
-``cifar100-png.zip``          ``cifar100_heldout``      CIFAR-100 (held-out split of the official train set: 40,000 train / 10,000 test)
-``imagenette160-subset.zip``  ``imagenette160_subset``  Imagenette-160 subset (3,000 train / 1,000 val, 10 ImageNet classes)
-any other zip / folder        its file / folder name    ImageFolder zip NAME / ImageFolder folder PATH (for a CIFAR name: "provenance unknown")
-============================  ========================  ==============================================================
-
-(The counts in the CIFAR-100 and Imagenette labels are those found in the zip.) A subset
-(:meth:`ImageData.subset`) says so: ``key`` gains ``_sub<n>`` and ``label`` ends with
-``subset: n of N images``. ``Provenance.as_dict()`` is what run files should record.
+**Provenance.** Every :class:`ImageData` carries a :class:`~aot_lib.data.provenance.Provenance`: what was read,
+from where, and the key and label tables show (:mod:`aot_lib.data.provenance`).
 
 **Normalisation statistics** of every dataset live in :data:`DATASET_STATS`;
 :func:`normalization_stats` maps a dataset name to ``(mean, std)`` (``imagefolder`` -> ImageNet's).
 """
 from __future__ import annotations
 
-import collections
 import hashlib
 import io
 import os
 import pickle
-import re
-import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +38,8 @@ from pathlib import Path
 import torch
 
 from ..files import sha256_file, torch_save
+from .provenance import DISPLAY_NAMES, OFFLINE_COPIES, Provenance, slug  # noqa: F401  (public here too)
+from .tensor_cache import CACHE_VERSION, cache_dir, cache_path, read_cache  # noqa: F401  (public here too)
 from .imagefolder import folder_images, is_image_name, zip_images
 
 __all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "list_classes", "check_same_classes",
@@ -75,7 +47,6 @@ __all__ = ["DataError", "ImageData", "Provenance", "load_split", "load_pair", "l
            "data_root", "cache_dir", "slug", "DATASET_STATS", "normalization_stats", "CACHE_VERSION"]
 
 TORCHVISION_DIRS = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
-CACHE_VERSION = 2  # bump when the cached blob's layout or the decoding changes
 
 # Per-channel mean and std of the pixel values in [0, 1] (the standard published values).
 DATASET_STATS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
@@ -97,76 +68,6 @@ def normalization_stats(name: str) -> tuple[tuple[float, float, float], tuple[fl
         raise DataError(f"no normalisation statistics for dataset {name!r}; known: "
                         f"{', '.join([*DATASET_STATS, *_STATS_ALIAS])}")
     return DATASET_STATS[key]
-
-
-# ----------------------------------------------------------------------------- provenance
-
-_DISPLAY = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
-
-
-class Provenance(dict):
-    """What an :class:`ImageData` holds and where it came from (see the module docstring).
-
-    A plain ``dict`` (so a run file records it as is, ``json.dumps`` needs no help, and a checkpoint
-    stores it as an ``OrderedDict`` that loads with ``weights_only=True``) whose keys are also
-    attributes: ``p.label`` is ``p["label"]``.
-    """
-
-    FIELDS = ("dataset",  # the name asked for: cifar10 | cifar100 | imagefolder
-              "reader",  # what was read: torchvision | zip | folder | memory
-              "path",  # the file or folder read
-              "split",  # the split asked for: train | test
-              "split_dir",  # the folder the split was read from (train / test / val; "" for torchvision)
-              "n_images",
-              "key",  # short id for tables, e.g. cifar100_heldout
-              "label",  # for reports, e.g. "CIFAR-100 (held-out split of the official train set: ...)"
-              "image_size",  # stored side length in pixels (None: not decoded yet)
-              "subset_of")  # size of the full split when this is a subset, else None
-
-    def __init__(self, dataset: str, reader: str, path: str, split: str, split_dir: str, n_images: int, key: str,
-                 label: str, image_size: int | None = None, subset_of: int | None = None):
-        super().__init__(dataset=dataset, reader=reader, path=path, split=split, split_dir=split_dir,
-                         n_images=n_images, key=key, label=label, image_size=image_size, subset_of=subset_of)
-
-    def __getattr__(self, name: str):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __reduce__(self):  # pickled (torch.save) as an OrderedDict, which loads with weights_only=True
-        return collections.OrderedDict, (list(self.items()),)
-
-    def replace(self, **changes) -> "Provenance":
-        return Provenance(**{**self, **changes})
-
-    def as_dict(self) -> dict:
-        return dict(self)
-
-
-@dataclass(frozen=True)
-class _Copy:
-    """A known offline copy: recognised by its zip file name and its structure."""
-    top: str  # the zip's single top folder
-    ext: tuple[str, ...]  # image file extensions (lower case)
-    splits: tuple[str, str]  # its train and test folder names
-    key: str
-    label: str  # formatted with train=, test= (image counts) and classes=
-
-
-OFFLINE_COPIES = {
-    "cifar10-jpeg.zip": _Copy("cifar10", (".jpg", ".jpeg"), ("train", "test"), "cifar10_jpeg",
-                              "CIFAR-10 (official splits, JPEG q75 re-encoding)"),
-    "cifar100-png.zip": _Copy("cifar100", (".png",), ("train", "test"), "cifar100_heldout",
-                              "CIFAR-100 (held-out split of the official train set: {train:,} train / {test:,} test)"),
-    "imagenette160-subset.zip": _Copy("imagenette160", (".jpeg", ".jpg"), ("train", "val"), "imagenette160_subset",
-                                      "Imagenette-160 subset ({train:,} train / {test:,} val, {classes} ImageNet classes)"),
-}
-
-
-def slug(s: str) -> str:
-    """A name as a key for tables and cache files: lower case, runs of other characters as one ``_``."""
-    return re.sub(r"[^a-z0-9]+", "_", s.lower()).strip("_") or "data"
 
 
 @dataclass
@@ -216,10 +117,6 @@ def data_root(root: str | os.PathLike | None = None) -> Path | str:
             return Path(env).expanduser() / p
         return p
     return Path(env or Path.home() / ".cache" / "aot_lib" / "data").expanduser()
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("AOT_CACHE") or Path.home() / ".cache" / "aot_lib").expanduser()
 
 
 _VERIFIED: set[tuple] = set()  # (zip, size, mtime_ns, SHA256SUMS mtime_ns) already checked in this process
@@ -316,9 +213,9 @@ def _zip_provenance(zpath: Path, name: str, index: dict[str, dict[str, list]], i
             train, test = (sum(len(v) for v in index[s].values()) for s in copy.splits)
             classes = len(set(index[copy.splits[0]]) | set(index[copy.splits[1]]))
             return {"key": copy.key, "label": copy.label.format(train=train, test=test, classes=classes)}
-    if name in _DISPLAY:
+    if name in DISPLAY_NAMES:
         return {"key": f"{name}_zip_{slug(zpath.stem)}",
-                "label": f"{_DISPLAY[name]} (ImageFolder zip {zpath.name}; provenance unknown)"}
+                "label": f"{DISPLAY_NAMES[name]} (ImageFolder zip {zpath.name}; provenance unknown)"}
     return {"key": slug(zpath.stem), "label": f"ImageFolder zip {zpath.name}"}
 
 
@@ -346,8 +243,8 @@ def _list_folder(root: Path, name: str, split: str) -> _Listing:
             for f in (f for imgs in files.values() for f in imgs):
                 st = f.stat()
                 h.update(f"\n{f.relative_to(root).as_posix()}|{st.st_size}|{st.st_mtime_ns}".encode())
-            if name in _DISPLAY:
-                prov = {"key": f"{name}_folder", "label": f"{_DISPLAY[name]} (ImageFolder folder {root}; provenance unknown)"}
+            if name in DISPLAY_NAMES:
+                prov = {"key": f"{name}_folder", "label": f"{DISPLAY_NAMES[name]} (ImageFolder folder {root}; provenance unknown)"}
             else:
                 prov = {"key": slug(root.name), "label": f"ImageFolder folder {root}"}
             return _Listing("folder", root, split_name, files, h.hexdigest(), prov)
@@ -425,34 +322,6 @@ def _locate(name: str, root: Path, download: bool):
     raise DataError(f"unknown dataset {name!r}: use cifar10, cifar100 or imagefolder")
 
 
-# ----------------------------------------------------------------------------- the cache
-
-def _read_cache(path: Path, key: str):
-    """The cached ``(images, labels, classes)``, or None (and the file removed) when it is unusable."""
-    try:
-        blob = torch.load(path, weights_only=True)
-        images, labels, classes = blob["images"], blob["labels"], blob["classes"]
-        ok = (blob.get("version") == CACHE_VERSION and blob.get("key") == key
-              and isinstance(images, torch.Tensor) and images.dtype == torch.uint8 and images.ndim == 4
-              and isinstance(labels, torch.Tensor) and labels.ndim == 1 and len(labels) == len(images)
-              and isinstance(classes, list) and all(isinstance(c, str) for c in classes)
-              and (len(labels) == 0 or 0 <= int(labels.min()) <= int(labels.max()) < len(classes)))
-        if not ok:
-            raise ValueError("it does not hold what its name promises")
-        return images, labels, classes
-    except Exception as e:  # noqa: BLE001 - an unreadable or wrong entry is rebuilt
-        warnings.warn(f"cache entry {path} is unusable ({e}); decoding the images again", stacklevel=3)
-        path.unlink(missing_ok=True)
-        return None
-
-
-def _cache_path(lst: _Listing, split: str, image_size: int | None) -> tuple[Path, str, str]:
-    key = hashlib.sha256(f"v{CACHE_VERSION}|{lst.fingerprint}|{split}|{image_size}".encode()).hexdigest()
-    where = hashlib.sha256(str(lst.path.resolve()).encode()).hexdigest()[:8]
-    prefix = f"{lst.path.stem}-{split}-{image_size}-{where}-"
-    return cache_dir() / "tensors" / f"{prefix}{key[:16]}.pt", key, prefix
-
-
 # ----------------------------------------------------------------------------- public API
 
 def load_split(name: str, split: str, root: str | os.PathLike | None = None, download: bool = False,
@@ -469,12 +338,12 @@ def load_split(name: str, split: str, root: str | os.PathLike | None = None, dow
             images = torch.nn.functional.interpolate(images.float(), size=image_size, mode="bicubic",
                                                      antialias=True).round().clamp(0, 255).to(torch.uint8)
         prov = Provenance(name, "torchvision", str(lst / TORCHVISION_DIRS[name]), split, "", len(labels), name,
-                          f"{_DISPLAY[name]} (official)", int(images.shape[-1]))
+                          f"{DISPLAY_NAMES[name]} (official)", int(images.shape[-1]))
         return ImageData(images, labels, classes, prov)
     if name == "imagefolder" and image_size is None:
         image_size = 160
-    cached, key, prefix = _cache_path(lst, split, image_size)
-    got = _read_cache(cached, key) if cached.exists() else None
+    cached, key, prefix = cache_path(lst, split, image_size)
+    got = read_cache(cached, key) if cached.exists() else None
     decoded = got is None
     if decoded:
         got = (_decode_zip if kind == "zip" else _decode_folder)(lst, image_size)

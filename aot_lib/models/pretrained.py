@@ -5,7 +5,7 @@ Hugging Face Hub and timm use.
 ``model.safetensors``, and where the weights come from (run, commit, seed). Loading checks the hash before
 reading a byte of the weights, and safetensors holds tensors only: loading never runs code (unlike a pickled
 ``.pt``, which :func:`aot_lib.training.runs.load_checkpoint` reads with ``weights_only=True``). The model is built by
-:func:`aot_lib.create_model`; :func:`aot_lib.training.runs.export_checkpoint` writes such a folder from a checkpoint::
+:func:`aot_lib.create_model`; :func:`aot_lib.training.recording.export_checkpoint` writes such a folder from a checkpoint::
 
     model = aot_lib.create_model("aot_admm_tiny", pretrained="results/cpu/cpu_aot_admm_cifar10/encoder")
     model = aot_lib.from_pretrained("results/cpu/cpu_aot_admm_cifar10/encoder")   # the same, name from the file

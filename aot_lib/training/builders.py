@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import torch
 
+from ..config_format import built_model
 from ..data.datasets import data_root, load_pair, load_split, normalization_stats
 from ..models.registry import create_model, import_model_modules
 
@@ -76,9 +77,9 @@ class EncoderInputs(NamedTuple):
 def input_spec(cfg: dict) -> dict:
     """What an encoder trained with config ``cfg`` reads: the data set's name, the image size its network was
     built at, and the normalisation (:func:`normalization_for`). Recorded in an exported encoder's ``config.json``
-    as ``inputs`` (:func:`aot_lib.training.runs.export_checkpoint`)."""
+    as ``inputs`` (:func:`aot_lib.training.recording.export_checkpoint`)."""
     mean, std = normalization_for(cfg)
-    size = cfg["model"]["overrides"].get("img_size") or cfg["views"]["global_size"]
+    size = built_model(cfg)["overrides"]["img_size"]
     return {"data": cfg["data"]["name"], "image_size": int(size), "mean": list(mean), "std": list(std)}
 
 

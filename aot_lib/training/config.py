@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from ..config_format import flatten  # noqa: F401  (the flat view lives with the config format)
 from ..data.augment import MultiCropConfig
 
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
@@ -372,17 +373,6 @@ def _check_model(name: str, overrides: dict, img_size: int, imports: list | tupl
                           "for its arguments") from None
     except ValueError as e:
         raise ConfigError(f"model {name} with overrides {overrides}: {e}") from None
-
-
-def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and v and key != "model.overrides":
-            out.update(flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
 
 
 def _unknown(key: str) -> ConfigError:

@@ -1,9 +1,19 @@
 """The analysis plan (``results/cpu/plan.yaml``): per claim, the rule that judges it, the margin of a parity claim
 and why, the seeds it asks for, its secondary readings, and whether it was written after its runs (post hoc).
 
-The plan is the one place a margin or a seed count lives; :mod:`aot_lib.book.evidence` judges with it. Reading it
+The plan is the one place a margin or a seed count lives; :mod:`aot_lib.evidence` judges with it. Reading it
 refuses what cannot be judged (an unknown rule or table, a parity claim without a margin, a seed count below 2, a
-post-hoc claim that does not say why), naming the file and the key. :func:`last_change` finds, in git, the commit
+post-hoc claim that does not say why), naming the file and the key.
+
+A claim of one's own (a family of one's own against CRATE, say) is an entry with ``compare``: the two cells (run
+names under the results folder, seeds ``<name>_seed<k>`` beside them) and, optionally, what the claim says and the
+two sides' names::
+
+    mine_vs_crate: {table: table1, rule: parity, seeds: 3,
+                    compare: {a: cpu_mine_cifar10, b: cpu_crate_cifar10, what: "Mine − CRATE, CIFAR-10",
+                              names: [Mine, CRATE]}}
+
+``aot verdicts --plan my_plan.yaml`` judges it beside the book's claims, by the same rules. :func:`last_change` finds, in git, the commit
 that last changed one claim's entry, so a test can tell a plan written before its runs from one edited after.
 """
 from __future__ import annotations
@@ -14,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["PLAN_FILE", "RULES", "Margin", "PlannedClaim", "load_plan", "last_change"]
+__all__ = ["PLAN_FILE", "RULES", "Margin", "Comparison", "PlannedClaim", "load_plan", "last_change"]
 
 #: The plan beside the recorded runs it judges (relative to the repository root).
 PLAN_FILE = Path("results") / "cpu" / "plan.yaml"
@@ -33,6 +43,34 @@ class Margin:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """The two cells a claim of the plan's own compares (A − B), what it says and the sides' names."""
+
+    a: str
+    b: str
+    what: str
+    names: tuple[str, str]
+
+
+def _comparison(path: Path, where: str, c) -> Comparison:
+    if not isinstance(c, dict) or set(c) - {"a", "b", "what", "names"}:
+        raise _refuse(path, where, f"{c!r} is not a mapping of a, b (the two cells), what and names")
+    cells = []
+    for side in ("a", "b"):
+        name = c.get(side)
+        # a cell is a folder of the results folder, by name: a path could read records from anywhere
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
+            raise _refuse(path, f"{where}.{side}", f"{name!r} is not a run name (a folder of the results folder, "
+                                                   "without a path)")
+        cells.append(name)
+    names = c.get("names", cells)
+    if not (isinstance(names, list) or isinstance(names, tuple)) or len(names) != 2:
+        raise _refuse(path, f"{where}.names", f"{names!r} is not the two sides' names")
+    return Comparison(cells[0], cells[1], str(c.get("what") or f"{cells[0]} − {cells[1]}"),
+                      (str(names[0]), str(names[1])))
+
+
+@dataclass(frozen=True)
 class PlannedClaim:
     """One claim as the plan judges it."""
 
@@ -44,6 +82,7 @@ class PlannedClaim:
     secondary: tuple[str, ...] = ()
     post_hoc: bool = False
     why: str = ""  # why it is post hoc
+    compare: Comparison | None = None  # a claim the plan defines itself (one's own cells)
 
 
 def _refuse(path: Path, where: str, what: str) -> ValueError:
@@ -102,8 +141,9 @@ def load_plan(path: str | Path) -> dict[str, PlannedClaim]:
             raise _refuse(path, f"{where}.post_hoc", f"{post_hoc!r} is not true or false")
         if post_hoc and not str(c.get("why", "")).strip():
             raise _refuse(path, f"{where}.why", "a post-hoc claim must say why (what was recorded before the plan)")
+        compare = _comparison(path, f"{where}.compare", c["compare"]) if "compare" in c else None
         claims[key] = PlannedClaim(key, str(c.get("table", "")), rule, seeds, margin, secondary, post_hoc,
-                                   " ".join(str(c.get("why", "")).split()))
+                                   " ".join(str(c.get("why", "")).split()), compare)
     return claims
 
 

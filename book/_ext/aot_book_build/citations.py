@@ -12,13 +12,14 @@ at once, and ``[](#bib-wang2025aot)`` for "Wang et al. (2025)". When Sphinx read
 them into sphinxcontrib-bibtex's ``{cite:p}`` and ``{cite:t}`` roles (:func:`links_to_roles`), so the book links
 and lists them as before. The reason is JupyterLab: jupyterlab-myst 2.7 marks every ``{cite}`` role "Citation Not
 Found" (it resolves a citation only from a DOI it fetches online), whereas a link resolves against the target the
-chapter's JupyterLab key defines (``aot_lib.book.jupyterlab_key``: "Yu et al., 2023", with the full reference).
+chapter's JupyterLab key defines (``aot_book_build.jupyterlab_key``: "Yu et al., 2023", with the full reference).
 """
 from __future__ import annotations
 
 import re
 
-__all__ = ["CITE_LINK", "author_year_label", "links_to_roles", "roles_to_links", "reference_texts", "setup"]
+__all__ = ["CITE_LINK", "author_year_label", "links_to_roles", "roles_to_links", "in_prose", "page_links_to_roles",
+           "reference_texts", "setup"]
 
 #: One citation as a chapter writes it: a link with no text to ``#bib-KEY``.
 CITE_LINK = re.compile(r"\[\]\(#bib-(?P<key>[\w-]+)\)")
@@ -27,16 +28,68 @@ _CITE_GROUP = re.compile(r"\((?P<links>\[\]\(#bib-[\w-]+\)(?:; \[\]\(#bib-[\w-]+
 _CITE_ROLE = re.compile(r"\{cite:(?P<kind>[pt])\}`(?P<keys>[\w,-]+)`")
 
 
-def links_to_roles(text: str) -> str:
-    """A page's citation links as sphinxcontrib-bibtex roles: a parenthesised group becomes ``{cite:p}`` (its keys
-    in order), any other link ``{cite:t}``."""
+#: A fence that opens or closes a block (``` or ~~~, three or more, indented up to three spaces) and its info string.
+_FENCE = re.compile(r"^ {0,3}(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
+#: A fenced block is code unless it is a MyST directive (```` ```{admonition} ````), whose body is prose -- but for
+#: the directives whose body is code or maths.
+_CODE_DIRECTIVES = ("code-block", "code-cell", "code", "sourcecode", "literalinclude", "math", "eval-rst")
+#: A role (``{cite:p}`KEY```: its name, then its text in backticks) or an inline code span (a run of backticks, its
+#: text, the same run). A role is prose to convert, but for ``{code}`` and ``{literal}``, whose text is code.
+_ROLE_OR_CODE = re.compile(r"(?P<role>\{(?P<name>[\w:.-]+)\}(?P<rt>`+).+?(?P=rt))|(?P<tick>`+).+?(?P=tick)", re.S)
+_CODE_ROLES = ("code", "literal")
+
+
+def in_prose(markdown: str, convert) -> str:
+    """``convert`` applied to the prose of a Markdown text only: code blocks (fenced) and code spans are left as they
+    are, byte for byte, so a chapter that shows how to cite (`` `[](#bib-KEY)` ``) shows it as written."""
+    out, prose, fence = [], [], None
+
+    def flush():
+        text = "".join(prose)
+        last = 0
+        for m in _ROLE_OR_CODE.finditer(text):
+            if m["role"] and m["name"] not in _CODE_ROLES:
+                continue  # a role is prose: converted with what surrounds it
+            out.append(convert(text[last:m.start()]))
+            out.append(m.group(0))
+            last = m.end()
+        out.append(convert(text[last:]))
+        prose.clear()
+
+    directives: list[str] = []  # the fences of the directives open around this line (their bodies are prose)
+    for line in markdown.splitlines(keepends=True):
+        m = _FENCE.match(line.rstrip("\n"))
+        info = m["info"].strip() if m else ""
+        directive = re.match(r"\{([\w-]+)\}", info)
+        if fence is None and m and directive and directive[1] not in _CODE_DIRECTIVES:
+            directives.append(m["mark"])  # its title (after the fence) is prose; its backticks open no code span
+            flush()
+            out.append(line[:m.end("mark")] + convert(line[m.end("mark"):]))
+        elif (fence is None and m and not info and directives and m["mark"][0] == directives[-1][0]
+              and len(m["mark"]) >= len(directives[-1])):
+            directives.pop()  # a directive closes
+            flush()
+            out.append(line)
+        elif fence is None and m:
+            flush()
+            fence = m["mark"]
+            out.append(line)
+        elif fence is not None:
+            out.append(line)
+            if m and m["mark"][0] == fence[0] and len(m["mark"]) >= len(fence) and not m["info"].strip():
+                fence = None
+        else:
+            prose.append(line)
+    flush()
+    return "".join(out)
+
+
+def _links_to_roles(text: str) -> str:
     text = _CITE_GROUP.sub(lambda m: "{cite:p}`" + ",".join(CITE_LINK.findall(m["links"])) + "`", text)
     return CITE_LINK.sub(lambda m: "{cite:t}`" + m["key"] + "`", text)
 
 
-def roles_to_links(text: str) -> str:
-    """The inverse of :func:`links_to_roles`, for the executed notebook the book offers for download (myst-nb
-    wrote it from the text Sphinx read, roles and all)."""
+def _roles_to_links(text: str) -> str:
     def link(m):
         links = "; ".join(f"[](#bib-{k})" for k in m["keys"].split(","))
         return f"({links})" if m["kind"] == "p" else links
@@ -44,8 +97,41 @@ def roles_to_links(text: str) -> str:
     return _CITE_ROLE.sub(link, text)
 
 
+def links_to_roles(markdown: str) -> str:
+    """A Markdown text's citation links as sphinxcontrib-bibtex roles: a parenthesised group becomes ``{cite:p}``
+    (its keys in order), any other link ``{cite:t}``; code blocks and code spans untouched (:func:`in_prose`)."""
+    return in_prose(markdown, _links_to_roles)
+
+
+def roles_to_links(markdown: str) -> str:
+    """The inverse of :func:`links_to_roles`, for the executed notebook the book offers for download (myst-nb
+    wrote it from the text Sphinx read, roles and all); code untouched."""
+    return in_prose(markdown, _roles_to_links)
+
+
+def page_links_to_roles(text: str, suffix: str) -> str:
+    """A page as Sphinx reads it, its citations made roles in its Markdown only: a chapter (``.py``, jupytext's
+    percent format) has its Markdown cells converted and its code cells left byte for byte; a ``.md`` page is
+    Markdown throughout."""
+    if suffix != ".py":
+        return links_to_roles(text)
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="py:percent")
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            new = links_to_roles(cell.source)
+            changed |= new != cell.source
+            cell.source = new
+    return jupytext.writes(nb, fmt="py:percent") if changed else text
+
+
 def _source_read(app, docname: str, source: list[str]) -> None:
-    source[0] = links_to_roles(source[0])
+    from pathlib import Path
+
+    source[0] = page_links_to_roles(source[0], Path(app.env.doc2path(docname)).suffix)
+
 
 STYLE_NAME = "author_year_labels"
 

@@ -12,10 +12,10 @@ the book gives it, so that in JupyterLab "{ref}`ch-admm`" reads "ADMM, unrolled 
 The numbers and titles come from the built book itself (its HTML, where Sphinx wrote them), so a key is written
 after a build and checked against it::
 
-    python -m aot_lib.book jupyterlab-key book/_build/html --write   # rewrite every chapter's key
-    python -m aot_lib.book jupyterlab-key book/_build/html           # check: exit 1 naming a stale key
+    python book/_ext/aot_book_build jupyterlab-key book/_build/html --write   # rewrite every chapter's key
+    python book/_ext/aot_book_build jupyterlab-key book/_build/html           # check: exit 1 naming a stale key
 
-Citations too: a chapter cites with a link to ``#bib-KEY`` (``aot_lib.book.citations`` turns it into a
+Citations too: a chapter cites with a link to ``#bib-KEY`` (``aot_book_build.citations`` turns it into a
 ``{cite:p}``/``{cite:t}`` role for the book), because jupyterlab-myst 2.7 marks every citation role "Citation Not
 Found" (it resolves one only through a DOI it fetches online). The key defines each ``bib-KEY`` the chapter cites,
 titled with the label of the book's reference list ("Yu et al., 2023", checked against the built list) and followed
@@ -94,7 +94,7 @@ def book_targets(html_dir: Path, bib: Path | None = None) -> dict[str, Target]:
     pages = {p: p.read_text() for p in html_dir.rglob("*.html") if "_static" not in p.parts}
     out: dict[str, Target] = {}
     if bib is not None:
-        from aot_lib.book.citations import reference_texts
+        from .citations import reference_texts
 
         # the list's label for each entry it shows, found by the entry's text (a label depends on which works
         # the list holds: "Yu et al., 2023" alone, "2023a" beside another)
@@ -153,7 +153,7 @@ def key_cell(targets: list[Target]) -> str:
     """The key cell's Markdown (without the ``# `` prefixes of the percent format): the targets in the order given,
     the works cited last."""
     head = [KEY_MARK,
-            "% Written by `python -m aot_lib.book jupyterlab-key BUILD_HTML --write` after a build;",
+            "% Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;",
             "% the book leaves this cell out (its tag remove-cell).",
             "##### This chapter's references, as the book numbers them",
             "",
@@ -209,7 +209,7 @@ def chapters(root: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m aot_lib.book jupyterlab-key", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python book/_ext/aot_book_build jupyterlab-key", description=__doc__.split("\n\n")[0])
     p.add_argument("html_dir", help="the built book's HTML (book/_build/html)")
     p.add_argument("--write", action="store_true", help="rewrite each chapter's key (else: check them)")
     p.add_argument("--root", default=".", help="the checkout (default: here)")
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(path.name)
     if stale:
         print(f"jupyterlab-key: the JupyterLab key of {', '.join(stale)} differs from the built book; run "
-              f"python -m aot_lib.book jupyterlab-key {html_dir} --write", file=sys.stderr)
+              f"python book/_ext/aot_book_build jupyterlab-key {html_dir} --write", file=sys.stderr)
         return 1
     print(f"jupyterlab-key: {len(chapters(root))} chapters, keys {'written' if args.write else 'current'}")
     return 0

@@ -17,7 +17,7 @@ import re
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
 
-from .tables import NAME_PATTERN
+from aot_lib.book.tables import NAME_PATTERN
 
 __all__ = ["numbered_table", "NumberTables", "NAME_PATTERN", "setup"]
 

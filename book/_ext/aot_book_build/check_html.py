@@ -1,4 +1,4 @@
-"""The checks of the built book's HTML: ``python -m aot_lib.book check-html BUILD_HTML_DIR`` (``.ci/run`` runs it).
+"""The checks of the built book's HTML: ``python book/_ext/aot_book_build check-html BUILD_HTML_DIR`` (``.ci/run`` runs it).
 
 A page must read offline (nothing loaded from another host), show no path of the machine that
 built it, and show results as tables and typeset math, not as data dumps or raw LaTeX.
@@ -57,7 +57,7 @@ _MATH = re.compile(r"""<(span|div)\b[^>]*\bclass\s*=\s*["'][^"']*\bmath\b[^"']*[
 _DOLLAR_MATH = re.compile(r"\$\$.+?\$\$|\$(?!\s)[^$\n]+?(?<!\s)\$", re.DOTALL)
 
 
-# the title a Table keeps in its HTML when the build did not number it (aot_lib.book.numbered_tables lifts a
+# the title a Table keeps in its HTML when the build did not number it (aot_book_build.numbered_tables lifts a
 # numbered table's title into its caption)
 _TABLE_TITLE = re.compile(r'<p class="aot-table-title"><strong>(.*?)</strong></p>', re.S)
 
@@ -140,7 +140,7 @@ def check_built_book(html_dir: str | os.PathLike) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] != "check-html":
-        print("usage: python -m aot_lib.book check-html BUILD_HTML_DIR", file=sys.stderr)
+        print("usage: python book/_ext/aot_book_build check-html BUILD_HTML_DIR", file=sys.stderr)
         return 2
     problems = check_built_book(argv[1])
     for p in problems:

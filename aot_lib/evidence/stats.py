@@ -5,7 +5,7 @@ deviation (``ddof=1``) and Student-t 95 % interval. Two families compared on the
 :func:`paired_difference` (A - B per seed; the t interval of the mean difference, ``n - 1`` degrees of
 freedom): pairing by seed removes what the seed does to both (data order, views, SIGReg directions). A
 :func:`verdict` then reads the interval against the claim, as the analysis plan states the rules
-(``results/cpu/plan.yaml``, read by :mod:`aot_lib.book.plan`, which also holds every margin: nothing here does):
+(``results/cpu/plan.yaml``, read by :mod:`aot_lib.evidence.plan`, which also holds every margin: nothing here does):
 
 * ``better`` (A beats B, e.g. AoT-ADMM vs AoT, Table 3): reproduced when the interval lies above 0,
   contradicted when it lies below 0, otherwise not settled;

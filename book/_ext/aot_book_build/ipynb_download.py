@@ -4,7 +4,7 @@ myst-nb writes each notebook it executes, outputs included, to ``<build>/jupyter
 sphinx-book-theme's download menu offers an ``.ipynb`` when the page's context names one under ``_sources/``
 (``ipynb_source``) — which nothing sets for jupytext ``.py`` chapters, so the menu offered the ``.py`` only.
 This copies the executed notebook there and names it. ``_config.yml`` lists it in ``sphinx.extra_extensions``.
-myst-nb wrote that notebook from the text Sphinx read, whose citation links ``aot_lib.book.citations`` had turned
+myst-nb wrote that notebook from the text Sphinx read, whose citation links ``aot_book_build.citations`` had turned
 into ``{cite}`` roles; the copy gets the chapter's own links back, which JupyterLab resolves through the chapter's key.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def offer_executed_notebook(app, pagename: str, templatename: str, context: dict
 
 def with_citation_links(notebook_json: str) -> str:
     """An ``.ipynb``'s text with its Markdown cells' citation roles written back as the chapter's links."""
-    from aot_lib.book.citations import roles_to_links
+    from .citations import roles_to_links
 
     nb = json.loads(notebook_json)
     for cell in nb["cells"]:

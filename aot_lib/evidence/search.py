@@ -1,0 +1,206 @@
+"""The learning-rate sweeps and the recipe searches, as their records say: each sweep's rows and pick, the
+screening runs' validation scores (range-checked before anything ranks them), the finalists and the recipe picked.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Mapping
+
+from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
+from .records import checked_accuracy, damaged, newest_result, read_json, read_test_set, read_yaml
+
+__all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
+           "search_rows", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
+
+
+#: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
+#: its points, each scored on validation data only. AoT-ADMM's 2e-3 and 4e-3 points on CIFAR-10 are the recipe
+#: sweep's r2 and r4 (the same recipe); Table 2's 2e-3 points are the runs recorded at 2e-3 before the sweep.
+SWEEPS = {
+    ("Tables 1/3", "aot_admm"): ("sweep/sweep_lr_aot_admm_1e-3", "sweep/sweep_r2_lr2e-3_proj64", "sweep/sweep_r4_lr4e-3"),
+    ("Tables 1/3", "crate"): ("sweep/sweep_lr_crate_1e-3", "sweep/sweep_lr_crate_2e-3", "sweep/sweep_lr_crate_4e-3"),
+    ("Tables 1/3", "aot"): ("sweep/sweep_lr_aot_1e-3", "sweep/sweep_lr_aot_2e-3", "sweep/sweep_lr_aot_4e-3"),
+    ("Table 2", "aot_admm"): ("sweep/sweep_aot_admm_imagenette_lr1e-3", "cpu_aot_admm_imagenette",
+                              "sweep/sweep_aot_admm_imagenette_lr4e-3"),
+    ("Table 2", "crate"): ("sweep/sweep_crate_imagenette_lr1e-3", "cpu_crate_imagenette",
+                           "sweep/sweep_crate_imagenette_lr4e-3"),
+}
+
+
+def sweep_rows(root: str | Path, sweeps: Mapping = SWEEPS) -> list[dict]:
+    """One row per sweep point: ``table``, ``family``, ``lr`` (from the run's own config), the validation linear
+    probe (best over the probe's grid, ``val``) and k-NN (``knn_val``) of its newest probe, ``folder``, and
+    ``read_test``: whether any probe in the run's history read the test split; a point not recorded yet has ``val``
+    None. The newest probe must hold its validation score (it is what is compared)."""
+    root, rows = Path(root), []
+    for (table, family), folders in sweeps.items():
+        for rel in folders:
+            folder = root / rel
+            row = {"table": table, "family": family, "folder": rel, "lr": None, "val": None, "knn_val": None,
+                   "read_test": False}
+            if (folder / "probe.json").exists():
+                cfg = read_yaml(folder / "config.yaml")
+                newest, probe = newest_result(folder, "pretrain")  # the newest probe (later ones are beside the first)
+                if "linear_val_best" not in probe:
+                    raise ValueError(f"{newest} has no validation score (linear_val_best): probe it again with "
+                                     "scripts/reprobe.py")
+                row.update(lr=float(cfg["optim"]["lr"]), val=checked_accuracy(newest, probe, "linear_val_best"),
+                           knn_val=checked_accuracy(newest, probe, "knn_val_top1"), read_test=read_test_set(folder))
+            rows.append(row)
+    return rows
+
+
+def picked_lr(rows: list[dict]) -> dict[tuple[str, str], float | None]:
+    """Each (table, family)'s learning rate with the best validation linear probe; None while a point is missing
+    (no pick is made on part of the grid)."""
+    picks: dict = {}
+    for key in dict.fromkeys((r["table"], r["family"]) for r in rows):
+        points = [r for r in rows if (r["table"], r["family"]) == key]
+        picks[key] = None if any(r["val"] is None for r in points) else max(points, key=lambda r: r["val"])["lr"]
+    return picks
+
+
+def table2_lr_sensitivity(root: str | Path) -> dict:
+    """How much Table 2's verdicts rest on AoT-ADMM's learning rate: the superseded 2e-3 chain beside the picked
+    4e-3 one at seed 0 (the only seed the 2e-3 chain has), per data set the fine-tuned top-1 of both and AoT-ADMM −
+    CRATE with each (``rows``); and what the pick rested on, the sweep's validation scores of the two rates and
+    their difference in validation images (``val``, ``val_images``, ``images_apart``)."""
+    root = Path(root)
+    sweep = {r["lr"]: r for r in sweep_rows(root) if (r["table"], r["family"]) == ("Table 2", "aot_admm")}
+    low, high = sweep[0.002], sweep[0.004]
+    _, probe = newest_result(root / low["folder"], "pretrain")
+    val_images = round(probe["train_images"] * probe["linear_val_fraction"])
+    rows = []
+    for data, superseded_ft in SUPERSEDED_T2_CHAIN[1].items():
+        old = checked_accuracy(*newest_result(root / superseded_ft, "finetune"), "top1")
+        new = cell(root, f"cpu_aot_admm_imagenette{PRETRAIN_SUFFIX['aot_admm']}_ft_{data}")[0]
+        crate = cell(root, f"cpu_crate_imagenette_ft_{data}")[0]
+        rows.append(dict(data=data, superseded=old, picked=new, crate=crate, gap_superseded=old - crate,
+                         gap_picked=new - crate))
+    return {"rows": rows, "val": {0.002: low["val"], 0.004: high["val"]}, "val_images": val_images,
+            "images_apart": round((high["val"] - low["val"]) / 100 * val_images)}
+
+
+def read_test_note(rows: list[dict]) -> str:
+    """What the sweep's points read, over their whole history (:func:`aot_lib.evidence.records.read_test_set`)."""
+    seen = [f"{r['family']} at {r['lr']:g} ({r['folder'].rsplit('/', 1)[-1]})" for r in rows if r["read_test"]]
+    scored = "Every point is scored by its newest probe, on validation data only."
+    if not seen:
+        return f"{scored} No probe of any point here ever read the test split."
+    return (f"{scored} {len(seen)} of the {len(rows)} points were also probed with the test split earlier in their "
+            f"history, before the sweep scored them on validation: {', '.join(seen)}; both probes stay in each "
+            "record (probe.json, then reprobes/).")
+
+
+def validation_scores(folder: str | Path) -> dict | None:
+    """A validation-only run's scores, from its ``probe.json`` (None: not recorded yet): ``linear`` (the linear
+    probe's best validation top-1 over its learning-rate grid), ``lr`` (the pick), ``knn`` (the final validation
+    k-NN), ``grid`` (the probe's lr grid) and ``val_images`` (its validation split); a score the record does not
+    hold is None. Refuses a record without the linear score."""
+    path = Path(folder) / "probe.json"
+    if not path.is_file():
+        return None
+    probe = read_json(path)
+    if "linear_val_best" in probe:
+        linear = checked_accuracy(path, probe, "linear_val_best")
+    elif isinstance(probe.get("linear_val_top1"), dict) and probe["linear_val_top1"]:
+        # probes recorded before linear_val_best was written; every rate's score checked before the best is taken
+        linear = max(checked_accuracy(path, probe["linear_val_top1"], k) for k in probe["linear_val_top1"])
+    else:
+        raise damaged(path, "holds no validation linear score (linear_val_best or linear_val_top1)")
+    if probe.get("knn_val_top1") is not None:  # ranked and written from too: checked before anything uses it
+        checked_accuracy(path, probe, "knn_val_top1")
+    settings = probe.get("probe") or {}
+    val_images = (round(probe["linear_val_fraction"] * probe["train_images"])
+                  if "linear_val_fraction" in probe and "train_images" in probe else None)
+    return {"linear": linear, "lr": probe.get("linear_lr"), "knn": probe.get("knn_val_top1"),
+            "grid": tuple(settings["lr"]) if "lr" in settings else None, "val_images": val_images}
+
+
+#: The families every candidate is screened on, in the order the search runs them.
+SEARCH_FAMILIES = ("aot_admm", "crate", "aot")
+
+
+_SEARCH_EPOCHS = re.compile(r"\((?P<proxy>\d+) of (?P<full>\d+) epochs\)")
+
+
+def search_rows(root: str | Path) -> list[dict]:
+    """The recipe search's screening, a row per candidate of ``configs/cpu/search/`` in order: its setting (width,
+    depth, patch, local views, from the resolved config; batch, lr, projector and SIGReg slices, which no candidate
+    changes), its nominal full length and screening length (epochs),
+    and per family ``<family>`` the recorded validation linear top-1 (None: not recorded yet), ``<family>_lr`` the
+    probe's pick, ``<family>_grid`` its lr grid, ``<family>_val_images`` its validation split and ``<family>_knn``
+    the final validation k-NN; ``mean`` over the three families (None until all three are recorded). ``root`` is
+    the checkout."""
+    from ..training.config import load_config
+
+    root = Path(root)
+    rows = []
+    for first in sorted((root / "configs" / "cpu" / "search").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+        cand = first.name[: -len(f"_{SEARCH_FAMILIES[0]}.yaml")]
+        cfg = load_config(first)
+        lengths = _SEARCH_EPOCHS.search(cfg.get("description") or "")
+        if not lengths:
+            raise ValueError(f"{first}: its description names no '(N of M epochs)': write the search's configs "
+                             "again (python scripts/recipe_search.py configs)")
+        ov, views = cfg["model"]["overrides"], cfg["views"]
+        row = dict(candidate=cand, width=ov["embed_dim"], depth=ov["depth"], patch=ov.get("patch_size", 8),
+                   local=views["n_local"], full_epochs=int(lengths["full"]), epochs=int(lengths["proxy"]),
+                   batch=cfg["optim"]["batch_size"], lr=cfg["optim"]["lr"],
+                   projector=(cfg["projector"]["hidden_dim"], cfg["projector"]["out_dim"]),
+                   slices=cfg["loss"]["num_slices"])
+        for fam in SEARCH_FAMILIES:
+            got = validation_scores(root / "results" / "cpu" / "search" / f"search_{cand}_{fam}")
+            for key, value in (got or dict.fromkeys(("linear", "lr", "knn", "grid", "val_images"))).items():
+                row[fam if key == "linear" else f"{fam}_{key}"] = value
+        vals = [row[f] for f in SEARCH_FAMILIES]
+        row["mean"] = sum(vals) / len(vals) if None not in vals else None
+        rows.append(row)
+    return rows
+
+
+_FINALIST = re.compile(r"recipe search finalist (?P<place>\d+) \((?P<cand>[\w-]+)\): \w+ at full length "
+                       r"\((?P<epochs>\d+) epochs\)")
+
+
+def finalist_rows(root: str | Path) -> list[dict]:
+    """The search's finalists at full length (``configs/cpu/search/final/``, written by ``recipe_search.py
+    finalists``), in their place: per family ``<family>`` the full run's validation linear top-1 and ``<family>_knn``
+    its validation k-NN (None: not recorded yet), ``<family>_screen`` the candidate's screening score; ``mean`` and
+    ``mean_screen`` over the three families (None until all three are recorded). ``root`` is the checkout."""
+    from ..training.config import load_config
+
+    root = Path(root)
+    screening = {r["candidate"]: r for r in search_rows(root)}
+    rows = []
+    for first in sorted((root / "configs" / "cpu" / "search" / "final").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+        m = _FINALIST.fullmatch(load_config(first).get("description") or "")
+        if not m:
+            raise ValueError(f"{first}: its description is not a finalist's: write the finalists' configs again "
+                             "(python scripts/recipe_search.py finalists)")
+        cand = m["cand"]
+        row = dict(candidate=cand, place=int(m["place"]), epochs=int(m["epochs"]))
+        for fam in SEARCH_FAMILIES:
+            got = validation_scores(root / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}")
+            row[fam], row[f"{fam}_knn"] = (got["linear"], got["knn"]) if got else (None, None)
+            row[f"{fam}_screen"] = screening[cand][fam] if cand in screening else None
+        full = [row[f] for f in SEARCH_FAMILIES]
+        row["mean"] = sum(full) / len(full) if None not in full else None
+        row["mean_screen"] = screening[cand]["mean"] if cand in screening else None
+        rows.append(row)
+    return sorted(rows, key=lambda r: r["place"])
+
+
+def recipe_pick(root: str | Path) -> dict | None:
+    """The finalist that becomes the 30-minute recipe, by the search's rule (``scripts/recipe_search.py``): the
+    best mean validation linear top-1 over the three families at full length (a tie: the better screening
+    place). None until every finalist is recorded on every family. ``root`` is the checkout."""
+    rows = finalist_rows(root)
+    if not rows or any(r["mean"] is None for r in rows):
+        return None
+    return max(rows, key=lambda r: r["mean"])  # rows are in screening place order: max keeps the first of a tie
+
+
+#: The candidate of the search that is the first recipe itself (configs/cpu/recipe.yaml, 10 epochs).
+FIRST_RECIPE = "c0_base"
