@@ -1,0 +1,71 @@
+"""The white-box chapter's prediction rules (aot_lib.book.whitebox_predictions) on hand-made numbers: the intervals
+against a hand computation, the central region and the foreground share counted by hand, and each rule's three
+outcomes."""
+import math
+
+import pytest
+import torch
+
+from aot_lib.book.whitebox_predictions import (central_mask, foreground_centre_share, image_groups, judge_compression,
+                                               judge_differences, t_interval)
+
+
+def test_the_interval_is_students_t_by_hand():
+    x = [1.0, 2.0, 4.0, 7.0]
+    got = t_interval(x, 0.95)
+    mean, sd = 3.5, math.sqrt(((2.5 ** 2) + (1.5 ** 2) + (0.5 ** 2) + (3.5 ** 2)) / 3)
+    half = 3.182446305284263 * sd / 2  # t(0.975, 3), s / sqrt(4)
+    assert got.n == 4 and abs(got.mean - mean) < 1e-12
+    assert abs(got.low - (mean - half)) < 1e-9 and abs(got.high - (mean + half)) < 1e-9
+    assert got.reading() == "includes 0" and t_interval([3.0, 4.0, 5.0, 4.0], 0.95).reading() == "above 0"
+    assert t_interval([-3.0, -4.0, -5.0], 0.95).reading() == "below 0"
+    with pytest.raises(ValueError, match="at least two units, got 1"):
+        t_interval([1.0], 0.95)
+
+
+def test_the_central_region_is_the_middle_half_of_each_side():
+    m = central_mask((8, 8)).reshape(8, 8)
+    assert m.sum() == 16 and m[2:6, 2:6].all() and not m[:2].any() and not m[:, 6:].any()
+    assert central_mask((14, 14)).sum() == 8 * 8  # rows 3..10 of 14: the middle, 3 left out at each side
+
+
+def test_the_foreground_share_counts_the_top_quarter_in_the_centre():
+    pc = torch.zeros(2, 64)
+    centre = central_mask((8, 8)).nonzero().flatten()
+    pc[0, centre] = 1.0  # image 0: its top 16 patches are the centre
+    pc[1, :16] = 1.0  # image 1: the first two rows, none central
+    assert foreground_centre_share(pc, (8, 8)).tolist() == [1.0, 0.0]
+
+
+def test_groups_deal_images_in_draw_order():
+    groups = image_groups(30, 10)
+    assert [g.tolist() for g in groups[:2]] == [[0, 10, 20], [1, 11, 21]]
+    with pytest.raises(ValueError, match="19 images cannot fill 10 groups"):
+        image_groups(19, 10)
+
+
+def _rows(drops, rc0=10.0):
+    """audit_layers-like rows of one group: layer k takes rc_in to rc_in - drops[k]."""
+    rows, rc = [], rc0
+    for d in drops:
+        rows.append({"rc_in": rc, "rc_out": rc - d})
+        rc -= d
+    return rows
+
+
+def test_compression_holds_fails_or_is_not_settled_by_its_rule():
+    noise = [0.0, 0.1, -0.1, 0.05, -0.05]
+    init = [_rows([0.1 + e, 0.1 - e]) for e in noise]
+    every = judge_compression([_rows([1.0 + e, 1.0 - e]) for e in noise], init, 0.95)
+    assert every["verdict"] == "holds" and every["lowering"] == 2 and every["gain"].low > 0
+    one_up = judge_compression([_rows([1.0 + e, -1.0 + e]) for e in noise], init, 0.95)
+    assert one_up["verdict"] == "fails" and one_up["raising"] == 1
+    unsure = judge_compression([_rows([1.0 + e, 3 * e]) for e in noise], init, 0.95)
+    assert unsure["verdict"] == "not settled"
+
+
+def test_a_paired_prediction_reads_its_difference():
+    trained = torch.tensor([0.5, 0.6, 0.55, 0.58])
+    assert judge_differences(trained, trained - 0.1 + torch.tensor([0.0, 0.01, -0.01, 0.0]), 0.95)["verdict"] == "holds"
+    assert judge_differences(trained, trained + 0.2 + torch.tensor([0.0, 0.01, -0.01, 0.0]), 0.95)["verdict"] == "fails"
+    assert judge_differences(trained, trained + torch.tensor([0.1, -0.1, 0.1, -0.1]), 0.95)["verdict"] == "not settled"
