@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from aot_lib.book.whitebox_predictions import (central_mask, foreground_centre_share, image_groups, judge_compression,
+from aot_lib.book.whitebox_predictions import (central_mask, foreground_centre_share, judge_compression,
                                                judge_differences, t_interval)
 
 
@@ -37,30 +37,27 @@ def test_the_foreground_share_counts_the_top_quarter_in_the_centre():
     assert foreground_centre_share(pc, (8, 8)).tolist() == [1.0, 0.0]
 
 
-def test_groups_deal_images_in_draw_order():
-    groups = image_groups(30, 10)
-    assert [g.tolist() for g in groups[:2]] == [[0, 10, 20], [1, 11, 21]]
-    with pytest.raises(ValueError, match="19 images cannot fill 10 groups"):
-        image_groups(19, 10)
-
-
-def _rows(drops, rc0=10.0):
-    """audit_layers-like rows of one group: layer k takes rc_in to rc_in - drops[k]."""
-    rows, rc = [], rc0
-    for d in drops:
-        rows.append({"rc_in": rc, "rc_out": rc - d})
-        rc -= d
-    return rows
+def _rates(drops, rc0=10.0):
+    """layer_rates-like ``(B, L, 2)``: image b's layer k takes rc_in to rc_in - drops[b][k]."""
+    out = []
+    for image in drops:
+        rows, rc = [], rc0
+        for d in image:
+            rows.append([rc, rc - d])
+            rc -= d
+        out.append(rows)
+    return torch.tensor(out, dtype=torch.float64)
 
 
 def test_compression_holds_fails_or_is_not_settled_by_its_rule():
     noise = [0.0, 0.1, -0.1, 0.05, -0.05]
-    init = [_rows([0.1 + e, 0.1 - e]) for e in noise]
-    every = judge_compression([_rows([1.0 + e, 1.0 - e]) for e in noise], init, 0.95)
+    init = _rates([[0.1 + e, 0.1 - e] for e in noise])
+    every = judge_compression(_rates([[1.0 + e, 1.0 - e] for e in noise]), init, 0.95)
     assert every["verdict"] == "holds" and every["lowering"] == 2 and every["gain"].low > 0
-    one_up = judge_compression([_rows([1.0 + e, -1.0 + e]) for e in noise], init, 0.95)
+    assert abs(every["gain"].mean - 1.8) < 1e-12  # the stack drops 2.0 trained, 0.2 at initialisation
+    one_up = judge_compression(_rates([[1.0 + e, -1.0 + e] for e in noise]), init, 0.95)
     assert one_up["verdict"] == "fails" and one_up["raising"] == 1
-    unsure = judge_compression([_rows([1.0 + e, 3 * e]) for e in noise], init, 0.95)
+    unsure = judge_compression(_rates([[1.0 + e, 3 * e] for e in noise]), init, 0.95)
     assert unsure["verdict"] == "not settled"
 
 
@@ -69,3 +66,19 @@ def test_a_paired_prediction_reads_its_difference():
     assert judge_differences(trained, trained - 0.1 + torch.tensor([0.0, 0.01, -0.01, 0.0]), 0.95)["verdict"] == "holds"
     assert judge_differences(trained, trained + 0.2 + torch.tensor([0.0, 0.01, -0.01, 0.0]), 0.95)["verdict"] == "fails"
     assert judge_differences(trained, trained + torch.tensor([0.1, -0.1, 0.1, -0.1]), 0.95)["verdict"] == "not settled"
+
+
+def test_layer_rates_are_the_audits_rates_before_the_mean_over_images():
+    """monitors.layer_rates (per image, one basis per layer) averages to audit_layers' rc_in / rc_out (orthonormal)."""
+    import aot_lib
+    from aot_lib.training.monitors import audit_layers, layer_rates
+
+    torch.manual_seed(0)
+    for name in ("aot_admm_tiny", "crate_tiny"):
+        enc = aot_lib.create_model(name, img_size=32, depth=2).eval()
+        x = torch.randn(3, 3, 32, 32)
+        rates = layer_rates(enc, x)
+        rows = audit_layers(enc, x, orthonormal=True)
+        assert rates.shape == (3, 2, 2)
+        for k, r in enumerate(rows):  # float64 throughout: equal to rounding
+            assert abs(float(rates[:, k, 0].mean()) - r["rc_in"]) < 1e-9 and abs(float(rates[:, k, 1].mean()) - r["rc_out"]) < 1e-9

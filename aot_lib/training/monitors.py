@@ -38,7 +38,7 @@ from ..objectives.sigreg import epps_pulley, sample_directions
 from ..theory.theorem1 import cw_quadrature, rate_gap
 from .evaluation import extract_features, knn_probe, stratified_split
 
-__all__ = ["rankme", "theorem1_terms", "audit_layers", "cls_attention", "patch_pca", "StepContext",
+__all__ = ["rankme", "theorem1_terms", "audit_layers", "layer_rates", "sparse_state", "last_zeros", "cls_attention", "patch_pca", "StepContext",
            "Monitor", "RankMe", "Theorem1Monitor", "WhiteBoxAudit", "OnlineKNN", "orthonormal_bases",
            "knn_monitor_split", "build_monitors"]
 
@@ -80,11 +80,16 @@ def _rms(x: torch.Tensor) -> torch.Tensor:
     return x * torch.rsqrt(x.square().mean(-1, keepdim=True).clamp_min(1e-12))
 
 
-def _rate(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> float:
-    """Mean over images of ``R^c(Z | U)``, tokens as the columns of ``Z``, each token rescaled to unit RMS
+def _rates(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> torch.Tensor:
+    """``(B,)``: per image ``R^c(Z | U)``, its tokens as the columns of ``Z``, each token rescaled to unit RMS
     first so that the rate compares geometry across layers and families, not scale."""
     z = _rms(tokens.double()).transpose(-1, -2)  # (B, d, N)
-    return float(subspace_coding_rate(z, U.double(), eps).mean())
+    return subspace_coding_rate(z, U.double(), eps)
+
+
+def _rate(tokens: torch.Tensor, U: torch.Tensor, eps: float) -> float:
+    """The mean over images of :func:`_rates`."""
+    return float(_rates(tokens, U, eps).mean())
 
 
 def orthonormal_bases(U: torch.Tensor) -> torch.Tensor:
@@ -128,10 +133,11 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
         if orthonormal:
             U = orthonormal_bases(U)
         before, after = states[i], states[i + 1]
+        v = sparse_state(block, after)
         if isinstance(block, ADMMLayer):
-            z_in, z_out, v = before.z, after.z, after.v
+            z_in, z_out = before.z, after.z
         else:
-            z_in, z_out, v = before.tokens, after.tokens, after.tokens
+            z_in, z_out = before.tokens, after.tokens
         row = {"rc_in": _rate(z_in, U, eps), "rc_out": _rate(z_out, U, eps),
                "zeros": float((v == 0).double().mean()), "l1": float(v.abs().double().mean()),
                "erank": rankme(z_out.reshape(-1, z_out.shape[-1]) - z_out.reshape(-1, z_out.shape[-1]).mean(0))}
@@ -144,6 +150,49 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
                        tau_max=float(tau.max()), tau0=block.lambd / block.rho)
         rows.append(row)
     return rows
+
+
+@torch.no_grad()
+def layer_rates(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5) -> torch.Tensor:
+    """``(B, L, 2)``: per image and layer, ``R^c(Z | U^l)`` of the layer's input and output state on its own
+    subspaces, orthonormal bases (:func:`audit_layers`' ``rc_in`` and ``rc_out`` with ``orthonormal=True`` are their
+    means over the images), one forward pass and one basis per layer."""
+    from ..models.aot_admm import ADMMLayer
+
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        states = encoder.forward_intermediates(images)
+    finally:
+        encoder.train(was_training)
+    out = []
+    for i, block in enumerate(encoder.blocks):
+        U = orthonormal_bases(block.mssa.subspaces())
+        pick = (lambda s: s.z) if isinstance(block, ADMMLayer) else (lambda s: s.tokens)
+        out.append(torch.stack([_rates(pick(states[i]), U, eps), _rates(pick(states[i + 1]), U, eps)], -1))
+    return torch.stack(out, 1)
+
+
+def sparse_state(block: nn.Module, state) -> torch.Tensor:
+    """The state a layer's sparsifying step leaves (``state``: the layer's entry of ``forward_intermediates``):
+    AoT-ADMM's ``V^l``; elsewhere the layer's output tokens (CRATE's ISTA output; AoT has no such step)."""
+    from ..models.aot_admm import ADMMLayer
+
+    return state.v if isinstance(block, ADMMLayer) else state.tokens
+
+
+@torch.no_grad()
+def last_zeros(encoder: nn.Module, images: torch.Tensor) -> torch.Tensor:
+    """``(B,)``: per image, the fraction of exact zeros of the last layer's :func:`sparse_state` (what
+    :func:`audit_layers` pools over all images as ``zeros``)."""
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        states = encoder.forward_intermediates(images)
+    finally:
+        encoder.train(was_training)
+    v = sparse_state(encoder.blocks[-1], states[-1])
+    return (v == 0).double().flatten(1).mean(1)
 
 
 @torch.no_grad()
