@@ -64,6 +64,9 @@ from recipe_search import time_steps as _time_steps  # noqa: E402
 STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
 PROXY_FRACTION = 0.3
 PROBE_LR = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
+#: The one step the grid is widened by on the side of an edge pick (the rule above).
+WIDER = {"low": 3e-4, "high": 3e-1}
+RESULTS = ROOT / "results" / "cpu" / "search2"
 BASE = "../cpu30/recipe.yaml"  # relative to configs/cpu/search2/
 OUT = ROOT / "configs" / "cpu" / "search2"
 TIMES = ROOT / "results" / "cpu" / "search2" / "step_times_amd.json"
@@ -149,13 +152,50 @@ def write_configs(times: dict) -> list[Path]:
     return written
 
 
+def widened_grid(scores: dict) -> list[float] | None:
+    """The grid a screening run is probed again on (:func:`aot_lib.evidence.validation_scores` of its newest probe):
+    ``PROBE_LR`` with one step added on the side where the pick sits at the edge; None when the pick is inside, or
+    the grid was widened on that side already (then the run is ranked as it is, and the edge reported)."""
+    grid, pick = sorted(scores["grid"] or PROBE_LR), scores["lr"]
+    if pick == grid[0] and WIDER["low"] < grid[0]:
+        return [WIDER["low"], *grid]
+    if pick == grid[-1] and grid[-1] < WIDER["high"]:
+        return [*grid, WIDER["high"]]
+    return None
+
+
+def widen(dry_run: bool = False) -> list[tuple[Path, list[float]]]:
+    """Every recorded screening run whose pick sits at an edge, probed again on :func:`widened_grid`'s grid (the
+    encoder and its cached features unchanged), the probe written as its next ``reprobes/<k>.json``: the one the
+    ranking reads. Run it from a clean checkout, with AOT_DATA set; a run already widened is left as it is."""
+    from aot_lib.evidence import validation_scores
+    from reprobe import reprobe
+
+    todo = []
+    for folder in sorted(p for p in RESULTS.glob("search2_*") if p.is_dir()):
+        scores = validation_scores(folder)
+        grid = widened_grid(scores) if scores else None
+        if grid:
+            todo.append((folder, grid))
+    for folder, grid in todo:
+        print(f"{folder.relative_to(ROOT)}: pick {validation_scores(folder)['lr']:g} at the edge; probing on {grid}")
+        if not dry_run:
+            reprobe(folder.relative_to(ROOT), ROOT / "runs" / "reprobe",
+                    settings=[f"probe.lr={json.dumps(grid)}", "probe.test=false"], ranked=True)
+    return todo
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["time", "configs"])
+    p.add_argument("what", choices=["time", "configs", "widen"])
+    p.add_argument("--dry-run", action="store_true", help="widen: list the runs and grids, probe nothing")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--out", type=Path, default=TIMES)
     a = p.parse_args()
+    if a.what == "widen":
+        widen(a.dry_run)
+        return
     if a.what == "time":
         if a.out.exists():  # a record is never rewritten: a new measurement goes beside it
             raise SystemExit(f"recipe_search2: {a.out} exists (a recorded measurement): pass --out with a new path")

@@ -41,14 +41,18 @@ from aot_lib.evidence.records import next_reprobe
 from aot_lib.files import atomic_write
 
 
-def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: list[str] = ()) -> dict:
+def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: list[str] = (),
+            ranked: bool = False) -> dict:
+    """Probe ``folder``'s recorded encoder again (see the module docstring). ``ranked``: ``settings`` are the
+    protocol the record is ranked by (round 2's widened grid, scripts/recipe_search2.py widen), so the probe is
+    written as the folder's next ``reprobes/<k>.json`` without ``dest``."""
     if folder.is_absolute() and dest is not None:
         raise SystemExit(f"{folder}: give the recorded folder as a path relative to the checkout; --dest writes "
                          "DEST/<folder>/probe.json, which an absolute folder would turn into the recorded one")
     outside = [s for s in settings if not s.startswith("probe.")]
     if outside:
         raise SystemExit(f"--set {outside[0]!r}: a re-probe changes only probe.* settings (the encoder is trained)")
-    if settings and dest is None:
+    if settings and dest is None and not ranked:
         raise SystemExit("--set needs --dest: a probe with other settings is a check beside the recorded probe.json, "
                          "never written over it")
     cfg = yaml.safe_load((folder / "config.yaml").read_text())

@@ -417,3 +417,35 @@ def test_the_recipes_seed_0_is_the_picked_finalist_again(tmp_path):
                                          r"differ; the recipe's configs must be written from the picked finalist "
                                          r"\(recipe_search.py recipe\)$"):
         recipe_rerun(root)
+
+
+def test_round_two_widens_an_edge_pick_once_and_ranks_by_the_wider_probe(tmp_path):
+    """Round 2's rule (scripts/recipe_search2.py): a pick at the grid's low or high edge is probed again on the grid
+    one step wider on that side; a pick inside, or on a side already widened, is not. validation_scores then reads
+    the newest probe (reprobes/1.json), which is what the ranking reads."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec2 = importlib.util.spec_from_file_location("recipe_search2", ROOT / "scripts" / "recipe_search2.py")
+    RS2 = importlib.util.module_from_spec(spec2)
+    spec2.loader.exec_module(RS2)
+    from aot_lib.evidence import validation_scores
+
+    grid = RS2.PROBE_LR
+    assert RS2.widened_grid({"grid": tuple(grid), "lr": 1e-3}) == [3e-4, *grid]
+    assert RS2.widened_grid({"grid": tuple(grid), "lr": 1e-1}) == [*grid, 3e-1]
+    assert RS2.widened_grid({"grid": tuple(grid), "lr": 1e-2}) is None
+    assert RS2.widened_grid({"grid": (3e-4, *grid), "lr": 3e-4}) is None  # widened once: ranked as it is
+
+    run = tmp_path / "search2_r0_base_crate"
+    run.mkdir()
+    first = {"linear_val_best": 40.42, "linear_lr": 1e-3, "knn_val_top1": 36.96, "linear_val_fraction": 0.1,
+             "train_images": 50000, "checkpoint": f"runs/{run.name}/last.ckpt", "probe": {"lr": grid, "test": False}}
+    (run / "probe.json").write_text(json.dumps(first))
+    assert validation_scores(run)["lr"] == 1e-3 and RS2.widened_grid(validation_scores(run)) == [3e-4, *grid]
+    (run / "reprobes").mkdir()
+    (run / "reprobes" / "1.json").write_text(json.dumps(
+        {**first, "linear_val_best": 41.0, "linear_lr": 3e-4, "probe": {"lr": [3e-4, *grid], "test": False}}))
+    got = validation_scores(run)
+    assert (got["linear"], got["lr"], got["grid"]) == (41.0, 3e-4, (3e-4, *grid))
+    assert RS2.widened_grid(got) is None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
-from .records import checked_accuracy, damaged, newest_result, read_json, read_test_set, read_yaml
+from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
            "search_rows", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
@@ -94,14 +94,14 @@ def read_test_note(rows: list[dict]) -> str:
 
 
 def validation_scores(folder: str | Path) -> dict | None:
-    """A validation-only run's scores, from its ``probe.json`` (None: not recorded yet): ``linear`` (the linear
+    """A validation-only run's scores, from its newest probe (``probe.json``, or the last of ``reprobes/``: a pick at
+    the grid's edge probed again on a wider grid, round 2's rule; None: not recorded yet): ``linear`` (the linear
     probe's best validation top-1 over its learning-rate grid), ``lr`` (the pick), ``knn`` (the final validation
     k-NN), ``grid`` (the probe's lr grid) and ``val_images`` (its validation split); a score the record does not
-    hold is None. Refuses a record without the linear score."""
-    path = Path(folder) / "probe.json"
-    if not path.is_file():
+    hold is None. Refuses a record without the linear score, and a probe of another run's encoder."""
+    if not (Path(folder) / "probe.json").is_file():
         return None
-    probe = read_json(path)
+    path, probe = newest_result(Path(folder), "pretrain")
     if "linear_val_best" in probe:
         linear = checked_accuracy(path, probe, "linear_val_best")
     elif isinstance(probe.get("linear_val_top1"), dict) and probe["linear_val_top1"]:
