@@ -262,16 +262,38 @@ def main(argv: list[str] | None = None) -> int:
             raise
         from .training.config import ConfigError
 
-        e = _first_failed_write(e) or e
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        msg = msg.removeprefix(f"{args.command}: ")  # the converter's errors name it too
-        known = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError",
-                 "FileNotFoundError", "FileExistsError", "ValueError", "WriteError", "ImportError")
-        kind = type(e).__name__
-        prefix = "" if kind in known else f"internal error ({kind}): "
-        hint = "" if kind in known else " (rerun with --debug for the traceback, and report it)"
-        print(f"aot {args.command}: {prefix}{msg}{hint}", file=sys.stderr)
+        print(f"aot {args.command}: {one_line(e, args.command)}", file=sys.stderr)
         return 2 if isinstance(e, ConfigError) else 1
+
+
+#: The errors that are refusals (the message names the fix), not bugs: one line, no traceback.
+REFUSALS = ("ConfigError", "DataError", "CheckpointError", "NonFiniteLossError", "RunLockedError", "FileNotFoundError",
+            "FileExistsError", "ValueError", "WriteError", "ImportError")
+
+
+def one_line(e: BaseException, command: str = "") -> str:
+    """An error as the one line ``aot`` and the scripts print: a refusal's own message (:data:`REFUSALS`), anything
+    else marked as an internal error with how to get its traceback."""
+    e = _first_failed_write(e) or e
+    msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    msg = msg.removeprefix(f"{command}: ") if command else msg  # the converter's errors name it too
+    kind = type(e).__name__
+    if kind in REFUSALS:
+        return msg
+    return f"internal error ({kind}): {msg} (rerun with --debug for the traceback, and report it)"
+
+
+def run_script(main, prog: str) -> int:
+    """A script's ``main()`` run as ``aot`` runs a command: a refusal is one line on stderr naming the script (exit
+    1), never a traceback; ``--debug`` anywhere in the arguments (taken out before ``main`` reads them) shows it."""
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
+        return main() or 0
+    try:
+        return main() or 0
+    except Exception as e:  # noqa: BLE001 - one line for every error; the traceback with --debug
+        print(f"{prog}: {one_line(e)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

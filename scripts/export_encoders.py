@@ -81,4 +81,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from aot_lib.cli import run_script  # a refusal is one line, no traceback (--debug shows it)
+
+    sys.exit(run_script(main, "export_encoders.py"))

@@ -55,6 +55,9 @@ def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: lis
     if settings and dest is None and not ranked:
         raise SystemExit("--set needs --dest: a probe with other settings is a check beside the recorded probe.json, "
                          "never written over it")
+    if not (folder / "config.yaml").is_file() or not (folder / "encoder").is_dir():
+        raise FileNotFoundError(f"{folder} is not a recorded run (it needs config.yaml and encoder/): give a folder "
+                                "under results/cpu that aot record wrote")
     cfg = yaml.safe_load((folder / "config.yaml").read_text())
     cfg["probe"] = copy.deepcopy(DEFAULTS["probe"])
     cfg["probe"]["test"] = "sweep" not in folder.parts
@@ -92,4 +95,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from aot_lib.cli import run_script  # a refusal is one line, no traceback (--debug shows it)
+
+    sys.exit(run_script(main, "reprobe.py"))

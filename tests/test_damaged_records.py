@@ -328,3 +328,23 @@ def test_a_tie_in_the_search_ranking_goes_to_the_earlier_candidate():
     assert rank(scores) == [("c2", 46.0), ("c0_base", 45.0), ("c1", 45.0), ("c3", 45.0)]
     reordered = {k: scores[k] for k in ("c3", "c1", "c2", "c0_base")}
     assert [c for c, _ in rank(reordered)] == ["c2", "c3", "c1", "c0_base"]
+
+
+def test_the_evidence_scripts_refuse_in_one_line_without_a_traceback(tmp_path):
+    """Issue 57: scripts/reprobe.py (and recipe_search.py, recipe_search2.py, export_encoders.py, which run through
+    the same aot_lib.cli.run_script) print a refusal as one line naming the script, exit 1, no traceback; --debug
+    shows the traceback."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    missing = tmp_path / "no_such_run"
+    got = subprocess.run([sys.executable, "scripts/reprobe.py", str(missing)], cwd=root, capture_output=True, text=True)
+    assert got.returncode == 1 and "Traceback" not in got.stderr
+    assert got.stderr == (f"reprobe.py: {missing} is not a recorded run (it needs config.yaml and encoder/): give a "
+                          "folder under results/cpu that aot record wrote\n")
+    debug = subprocess.run([sys.executable, "scripts/reprobe.py", str(missing), "--debug"], cwd=root,
+                           capture_output=True, text=True)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    for script in ("recipe_search.py", "recipe_search2.py", "export_encoders.py"):
+        assert f'sys.exit(run_script(main, "{script}"))' in (root / "scripts" / script).read_text()
