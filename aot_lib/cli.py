@@ -156,8 +156,9 @@ def _run(args) -> int:
         for p in record_run(args.run_dir, args.dest, allow_dirty=args.allow_dirty):
             print(p)
         return 0
-    from .training.config import dump_config, load_config
+    from .training.config import dump_config, load_config, refuse_repeated
 
+    refuse_repeated(args.overrides)  # `optim.lr=1e-3 ... optim.lr=4e-3`: the user said two things
     overrides = list(args.overrides)
     if args.imports:  # after the config's own: model.imports=[...] lists both
         base = load_config(args.config, overrides)["model"]["imports"]

@@ -3,13 +3,14 @@ nested config and the model a config builds (its image size stated). Pure Python
 (:mod:`aot_lib.training.config`, :mod:`aot_lib.training.runs`) and the evidence reader (:mod:`aot_lib.evidence`,
 which reads recorded ``config.yaml`` files) both use these, so the two can never read one config differently.
 
-A base module: imports nothing from ``aot_lib``.
+A base module: imports nothing from ``aot_lib`` but :mod:`aot_lib.files`.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
-__all__ = ["flatten", "built_model"]
+__all__ = ["flatten", "built_model", "config_stage"]
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
@@ -29,3 +30,18 @@ def built_model(cfg: dict) -> dict:
     ``overrides.img_size``: the config's own, else ``views.global_size`` (:func:`aot_lib.training.builders.build_encoder`'s
     rule). Two configs build the same network when these agree, whether or not they wrote the size out."""
     return {**cfg["model"], "overrides": {"img_size": cfg["views"]["global_size"], **cfg["model"]["overrides"]}}
+
+
+def config_stage(path: str | os.PathLike) -> str:
+    """The command a config file is written for: ``distill`` or ``finetune`` when the file itself sets that
+    section, else what the file it inherits from is written for (a seed variant of a distillation config is
+    one too); ``pretrain`` when no file of the chain sets either (then ``aot probe`` reads the same file)."""
+    from pathlib import Path
+
+    from .files import load_yaml
+
+    path = Path(path)
+    own = load_yaml(path.read_text(), path) or {}
+    if "distill" in own or "finetune" in own:
+        return "distill" if "distill" in own else "finetune"
+    return config_stage(path.parent / own["inherit"]) if own.get("inherit") else "pretrain"

@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
-from aot_lib.files import write_json  # noqa: E402
+from aot_lib.files import loads_json, write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config  # noqa: E402
 from recipe_search import time_steps as _time_steps  # noqa: E402
@@ -209,7 +209,7 @@ def main() -> None:
         if not TIMES.is_file():
             raise SystemExit(f"recipe_search2: no step times at {TIMES.relative_to(ROOT)}: run `recipe_search2.py "
                              "time` on the idle AMD EPYC first")
-        for path in write_configs(json.loads(TIMES.read_text())):
+        for path in write_configs(loads_json(TIMES.read_text())):
             print(path.relative_to(ROOT))
 
 

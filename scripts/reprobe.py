@@ -33,12 +33,43 @@ from pathlib import Path
 # between clones would otherwise run another commit's code and record that commit)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import yaml
 
 from aot_lib import train
-from aot_lib.training.config import DEFAULTS, apply_overrides, validate_config
+from aot_lib.training.config import DEFAULTS, apply_overrides, refuse_repeated, validate_config
 from aot_lib.evidence.records import next_reprobe
-from aot_lib.files import atomic_write
+from aot_lib.files import atomic_write, load_yaml
+
+
+def checked_target(folder: Path, dest: Path | None = None, settings: list[str] = (), ranked: bool = False) -> Path:
+    """Where the re-probe of ``folder`` goes, after every check that needs no probing (so a refusal comes before the
+    minutes of feature extraction, for every folder before the first is probed): a recorded run (config.yaml and
+    encoder/), only probe.* settings, settings only with ``dest`` (unless ``ranked``), a screening run of a recipe
+    search only through ``recipe_search2.py widen`` (its probe is the round's protocol), and a ``dest`` target that
+    stays inside ``dest`` and outside the recorded folder."""
+    if not (folder / "config.yaml").is_file() or not (folder / "encoder").is_dir():
+        raise FileNotFoundError(f"{folder} is not a recorded run (it needs config.yaml and encoder/): give a folder "
+                                "under results/cpu that aot record wrote")
+    if folder.is_absolute() and dest is not None:
+        raise SystemExit(f"{folder}: give the recorded folder as a path relative to the checkout; --dest writes "
+                         "DEST/<folder>/probe.json, which an absolute folder would turn into the recorded one")
+    refuse_repeated(list(settings))  # --set probe.lr=... twice: only the last would count
+    outside = [s for s in settings if not s.startswith("probe.")]
+    if outside:
+        raise SystemExit(f"--set {outside[0]!r}: a re-probe changes only probe.* settings (the encoder is trained)")
+    if settings and dest is None and not ranked:
+        raise SystemExit("--set needs --dest: a probe with other settings is a check beside the recorded probe.json, "
+                         "never written over it")
+    if any(p.startswith("search") for p in folder.parts) and dest is None and not ranked:
+        raise SystemExit(f"{folder} is a recipe search's screening run: its ranked probe is the round's protocol "
+                         "(validation only, the round's grid); probe it with scripts/recipe_search2.py widen, or give "
+                         "--dest for a check beside it")
+    if dest is None:
+        return next_reprobe(folder)  # refuses a run whose first probe is missing, or re-probes out of sequence
+    out = (dest / folder / "probe.json").resolve()
+    if not out.is_relative_to(dest.resolve()) or out.is_relative_to(folder.resolve()):
+        raise SystemExit(f"--dest {dest} with {folder} would write {out}, outside {dest} or into the recorded "
+                         "folder: give a --dest folder of its own (e.g. runs/probe_wide)")
+    return out
 
 
 def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: list[str] = (),
@@ -46,21 +77,10 @@ def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: lis
     """Probe ``folder``'s recorded encoder again (see the module docstring). ``ranked``: ``settings`` are the
     protocol the record is ranked by (round 2's widened grid, scripts/recipe_search2.py widen), so the probe is
     written as the folder's next ``reprobes/<k>.json`` without ``dest``."""
-    if folder.is_absolute() and dest is not None:
-        raise SystemExit(f"{folder}: give the recorded folder as a path relative to the checkout; --dest writes "
-                         "DEST/<folder>/probe.json, which an absolute folder would turn into the recorded one")
-    outside = [s for s in settings if not s.startswith("probe.")]
-    if outside:
-        raise SystemExit(f"--set {outside[0]!r}: a re-probe changes only probe.* settings (the encoder is trained)")
-    if settings and dest is None and not ranked:
-        raise SystemExit("--set needs --dest: a probe with other settings is a check beside the recorded probe.json, "
-                         "never written over it")
-    if not (folder / "config.yaml").is_file() or not (folder / "encoder").is_dir():
-        raise FileNotFoundError(f"{folder} is not a recorded run (it needs config.yaml and encoder/): give a folder "
-                                "under results/cpu that aot record wrote")
-    cfg = yaml.safe_load((folder / "config.yaml").read_text())
+    out = checked_target(folder, dest, settings, ranked)
+    cfg = load_yaml((folder / "config.yaml").read_text(), folder / "config.yaml")
     cfg["probe"] = copy.deepcopy(DEFAULTS["probe"])
-    cfg["probe"]["test"] = "sweep" not in folder.parts
+    cfg["probe"]["test"] = not any(p == "sweep" or p.startswith("search") for p in folder.parts)
     apply_overrides(cfg, list(settings))
     for section, keys in DEFAULTS.items():  # keys added since the run was recorded take their defaults
         if isinstance(keys, dict):
@@ -73,7 +93,6 @@ def reprobe(folder: Path, scratch: Path, dest: Path | None = None, settings: lis
     shutil.copytree(folder / "encoder", work / "encoder")
     result = train.probe(cfg, work / "encoder")
     data = (work / "probe.json").read_bytes()
-    out = next_reprobe(folder) if dest is None else dest / folder / "probe.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(out, lambda tmp: tmp.write_bytes(data))
     return result
@@ -88,6 +107,8 @@ def main() -> None:
     ap.add_argument("--set", dest="settings", action="append", default=[], metavar="probe.KEY=VALUE",
                     help="a probe setting other than today's default (needs --dest)")
     args = ap.parse_args()
+    for folder in args.folders:  # every folder checked before the first is probed
+        checked_target(folder, args.dest, args.settings)
     for folder in args.folders:
         r = reprobe(folder, args.scratch, args.dest, args.settings)
         test = f"test {r['linear_top1']:.2f} / k-NN {r['knn_top1']:.2f}" if "linear_top1" in r else "no test"

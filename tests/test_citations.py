@@ -94,6 +94,10 @@ def test_code_spans_and_code_blocks_are_left_alone_and_directive_bodies_are_pros
         "```{math}\nx = [](#bib-f)\n```\n"
         ":::{figure} a.png\nA caption {cite:p}`g`.\n:::\n")
     assert roles_to_links(links_to_roles(text)) == text
+    # a lone double backtick (LaTeX quotes) opens no span across paragraphs; a directive's title keeps its code span
+    quotes = "LaTeX ``comparable'' quotes.\n\nLater `[](#bib-k)` and ([](#bib-a)).\n\n```{note} As `[](#bib-x)` ([](#bib-y))\nb\n```\n"
+    assert links_to_roles(quotes) == ("LaTeX ``comparable'' quotes.\n\nLater `[](#bib-k)` and {cite:p}`a`.\n\n"
+                                      "```{note} As `[](#bib-x)` {cite:p}`y`\nb\n```\n")
     chapter = '# %% [markdown]\n# See ([](#bib-a)).\n\n# %%\nprint("[](#bib-b)")  # not a citation: code\n'
     assert page_links_to_roles(chapter, ".py") == chapter.replace("([](#bib-a))", "{cite:p}`a`")
 

@@ -87,6 +87,22 @@ def test_a_state_that_cannot_be_drawn_is_refused_while_the_chapter_runs(monkeypa
         ragged_demo_panel()
 
 
+def test_a_state_that_renames_a_column_is_refused():
+    """A state whose source lacks a column the figure reads (y renamed acc for one value) draws nothing in the
+    browser: refused, naming the state and both column lists."""
+    def state(a, kind):
+        got = _curve(a, kind)
+        if a == 3.0:
+            got["curve"]["acc"] = got["curve"].pop("y")
+        return got
+
+    with pytest.raises(ValueError) as e:
+        lookup_panel([Choice("a", "a", [1.0, 2.0, 3.0], 2.0), Choice("kind", "kind", ["sin", "cos"], "cos")], state,
+                     _draw)
+    assert str(e.value) == ("state 2,0 gives 'curve' the columns ['acc', 'x'], the default ['x', 'y']: every state "
+                            "must give the same columns")
+
+
 def test_the_books_build_names_each_page_before_its_chapter_runs(monkeypatch):
     """The Sphinx extension sets AOT_BOOK_PAGE on every page it reads (the kernel myst-nb starts inherits it) and
     AOT_BOOK_BUILD once; these are the names a refusal and a panel read."""
@@ -232,7 +248,8 @@ def test_the_attention_panel_shows_the_chosen_layer_and_head_with_the_first_patc
     from aot_lib.book import panels
 
     att = torch.arange(2 * 1 * 2 * 4, dtype=torch.float32).reshape(2, 1, 2, 4)  # (L, B, K, N-1), a 2x2 grid
-    panel = panels.attention_panel({"trained": att, "at initialisation": att * 0}, grid=(2, 2), n_images=1)
+    panel = panels.attention_panel({"trained": att, "at initialisation": att * 0}, grid=(2, 2),
+                                   images=torch.rand(1, 3, 8, 8), n_images=1)
     heads = ["mean of the heads", "head 1", "head 2"]
     layer2_head2 = att[1, 0, 1].reshape(2, 2)  # patches 12, 13 (row 1) and 14, 15 (row 2)
     # images travel as float32 arrays (BokehJS draws typed arrays only); these values are exact in float32
@@ -240,6 +257,29 @@ def test_the_attention_panel_shows_the_chosen_layer_and_head_with_the_first_patc
         layer2_head2.flip(0).tolist()]
     assert [a.tolist() for a in panel.states["0,0,0"]["img0"]["image"]] == [
         att[0, 0].mean(0).reshape(2, 2).flip(0).tolist()]
+
+
+def test_the_attention_panel_refuses_a_repeated_image_or_a_repeated_map():
+    """Issue 58: figure 10.2 once showed one photograph four times (every pick was image 0) and identical maps for
+    every encoder setting. Two equal images, or two equal maps of different images in one state, are refused."""
+    import torch
+
+    from aot_lib.book import panels
+
+    images = torch.rand(3, 3, 8, 8)
+    att = torch.rand(2, 3, 2, 4)
+    same = images.clone()
+    same[2] = same[0]
+    with pytest.raises(ValueError) as e:
+        panels.attention_panel({"trained": att}, grid=(2, 2), images=same, n_images=3)
+    assert str(e.value) == "images 1 and 3 are the same; show distinct ones (pick images of distinct classes)"
+    repeated = att.clone()
+    repeated[1, 1] = repeated[1, 0]  # layer 2: image 2's maps copy image 1's
+    with pytest.raises(ValueError) as e:
+        panels.attention_panel({"trained": repeated}, grid=(2, 2), images=images, n_images=3)
+    assert str(e.value) == ("trained, layer 2, mean of the heads: maps of images 1 and 2 are the same; show distinct "
+                            "ones (pick images of distinct classes)")
+    panels.attention_panel({"trained": att, "at initialisation": att * 0}, grid=(2, 2), images=images, n_images=3)
 
 
 def test_the_curves_panel_shows_every_run_of_the_chosen_family():

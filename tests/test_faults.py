@@ -165,6 +165,12 @@ def test_cli_errors_are_one_line(setup, capsys):
     assert cli(["probe", "--checkpoint", str(out / "none.ckpt"), f"data.root={data}", "data.name=imagefolder"]) == 1
     assert capsys.readouterr().err == (f"aot probe: checkpoint {out / 'none.ckpt'} does not exist; pretrain first "
                                        "(aot pretrain ...) or fix the path\n")
+    # one key twice on the command line (issue 57: only the last would count), before anything runs
+    smoke = str(Path(__file__).parent.parent / "configs" / "cpu" / "smoke.yaml")
+    assert cli(["pretrain", "-c", smoke, "optim.lr=1e-3", f"run.out_dir={out}", "optim.lr=4e-3"]) == 2
+    assert capsys.readouterr().err == ("aot pretrain: optim.lr is given twice ('optim.lr=1e-3' and 'optim.lr=4e-3'): "
+                                       "give it once\n")
+    assert not (out / "smoke").exists()
     assert cli(["record", str(out / "nowhere"), str(out / "dest")]) == 1
     assert capsys.readouterr().err == (f"aot record: {out / 'nowhere'} is not a run folder (no run.json); give the folder "
                                        "aot pretrain wrote, e.g. runs/<run.name>\n")

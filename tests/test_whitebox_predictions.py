@@ -21,6 +21,10 @@ def test_the_interval_is_students_t_by_hand():
     assert t_interval([-3.0, -4.0, -5.0], 0.95).reading() == "below 0"
     with pytest.raises(ValueError, match="at least two units, got 1"):
         t_interval([1.0], 0.95)
+    with pytest.raises(ValueError) as e:  # an attention row summing to 0 gives NaN: refused, not "not settled"
+        t_interval([0.1, float("nan"), 0.2], 0.95)
+    assert str(e.value) == ("an interval of 3 values with 1 not finite at confidence 0.95: a measure that cannot be "
+                            "right is refused, not judged")
 
 
 def test_the_central_region_is_the_middle_half_of_each_side():

@@ -154,6 +154,10 @@ def lookup_panel(choices: Sequence[Choice], state: Callable[..., Mapping[str, An
         if set(s) != names:
             raise ValueError(f"state {key} names {sorted(s)}, the default names {sorted(names)}: every state must "
                              f"give the same targets")
+        for target in names:  # a column the figure reads but a state lacks draws nothing in the browser
+            if not isinstance(s[target], str) and set(s[target]) != set(default[target]):
+                raise ValueError(f"state {key} gives {target!r} the columns {sorted(s[target])}, the default "
+                                 f"{sorted(default[target])}: every state must give the same columns")
     targets = {k: Div(text=v, sizing_mode="stretch_width") if isinstance(v, str) else ColumnDataSource(v)
                for k, v in default.items()}
     widgets = [c.widget() for c in choices]

@@ -18,7 +18,7 @@ import torch
 
 from aot_lib.book.controls import Choice, Panel, html_table, lookup_panel, plain_column
 
-__all__ = ["admm_panel", "spectrum_panel", "size_panel", "margin_panel", "attention_panel", "curves_panel",
+__all__ = ["admm_panel", "spectrum_panel", "size_panel", "margin_panel", "attention_panel", "require_distinct", "curves_panel",
            "COLOURS"]
 
 #: matplotlib's first colours (C0, C1, C2, C3), so a panel and the static figures beside it agree.
@@ -274,26 +274,49 @@ def margin_panel(rows: Sequence[Mapping[str, Any]], margins=tuple(k / 4 for k in
 
 # ------------------------------------------------------------------------------------------------ chapter 6
 
-def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int], n_images: int = 4) -> Panel:
+def require_distinct(tensors: Sequence[torch.Tensor], what: str) -> None:
+    """Refuses two equal ``tensors`` (images or maps) among those a figure or a control shows side by side, naming
+    them: a picture that repeats one image says less than its caption claims (issue 58)."""
+    for i in range(len(tensors)):
+        for j in range(i + 1, len(tensors)):
+            if tensors[i].shape == tensors[j].shape and torch.equal(tensors[i], tensors[j]):
+                raise ValueError(f"{what} {i + 1} and {j + 1} are the same; show distinct ones (pick images of "
+                                 "distinct classes)")
+
+
+def _rgba(image: torch.Tensor) -> "np.ndarray":
+    """A ``(3, H, W)`` image in [0, 1] as Bokeh's packed RGBA (``(H, W)`` uint32), its first row drawn at the top."""
+    rgb = (image.clamp(0, 1).permute(1, 2, 0).flip(0) * 255).round().to(torch.uint8).numpy()
+    rgba = np.dstack([rgb, np.full(rgb.shape[:2], 255, np.uint8)])
+    return np.ascontiguousarray(rgba).view(np.uint32).reshape(rgb.shape[:2])
+
+
+def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int], images: torch.Tensor,
+                    n_images: int = 4) -> Panel:
     """The class token's attention to the patches (:func:`aot_lib.training.monitors.cls_attention`, ``(L, B, K,
-    N-1)`` per encoder name) of ``n_images`` images: one map per image for the chosen encoder, layer and head
-    (or the heads' mean), on one logarithmic colour scale for all (from a quarter of uniform attention to the
-    largest weight, so a flat map and a peaked one both show their structure) with a colour bar."""
-    from bokeh.layouts import row
-    from bokeh.models import ColorBar, LogColorMapper
+    N-1)`` per encoder name) of ``n_images`` images, each drawn beside its map and under it: the chosen encoder, layer
+    and head (or the heads' mean) on one logarithmic colour scale for all (from a quarter of uniform attention to the
+    largest weight, so a flat map and a peaked one both show their structure) with a colour bar. ``images``: the
+    images as shown, ``(B, 3, H, W)`` in [0, 1] (their normalisation undone). Two equal images, or two equal maps in
+    one state, are refused (:func:`require_distinct`)."""
+    from bokeh.layouts import column, row
+    from bokeh.models import ColorBar, ColumnDataSource, LogColorMapper
     from bokeh.palettes import Viridis256
 
     first = next(iter(attention.values()))
     n_layers, n_heads = first.shape[0], first.shape[2]
     if any(a.shape[0] != n_layers or a.shape[2] != n_heads for a in attention.values()):
         raise ValueError("attention_panel: every encoder must have the same layers and heads")
-    n_images = min(n_images, first.shape[1])
+    n_images = min(n_images, first.shape[1], images.shape[0])
+    require_distinct(list(images[:n_images]), "images")
     top = max(float(a.max()) for a in attention.values())
     heads = ["mean of the heads"] + [f"head {k + 1}" for k in range(n_heads)]
 
     def state(name, layer, head):
         a = attention[name][layer - 1, :n_images]  # (B, K, N-1)
         a = a.mean(1) if head == heads[0] else a[:, heads.index(head) - 1]
+        if n_images > 1 and float(a.std()) > 0:  # a constant map (an untrained head can be flat) repeats by nature
+            require_distinct([m for m in a], f"{name}, layer {layer}, {head}: maps of images")
         # image rows run bottom to top in Bokeh: flip so the first patch row is drawn at the top
         maps = a.reshape(n_images, *grid).flip(1).double().numpy()
         return {f"img{i}": {"image": [maps[i]]} for i in range(n_images)}
@@ -301,18 +324,28 @@ def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int]
     def draw(t):
         n_patches = grid[0] * grid[1]
         mapper = LogColorMapper(palette=Viridis256, low=0.25 / n_patches, high=top)
-        figs = []
+        h, w = images.shape[-2:]
+        pairs = []
         for i in range(n_images):
             last = i == n_images - 1  # the colour bar sits right of the last map
-            f = _figure(f"image {i + 1}", "", "", height=180, width=180 + 70 * last, x_range=(0, grid[1]),
-                        y_range=(0, grid[0]), sizing_mode="fixed")
-            f.image(image="image", x=0, y=0, dw=grid[1], dh=grid[0], source=t[f"img{i}"], color_mapper=mapper)
-            f.axis.visible = False
-            f.grid.visible = False
+            photo = _figure(f"image {i + 1}", "", "", height=150, width=150, x_range=(0, w), y_range=(0, h),
+                            sizing_mode="fixed")
+            photo.image_rgba(image="image", x=0, y=0, dw=w, dh=h,
+                             source=ColumnDataSource({"image": [_rgba(images[i])]}))
+            over = _figure("its map over it", "", "", height=150, width=150 + 80 * last, x_range=(0, w),
+                           y_range=(0, h), sizing_mode="fixed")
+            over.image_rgba(image="image", x=0, y=0, dw=w, dh=h,
+                            source=ColumnDataSource({"image": [_rgba(images[i])]}))
+            over.image(image="image", x=0, y=0, dw=w, dh=h, source=t[f"img{i}"], color_mapper=mapper,
+                       global_alpha=0.7)
+            for f in (photo, over):
+                f.axis.visible = False
+                f.grid.visible = False
             if last:
-                f.add_layout(ColorBar(color_mapper=mapper, title="weight (log scale)", width=12), "right")
-            figs.append(f)
-        return row(*figs, styles={"flex-wrap": "wrap"}, sizing_mode="stretch_width")
+                over.add_layout(ColorBar(color_mapper=mapper, title="weight (log scale)", width=12), "right")
+            pairs.append(row(photo, over, sizing_mode="fixed"))
+        return column(row(*pairs, styles={"flex-wrap": "wrap", "column-gap": "18px"}, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width")
 
     names = list(attention)
     return lookup_panel([Choice("encoder", "encoder", names, names[0]),

@@ -3,7 +3,12 @@ initialisation, read on Imagenette images (per-head class-token attention, PCA o
 sparsity and effective rank), and the figures that show them.
 
 Every measurement is a function of :mod:`aot_lib.training.monitors` (:func:`audit_layers`, :func:`cls_attention`,
-:func:`patch_pca`); this module only picks the encoders and images and draws.
+:func:`patch_pca`, :func:`last_zeros`); this module picks the encoders and images, measures per image for the
+predictions' rules (:mod:`aot_lib.book.whitebox_predictions`) and draws the maps over their images.
+
+The images (:func:`draw_images`): Imagenette's validation split when ``AOT_DATA`` holds it, else the 30 validation
+images shipped with the book (``book/images/imagenette_val``, credited there): in-domain images the encoders never
+trained on, in every build.
 """
 from __future__ import annotations
 
@@ -13,8 +18,19 @@ from typing import Mapping
 
 import torch
 
-__all__ = ["WHITEBOX_RUNS", "initial_encoder", "Subject", "load_subjects", "attention_mass_on_top", "plot_head_attention",
-           "plot_patch_pca", "plot_layer_audit"]
+__all__ = ["WHITEBOX_RUNS", "SHIPPED_IMAGES", "IMAGENETTE_NAMES", "initial_encoder", "Subject", "load_subjects",
+           "Drawn", "draw_images", "distinct_class_picks", "attention_share_on_top", "attention_mass_on_top",
+           "per_image_measures", "judge_predictions", "plot_attention_overlay", "plot_pca_overlay",
+           "plot_layer_audit"]
+
+#: The book's own in-domain images, relative to the checkout: an ImageFolder tree ``val/<wnid>/<image>``.
+SHIPPED_IMAGES = Path("book") / "images" / "imagenette_val"
+
+#: Imagenette's classes by WordNet id (the data README's list).
+IMAGENETTE_NAMES = {"n01440764": "tench", "n02102040": "English springer", "n02979186": "cassette player",
+                    "n03000684": "chain saw", "n03028079": "church", "n03394916": "French horn",
+                    "n03417042": "garbage truck", "n03425413": "gas pump", "n03445777": "golf ball",
+                    "n03888257": "parachute"}
 
 #: The recorded Imagenette runs (128 px, patch 16: an 8x8 grid of patches) whose encoders the chapter reads:
 #: Table 2's picks for AoT-ADMM and CRATE, and the AoT run trained for the chapter (configs/cpu/whitebox/).
@@ -62,33 +78,123 @@ def load_subjects(results: Path, labels: Mapping[str, str]) -> tuple[list[Subjec
     return subjects, missing
 
 
-def attention_mass_on_top(attention: torch.Tensor, fraction: float = 0.125) -> float:
-    """Mean share of the class token's attention that falls on its top ``fraction`` of patches (``attention``
-    ``(..., N-1)``, rows summing to at most 1 over the patches): ``fraction`` itself for uniform attention, 1 when
-    all of it sits on so few patches."""
+@dataclass
+class Drawn:
+    """The images the chapter reads: ``images`` ``(B, 3, H, W)`` uint8 at their stored size, ``labels``, ``classes``
+    (WordNet ids), ``source`` (one sentence for the page, no path of the machine) and ``shipped`` (the book's own)."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    classes: list[str]
+    source: str
+    shipped: bool
+
+
+def draw_images(cfg: Mapping, root: Path) -> Drawn:
+    """Imagenette's validation split as the run's config names it (``AOT_DATA``), else the book's shipped images
+    (:data:`SHIPPED_IMAGES` under the checkout ``root``)."""
+    from ..data.datasets import DataError, load_split
+    from ..training.builders import load_data
+
+    try:
+        data = load_data(dict(cfg), "test")
+        return Drawn(data.images, data.labels, list(data.classes),
+                     f"{len(data.images):,} images of Imagenette's validation split ({data.provenance['label']})", False)
+    except DataError:
+        data = load_split("imagefolder", "test", root=Path(root) / SHIPPED_IMAGES)
+        per = len(data.images) // len(data.classes)
+        return Drawn(data.images, data.labels, list(data.classes),
+                     f"the {len(data.images)} Imagenette validation images shipped with the book ({per} of each of "
+                     f"its {len(data.classes)} classes; book/images/imagenette_val)", True)
+
+
+def distinct_class_picks(labels: torch.Tensor, n: int) -> list[int]:
+    """Indices of ``n`` images of ``n`` different classes spread over the classes (the first image of each): a
+    figure's panels never repeat an image, whatever the number drawn."""
+    classes = sorted(set(labels.tolist()))
+    if n > len(classes):
+        raise ValueError(f"{n} images of distinct classes asked for, but only {len(classes)} classes were drawn")
+    chosen = [classes[round(k * (len(classes) - 1) / max(1, n - 1))] for k in range(n)]
+    return [int((labels == c).nonzero()[0]) for c in chosen]
+
+
+def attention_share_on_top(attention: torch.Tensor, fraction: float = 0.125) -> torch.Tensor:
+    """Per row of ``attention`` ``(..., N-1)`` (class token to patches), the share of its weight on its top
+    ``fraction`` of patches: ``fraction`` itself for uniform attention, 1 when all of it sits on so few patches."""
     n = attention.shape[-1]
     k = max(1, round(fraction * n))
     a = attention / attention.sum(-1, keepdim=True)
-    return float(a.topk(k, dim=-1).values.sum(-1).mean())
+    return a.topk(k, dim=-1).values.sum(-1)
 
 
-def plot_head_attention(maps: Mapping[str, torch.Tensor], image: torch.Tensor, mean, std, grid: tuple[int, int]):
-    """One row per encoder: the image, then the class token's attention of each head of the last layer
-    (``maps[name]`` ``(K, N-1)``), on one colour scale with its bar."""
+def attention_mass_on_top(attention: torch.Tensor, fraction: float = 0.125) -> float:
+    """The mean of :func:`attention_share_on_top` over every row (heads, images)."""
+    return float(attention_share_on_top(attention, fraction).mean())
+
+
+@torch.no_grad()
+def per_image_measures(encoder: torch.nn.Module, images: torch.Tensor, grid: tuple[int, int]) -> dict:
+    """What the predictions' rules read (:mod:`aot_lib.book.whitebox_predictions`) for one encoder on normalised
+    ``images``: per image ``attention`` (the last layer's share on its top eighth, mean over heads), ``zeros`` (the
+    last sparse state's fraction of exact zeros) and ``foreground`` (the first component's top quarter in the
+    centre) and ``rates`` (:func:`aot_lib.training.monitors.layer_rates`: ``R^c`` in and out of every layer)."""
+    from ..training.monitors import cls_attention, last_zeros, layer_rates, patch_pca
+    from .whitebox_predictions import foreground_centre_share
+
+    attention = attention_share_on_top(cls_attention(encoder, images)[-1]).mean(1)
+    scores, explained = patch_pca(encoder, images)
+    return {"attention": attention, "zeros": last_zeros(encoder, images),
+            "foreground": foreground_centre_share(scores[..., 0], grid), "explained": explained,
+            "rates": layer_rates(encoder, images)}
+
+
+#: Which of :func:`per_image_measures`' numbers judges each per-image prediction.
+MEASURED = {"sparsity": "zeros", "attention": "attention", "foreground": "foreground"}
+
+
+def judge_predictions(measures: Mapping[str, Mapping[str, dict]], labels: Mapping[str, str]) -> list[dict]:
+    """Every prediction judged for every family it concerns (``measures[family]["trained" | "initial"]`` of
+    :func:`per_image_measures`), each at the Bonferroni level over all of them: rows ``prediction``, ``family``
+    (its label), ``judged`` (the rule's intervals) and ``verdict``."""
+    from .whitebox_predictions import FAMILYWISE, PREDICTIONS, judge_compression, judge_differences
+
+    cases = [(p, f) for p in PREDICTIONS for f in p.families if f in measures]
+    confidence = 1 - FAMILYWISE / len(cases)
+    rows = []
+    for p, family in cases:
+        t, i = measures[family]["trained"], measures[family]["initial"]
+        judged = (judge_compression(t["rates"], i["rates"], confidence) if p.key == "compression"
+                  else judge_differences(t[MEASURED[p.key]], i[MEASURED[p.key]], confidence))
+        rows.append({"prediction": p, "family": labels[family], "judged": judged, "verdict": judged["verdict"]})
+    return rows
+
+
+def _upsample(maps: torch.Tensor, grid: tuple[int, int], size: tuple[int, int]) -> torch.Tensor:
+    """Patch maps ``(..., H*W)`` as images of ``size`` (each patch a block: what the encoder resolves, no more)."""
+    m = maps.reshape(-1, 1, *grid).float()
+    return torch.nn.functional.interpolate(m, size=size, mode="nearest").reshape(*maps.shape[:-1], *size)
+
+
+def plot_attention_overlay(maps: Mapping[str, torch.Tensor], image: torch.Tensor, grid: tuple[int, int]):
+    """One row per encoder: the image (``(3, H, W)`` in [0, 1]), then the class token's attention of each head of
+    the last layer (``maps[name]`` ``(K, N-1)``) over it, on one colour scale with its bar."""
     import matplotlib.pyplot as plt
 
-    from .plotting import FIGURE_WIDTH_IN, show_image
+    from .plotting import FIGURE_WIDTH_IN
 
     n_heads = next(iter(maps.values())).shape[0]
     top = max(float(m.max()) for m in maps.values())
     side = FIGURE_WIDTH_IN / (n_heads + 1.4)
     fig, axes = plt.subplots(len(maps), n_heads + 1, figsize=(FIGURE_WIDTH_IN, side * len(maps) + 0.3),
                              squeeze=False)
+    shown = image.permute(1, 2, 0).clamp(0, 1).numpy()
     for r, (name, m) in enumerate(maps.items()):
-        show_image(axes[r, 0], image, mean, std)
+        axes[r, 0].imshow(shown)
         axes[r, 0].set_ylabel(name.replace(", ", "\n"), fontsize=8)
+        big = _upsample(m, grid, tuple(image.shape[-2:]))
         for k in range(n_heads):
-            shown = axes[r, k + 1].imshow(m[k].reshape(grid).cpu().numpy(), cmap="viridis", vmin=0, vmax=top)
+            axes[r, k + 1].imshow(shown)
+            drawn = axes[r, k + 1].imshow(big[k].numpy(), cmap="inferno", vmin=0, vmax=top, alpha=0.65)
             if r == 0:
                 axes[r, k + 1].set_title(f"head {k + 1}", fontsize=9)
     for ax in axes.flat:
@@ -96,34 +202,43 @@ def plot_head_attention(maps: Mapping[str, torch.Tensor], image: torch.Tensor, m
         ax.set_yticks([])
     fig.subplots_adjust(left=0.08, right=0.9, wspace=0.05, hspace=0.08)
     bar = fig.add_axes([0.92, 0.15, 0.015, 0.7])
-    fig.colorbar(shown, cax=bar).set_label("attention weight", fontsize=9)
+    fig.colorbar(drawn, cax=bar).set_label("attention weight", fontsize=9)
     bar.tick_params(labelsize=8)
     return fig
 
 
-def plot_patch_pca(pcas: Mapping[str, torch.Tensor], images: torch.Tensor, mean, std, grid: tuple[int, int]):
-    """One row per (encoder, image): the image, the first component of its patch tokens (PCA fitted over all
-    images, :func:`aot_lib.training.monitors.patch_pca`), and components 2-4 as red, green and blue (each scaled
-    to its 1st-99th percentile over all images)."""
+def plot_pca_overlay(pcas: Mapping[str, torch.Tensor], images: torch.Tensor, grid: tuple[int, int]):
+    """One row per image (``(B, 3, H, W)`` in [0, 1]): the image, then per encoder its patch tokens' first three
+    principal components as red, green and blue over the image (PCA fitted over all the images,
+    :func:`aot_lib.training.monitors.patch_pca`; each component scaled to its 1st-99th percentile over all images),
+    the first component's top quarter outlined in white: the foreground mask the chapter's fourth prediction reads."""
     import matplotlib.pyplot as plt
 
-    from .plotting import FIGURE_WIDTH_IN, show_image
+    from .plotting import FIGURE_WIDTH_IN
 
-    n_img = images.shape[0]
-    names = list(pcas)
-    fig, axes = plt.subplots(n_img, 3 * len(names), figsize=(FIGURE_WIDTH_IN, FIGURE_WIDTH_IN / (3 * len(names))
-                                                             * n_img + 0.5), squeeze=False)
-    for c, name in enumerate(names):
-        scores = pcas[name][:n_img]  # (B, P, k)
-        lo = torch.quantile(pcas[name].reshape(-1, scores.shape[-1]), 0.01, dim=0)
-        hi = torch.quantile(pcas[name].reshape(-1, scores.shape[-1]), 0.99, dim=0)
-        scaled = ((scores - lo) / (hi - lo)).clamp(0, 1)
-        for b in range(n_img):
-            show_image(axes[b, 3 * c], images[b], mean, std)
-            axes[b, 3 * c + 1].imshow(scaled[b, :, 0].reshape(grid).numpy(), cmap="gray", vmin=0, vmax=1)
-            axes[b, 3 * c + 2].imshow(scaled[b, :, 1:4].reshape(*grid, 3).numpy())
-        axes[0, 3 * c + 1].set_title(f"{name}\nPC 1", fontsize=8)
-        axes[0, 3 * c + 2].set_title("PC 2-4", fontsize=8)
+    n_img, names = images.shape[0], list(pcas)
+    cols = 1 + len(names)
+    fig, axes = plt.subplots(n_img, cols, figsize=(FIGURE_WIDTH_IN, FIGURE_WIDTH_IN / cols * n_img + 0.4),
+                             squeeze=False)
+    size = tuple(images.shape[-2:])
+    for b in range(n_img):
+        shown = images[b].permute(1, 2, 0).clamp(0, 1).numpy()
+        axes[b, 0].imshow(shown)
+        for c, name in enumerate(names):
+            every = pcas[name][..., :3].reshape(-1, 3)
+            lo, hi = torch.quantile(every, 0.01, dim=0), torch.quantile(every, 0.99, dim=0)
+            rgb = ((pcas[name][b, :, :3] - lo) / (hi - lo)).clamp(0, 1)  # (P, 3)
+            big = _upsample(rgb.T, grid, size).permute(1, 2, 0).numpy()
+            first = pcas[name][b, :, 0]
+            mask = torch.zeros_like(first)
+            mask[first.topk(max(1, round(first.numel() / 4))).indices] = 1
+            ax = axes[b, c + 1]
+            ax.imshow(shown)
+            ax.imshow(big, alpha=0.6)
+            ax.contour(_upsample(mask[None], grid, size)[0].numpy(), levels=[0.5], colors="white", linewidths=1)
+            if b == 0:
+                ax.set_title(name, fontsize=8)
+    axes[0, 0].set_title("image", fontsize=8)
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])

@@ -97,6 +97,10 @@ def t_interval(values: Sequence[float] | torch.Tensor, confidence: float) -> Int
     n = x.numel()
     if n < 2:
         raise ValueError(f"an interval needs at least two units, got {n}")
+    if not torch.isfinite(x).all() or not 0 < confidence < 1:  # a NaN would read "includes 0": not settled
+        bad = int((~torch.isfinite(x)).sum())
+        raise ValueError(f"an interval of {n} values with {bad} not finite at confidence {confidence!r}: a measure "
+                         "that cannot be right is refused, not judged")
     mean = float(x.mean())
     half = float(t.ppf(0.5 + confidence / 2, n - 1)) * float(x.std(unbiased=True)) / math.sqrt(n)
     return Interval(mean, mean - half, mean + half, n, confidence)

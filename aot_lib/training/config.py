@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from ..config_format import flatten  # noqa: F401  (the flat view lives with the config format)
+from ..config_format import config_stage, flatten  # noqa: F401  (they live with the config format)
 from ..data.augment import MultiCropConfig
 
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
@@ -451,7 +451,9 @@ def _deep_update(a: dict, b: dict) -> dict:
 
 
 def apply_overrides(cfg: dict, overrides: list[str]) -> dict:
-    """Apply ``section.key=value`` strings (values parsed as YAML: ``optim.lr=1e-3``, ``model.overrides.depth=6``)."""
+    """Apply ``section.key=value`` strings (values parsed as YAML: ``optim.lr=1e-3``, ``model.overrides.depth=6``);
+    a later one wins (a caller layering its own on top of others' means it; a command line is checked first by
+    :func:`refuse_repeated`)."""
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like section.key=value")
@@ -473,6 +475,16 @@ def apply_overrides(cfg: dict, overrides: list[str]) -> dict:
     return cfg
 
 
+def refuse_repeated(overrides: list[str]) -> None:
+    """A command line that gives one key twice says two things and only the last would count: refused."""
+    given: dict[str, str] = {}
+    for item in overrides:
+        key = item.split("=", 1)[0].strip()
+        if key in given:
+            raise ConfigError(f"{key} is given twice ({given[key]!r} and {item!r}): give it once")
+        given[key] = item
+
+
 def load_config(path: str | os.PathLike | None = None, overrides: list[str] | None = None) -> dict:
     """Defaults, updated by the YAML file (and what it inherits), then by the overrides."""
     cfg = copy.deepcopy(DEFAULTS)
@@ -482,17 +494,6 @@ def load_config(path: str | os.PathLike | None = None, overrides: list[str] | No
     if cfg["run"]["name"] is None:
         cfg["run"]["name"] = f"{cfg['model']['name']}_{cfg['data']['name']}"
     return validate_config(cfg)
-
-
-def config_stage(path: str | os.PathLike) -> str:
-    """The command a config file is written for: ``distill`` or ``finetune`` when the file itself sets that
-    section, else what the file it inherits from is written for (a seed variant of a distillation config is
-    one too); ``pretrain`` when no file of the chain sets either (then ``aot probe`` reads the same file)."""
-    path = Path(path)
-    own = yaml.safe_load(path.read_text()) or {}
-    if "distill" in own or "finetune" in own:
-        return "distill" if "distill" in own else "finetune"
-    return config_stage(path.parent / own["inherit"]) if own.get("inherit") else "pretrain"
 
 
 def dump_config(cfg: dict) -> str:

@@ -34,8 +34,11 @@ _FENCE = re.compile(r"^ {0,3}(?P<mark>`{3,}|~{3,})(?P<info>.*)$")
 #: the directives whose body is code or maths.
 _CODE_DIRECTIVES = ("code-block", "code-cell", "code", "sourcecode", "literalinclude", "math", "eval-rst")
 #: A role (``{cite:p}`KEY```: its name, then its text in backticks) or an inline code span (a run of backticks, its
-#: text, the same run). A role is prose to convert, but for ``{code}`` and ``{literal}``, whose text is code.
-_ROLE_OR_CODE = re.compile(r"(?P<role>\{(?P<name>[\w:.-]+)\}(?P<rt>`+).+?(?P=rt))|(?P<tick>`+).+?(?P=tick)", re.S)
+#: text, a run of exactly as many: CommonMark's rule), never across a blank line (a span ends with its paragraph).
+#: A role is prose to convert, but for ``{code}`` and ``{literal}``, whose text is code.
+_IN_PARAGRAPH = r"(?:(?!\n[ \t]*\n).)+?"
+_ROLE_OR_CODE = re.compile(rf"(?P<role>\{{(?P<name>[\w:.-]+)\}}(?P<rt>`+){_IN_PARAGRAPH}(?<!`)(?P=rt)(?!`))"
+                           rf"|(?<!`)(?P<tick>`+)(?!`){_IN_PARAGRAPH}(?<!`)(?P=tick)(?!`)", re.S)
 _CODE_ROLES = ("code", "literal")
 
 
@@ -44,16 +47,17 @@ def in_prose(markdown: str, convert) -> str:
     are, byte for byte, so a chapter that shows how to cite (`` `[](#bib-KEY)` ``) shows it as written."""
     out, prose, fence = [], [], None
 
-    def flush():
-        text = "".join(prose)
-        last = 0
+    def spans_kept(text: str) -> str:
+        done, last = [], 0
         for m in _ROLE_OR_CODE.finditer(text):
             if m["role"] and m["name"] not in _CODE_ROLES:
                 continue  # a role is prose: converted with what surrounds it
-            out.append(convert(text[last:m.start()]))
-            out.append(m.group(0))
+            done += [convert(text[last:m.start()]), m.group(0)]
             last = m.end()
-        out.append(convert(text[last:]))
+        return "".join(done) + convert(text[last:])
+
+    def flush():
+        out.append(spans_kept("".join(prose)))
         prose.clear()
 
     directives: list[str] = []  # the fences of the directives open around this line (their bodies are prose)
@@ -64,7 +68,7 @@ def in_prose(markdown: str, convert) -> str:
         if fence is None and m and directive and directive[1] not in _CODE_DIRECTIVES:
             directives.append(m["mark"])  # its title (after the fence) is prose; its backticks open no code span
             flush()
-            out.append(line[:m.end("mark")] + convert(line[m.end("mark"):]))
+            out.append(line[:m.end("mark")] + spans_kept(line[m.end("mark"):]))
         elif (fence is None and m and not info and directives and m["mark"][0] == directives[-1][0]
               and len(m["mark"]) >= len(directives[-1])):
             directives.pop()  # a directive closes
