@@ -45,6 +45,7 @@ from pathlib import Path
 from statistics import mean
 
 import matplotlib.pyplot as plt
+import torch
 from IPython.display import Markdown, display
 
 import aot_lib
@@ -969,7 +970,8 @@ if encoder is not None:
 if encoder is not None:
     untrained = initial_encoder(run_cfg)
     maps = {"trained": att, "at initialisation": cls_attention(untrained, x)}
-    display(attention_panel(maps, grid=(patches_per_side, patches_per_side)))
+    shown = x * torch.tensor(std).view(3, 1, 1) + torch.tensor(mean).view(3, 1, 1)
+    display(attention_panel(maps, grid=(patches_per_side, patches_per_side), images=shown))
 
 # %% [markdown]
 # (sec-audit-control)=

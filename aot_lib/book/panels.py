@@ -284,6 +284,10 @@ def require_distinct(tensors: Sequence[torch.Tensor], what: str) -> None:
                                  "distinct classes)")
 
 
+#: The side (pixels) of an image as a panel ships it: the size its figure draws it at.
+PANEL_IMAGE_PX = 150
+
+
 def _rgba(image: torch.Tensor) -> "np.ndarray":
     """A ``(3, H, W)`` image in [0, 1] as Bokeh's packed RGBA (``(H, W)`` uint32), its first row drawn at the top."""
     rgb = (image.clamp(0, 1).permute(1, 2, 0).flip(0) * 255).round().to(torch.uint8).numpy()
@@ -324,18 +328,20 @@ def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int]
     def draw(t):
         n_patches = grid[0] * grid[1]
         mapper = LogColorMapper(palette=Viridis256, low=0.25 / n_patches, high=top)
-        h, w = images.shape[-2:]
+        # shown at the figures' 150 px, not more: the page carries each image once (one source for both figures)
+        small = torch.nn.functional.interpolate(images[:n_images].float(), size=(PANEL_IMAGE_PX,) * 2,
+                                                mode="bilinear", antialias=True, align_corners=False)
+        h = w = PANEL_IMAGE_PX
         pairs = []
         for i in range(n_images):
             last = i == n_images - 1  # the colour bar sits right of the last map
+            picture = ColumnDataSource({"image": [_rgba(small[i])]})
             photo = _figure(f"image {i + 1}", "", "", height=150, width=150, x_range=(0, w), y_range=(0, h),
                             sizing_mode="fixed")
-            photo.image_rgba(image="image", x=0, y=0, dw=w, dh=h,
-                             source=ColumnDataSource({"image": [_rgba(images[i])]}))
+            photo.image_rgba(image="image", x=0, y=0, dw=w, dh=h, source=picture)
             over = _figure("its map over it", "", "", height=150, width=150 + 80 * last, x_range=(0, w),
                            y_range=(0, h), sizing_mode="fixed")
-            over.image_rgba(image="image", x=0, y=0, dw=w, dh=h,
-                            source=ColumnDataSource({"image": [_rgba(images[i])]}))
+            over.image_rgba(image="image", x=0, y=0, dw=w, dh=h, source=picture)
             over.image(image="image", x=0, y=0, dw=w, dh=h, source=t[f"img{i}"], color_mapper=mapper,
                        global_alpha=0.7)
             for f in (photo, over):
@@ -343,7 +349,7 @@ def attention_panel(attention: Mapping[str, torch.Tensor], grid: tuple[int, int]
                 f.grid.visible = False
             if last:
                 over.add_layout(ColorBar(color_mapper=mapper, title="weight (log scale)", width=12), "right")
-            pairs.append(row(photo, over, sizing_mode="fixed"))
+            pairs.append(row(photo, over))
         return column(row(*pairs, styles={"flex-wrap": "wrap", "column-gap": "18px"}, sizing_mode="stretch_width"),
                       sizing_mode="stretch_width")
 
