@@ -117,13 +117,29 @@ else:
     print("This chapter needs the recorded encoders (results/cpu).")
 
 # %% tags=["hide-input"]
-if drawn is not None:
+measures = {}
+
+
+def measure_family(k: int) -> None:
+    """The k-th family's trained and initial encoders measured on every image (a cell each:
+    with the whole validation split a family takes a minute or two)."""
+    if drawn is None or k >= len(subjects):
+        return
+    s = subjects[k]
     with torch.no_grad():
-        states = {(s.label, which): enc for s in subjects
-                  for which, enc in (("trained", s.trained), ("initial", s.initial))}
-        measures = {s.family: {which: per_image_measures(states[s.label, which], images,
-                                                         grid)
-                               for which in ("trained", "initial")} for s in subjects}
+        measures[s.family] = {which: per_image_measures(enc, images, grid) for which, enc
+                              in (("trained", s.trained), ("initial", s.initial))}
+
+
+states = {(s.label, which): enc for s in subjects
+          for which, enc in (("trained", s.trained), ("initial", s.initial))}
+measure_family(0)
+
+# %% tags=["hide-input"]
+measure_family(1)
+
+# %% tags=["hide-input"]
+measure_family(2)
 
 # %% [markdown]
 # (sec-wb-attention)=

@@ -80,7 +80,7 @@ from aot_lib.evidence import paper, stats
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import DEFAULTS, load_config
-from aot_lib.training.runs import ENCODER_RECORD_LIMIT
+from aot_lib.training.recording import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table
 

@@ -156,8 +156,10 @@ if (document.readyState === 'complete') ready(); else window.addEventListener('l
 
 
 def problems_of(page: str, width: int, measured: dict) -> list[str]:
-    """What does not fit on one page at one width (one line each, empty when everything fits)."""
-    out = []
+    """What does not fit on one page at one width, and each error its console showed (one line each, empty when
+    everything fits and the console is clean)."""
+    out = [f"{page} at {width} px: the browser's console shows an error: {message[:200]}"
+           for message in measured.get("console_errors", [])]
     for t in measured["tables"]:
         what = f"{page} at {width} px: table {t['index'] + 1}" + (f" ({t['title'][:60]})" if t["title"] else "")
         if t.get("over_contents_px", 0) > 0:
@@ -215,6 +217,7 @@ def browser():
         return None, "chromium and chromedriver are not installed: apt-get install chromium chromium-driver"
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
+    opts.set_capability("goog:loggingPrefs", {"browser": "SEVERE"})  # the console's errors, read per page
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--hide-scrollbars", "--force-device-scale-factor=1", f"--window-size=1280,{HEIGHT}"):
         opts.add_argument(arg)
@@ -257,6 +260,11 @@ def measure(html_dir: Path, widths=WIDTHS, screenshots: Path | None = None, page
                 driver.get(base + page)
                 driver.execute_async_script(WAIT_JS)
                 result.setdefault(page, {})[width] = json.loads(driver.execute_script(MEASURE_JS))
+                # what the page's scripts reported as errors while it loaded (issue 59: one on every page)
+                # (the browser's own request for /favicon.ico, which no page asks for, is not the page's error)
+                result[page][width]["console_errors"] = [e["message"] for e in driver.get_log("browser")
+                                                         if e.get("level") == "SEVERE"
+                                                         and "/favicon.ico " not in e["message"]]
                 if width != PHONE_WIDTH:
                     covered = json.loads(driver.execute_async_script(COVER_JS))
                     m = result[page][width]

@@ -156,3 +156,14 @@ def test_check_html_flags_a_titled_table_the_build_did_not_number():
     numbered = ('<div class="aot-numbered-table" id="tbl-x"><p><span class="caption-number">Table 1 </span>'
                 '<span class="caption-text">Final</span></p><div class="aot-table-wrap"><table></table></div></div>')
     assert check_html(numbered) == []
+
+
+def test_a_cell_that_printed_to_stderr_is_named_with_its_line_and_first_words():
+    """Issue 59: torch's "No CUDA runtime is found" and Bokeh's W-1005 warning reached the pages as stderr outputs;
+    a page holding one fails the check (the HTML as myst-nb writes a stderr stream; a stdout stream passes)."""
+    page = ('<p>text</p>\n<div class="output stream highlight-myst-ansi notranslate"><div class="highlight"><pre>'
+            'fine</pre></div></div>\n<div class="output stderr highlight-myst-ansi notranslate"><div class="highlight">'
+            '<pre><span></span>WARNING:bokeh.core.validation.check:W-1005 (FIXED_SIZING_MODE)</pre></div></div>')
+    assert check_html(page, "ch.html") == [
+        "ch.html:3: a cell printed to stderr (fix its cause, or catch it where it is expected): "
+        "WARNING:bokeh.core.validation.check:W-1005 (FIXED_SIZING_MODE)"]

@@ -255,3 +255,26 @@ def test_on_a_phone_a_list_table_reads_as_labelled_lines_where_a_grid_would_scro
         Table(rows, cols, phone="stack")
     assert str(e.value) == ("phone must be 'scroll' (the table scrolls in its box) or 'list' (each row a list of "
                             "labelled lines), got 'stack'")
+
+
+def test_a_console_error_of_a_page_is_named_with_its_width():
+    """Issue 59: every page logged "Identifier 'THEBE_JS_URL' has already been declared". The browser's SEVERE
+    console entries are read per page and width, and each is a problem."""
+    m = {**_page([]), "console_errors": ["http://127.0.0.1/ch.html 12:5 Uncaught SyntaxError: Identifier "
+                                         "'THEBE_JS_URL' has already been declared"]}
+    assert check_tables.problems_of("ch.html", 1280, m) == [
+        "ch.html at 1280 px: the browser's console shows an error: http://127.0.0.1/ch.html 12:5 Uncaught "
+        "SyntaxError: Identifier 'THEBE_JS_URL' has already been declared"]
+
+
+def test_chromium_reads_a_pages_console_errors(tmp_path):
+    """A page whose script declares one name twice shows the browser's error; a clean page shows none."""
+    _needs_chromium()
+    _book_page(tmp_path)
+    clean = check_tables.measure(tmp_path, widths=(1280,))["index.html"][1280]
+    assert clean["console_errors"] == []
+    page = (tmp_path / "index.html").read_text()
+    (tmp_path / "index.html").write_text(page.replace("</body>", "<script>const X = 1;</script>"
+                                                                  "<script>const X = 2;</script></body>"))
+    noisy = check_tables.measure(tmp_path, widths=(1280,))["index.html"][1280]
+    assert len(noisy["console_errors"]) == 1 and "Identifier 'X' has already been declared" in noisy["console_errors"][0]

@@ -129,3 +129,12 @@ def test_reference_texts_are_the_lists_labels_and_entries():
     # every label names one work: a label two works shared would send a citation to the wrong one
     labels = [label for label, _ in refs.values()]
     assert len(labels) == len(set(labels))
+
+
+def test_every_reference_has_a_year_and_names_read_as_written():
+    """Issue 59: the paper printed as "n.d." (no year) and "Jr. Pasiliao, Eduardo" (the suffix read as a first name)."""
+    texts = reference_texts(BIB)
+    assert not [k for k, (label, _) in texts.items() if "n.d." in label]
+    assert texts["bai2026aotadmm"][0] == "Bai et al., 2026"
+    assert "Eduardo Pasiliao, Jr." in texts["ouyang2015linearized"][1]
+    assert not [k for k, (_, text) in texts.items() if "Jr. " in text.split(".")[0]]

@@ -37,6 +37,9 @@ PAGE_WIDTH = 88
 _TEXT_OUTPUT = re.compile(
     r'<div class="output (?:stream|text_plain)[^"]*">(.*?)</pre>', re.DOTALL)
 
+#: A cell's stderr as myst-nb renders it (a warning, a progress bar, a library's log line): machine noise on a page.
+_STDERR = re.compile(r'<div class="output stderr[^"]*">(.*?)</pre>', re.DOTALL)
+
 #: A table cell and its content.
 _CELL = re.compile(r"<(t[dh])\b[^>]*>(.*?)</\1>", re.DOTALL | re.IGNORECASE)
 #: Code a page shows on purpose (a literal, not a dump), and what is no text at all.
@@ -98,6 +101,10 @@ def check_html(text: str, name: str = "<html>") -> list[str]:
         line = text.count("\n", 0, m.start()) + 1
         problems.append(f"{name}:{line}: raw LaTeX outside typeset math (write it in a Markdown cell or "
                         f"show it with IPython's Math): {_excerpt(m.group(0))[:80]}")
+    for m in _STDERR.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        problems.append(f"{name}:{line}: a cell printed to stderr (fix its cause, or catch it where it is expected): "
+                        f"{_excerpt(m.group(1))[:100]}")
     for m in _EXTERNAL.finditer(text):
         problems.append(f"{name}: loads {m.group(1) or m.group(2)} from another host")
     for m in _TABLE_TITLE.finditer(text):
