@@ -513,7 +513,7 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 # (bib-ouyang2015linearized)=
 # ###### Ouyang et al., 2015
 #
-# Yuyuan Ouyang, Yunmei Chen, Guanghui Lan, and Jr. Pasiliao, Eduardo. An accelerated
+# Yuyuan Ouyang, Yunmei Chen, Guanghui Lan, and Eduardo Pasiliao, Jr. An accelerated
 # linearized alternating direction method of multipliers. SIAM Journal on Imaging
 # Sciences, 8(1):644–681, 2015. doi:10.1137/14095697X.
 #

@@ -314,39 +314,27 @@ if drawn is not None:
 # :::{figure}
 # :label: fig-wb-heads
 # :enumerator: 10.1
-# The class token’s attention to the 64 patches in the last layer, one column per head,
-# one row per encoder (the image on the left); one colour scale, its bar on the right.
+# The class token’s attention over the image in the last layer, one column per head, one
+# row per encoder (the image on the left), at 224 px (14x14 patches); one colour scale,
+# its bar on the right.
 # :::
 #
 # :::{figure}
 # :label: fig-wb-attention-panel
 # :enumerator: 10.2
-# The class token’s attention to the patches of four images for a chosen encoder
-# (family, trained or at initialisation), layer and head (or their mean); one colour
-# scale for all, its bar on the right. Computed for every setting when the page was
-# built.
-# :::
-#
-# :::{figure}
-# :label: tbl-whitebox-attention-focus
-# :kind: table
-# :enumerator: 10.1
-# Share of the class token's attention on its top 8 of 64 patches
+# The class token’s attention over four images of four classes (each beside its map) for
+# a chosen encoder (family, trained or at initialisation), layer and head (or their
+# mean), at 224 px; one logarithmic colour scale for all, its bar on the right. Computed
+# for every setting when the page was built.
 # :::
 #
 # :::{figure}
 # :label: fig-wb-pca
 # :enumerator: 10.3
-# PCA of the last layer’s patch tokens, fitted over 100 Imagenette images per encoder:
-# for three images, the first component (grey; border patches signed low) and components
-# 2-4 as RGB, trained encoders beside AoT-ADMM at initialisation.
-# :::
-#
-# :::{figure}
-# :label: tbl-whitebox-pca-variance
-# :kind: table
-# :enumerator: 10.2
-# Share of the patch tokens' variance per principal component
+# PCA of the last layer’s patch tokens, fitted over all the images per encoder, at 224
+# px: for three images of three classes, components 1-3 as RGB over the image, the first
+# component’s top quarter outlined in white; the trained encoders beside AoT-ADMM at
+# initialisation.
 # :::
 #
 # :::{figure}
@@ -358,10 +346,10 @@ if drawn is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-whitebox-layer-summary
+# :label: tbl-whitebox-verdicts
 # :kind: table
-# :enumerator: 10.3
-# What the layers do, trained and at initialisation (6 layers)
+# :enumerator: 10.1
+# The chapter's predictions judged on 1000 images
 # :::
 #
 # **Works cited**

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 def _key(script) -> tuple:
     attributes = getattr(script, "attributes", {}) or {}
-    return (getattr(script, "filename", str(script)), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+    # an inline script is filed with filename None when added and "" when Sphinx re-adds it from its registry
+    return (getattr(script, "filename", str(script)) or "", tuple(sorted((k, str(v)) for k, v in attributes.items())))
 
 
 def each_script_once(scripts: list) -> list:
-    """``scripts`` (a page context's ``script_files``) without repeats, in order."""
+    """``scripts`` (the builder's or a page's) without repeats, in order: the same file or inline body with the same
+    attributes is one script, whatever priority each copy was added with (Sphinx keeps both then)."""
     seen, kept = set(), []
     for script in scripts:
         key = _key(script)
@@ -21,11 +23,20 @@ def each_script_once(scripts: list) -> list:
     return kept
 
 
-def _dedupe(app, pagename, templatename, context, doctree) -> None:
-    if "script_files" in context:
+def _dedupe_builder(app, env) -> list:
+    # after every document is read (sphinx-thebe adds its scripts as reading starts) and before the HTML builder
+    # copies its list of scripts for the pages: every page then carries each once
+    if hasattr(app.builder, "_js_files"):
+        app.builder._js_files[:] = each_script_once(app.builder._js_files)
+    return []
+
+
+def _dedupe_page(app, pagename, templatename, context, doctree) -> None:
+    if "script_files" in context:  # and a script an extension adds to one page only
         context["script_files"][:] = each_script_once(context["script_files"])
 
 
 def setup(app):
-    app.connect("html-page-context", _dedupe, priority=900)  # after every extension has added its scripts
+    app.connect("env-updated", _dedupe_builder, priority=900)
+    app.connect("html-page-context", _dedupe_page, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
