@@ -59,6 +59,18 @@ def test_book_links_to_root_config():
         assert link.is_symlink() and link.resolve() == (ROOT / name).resolve()
 
 
+def test_the_theme_starts_in_a_mode_it_knows():
+    """pydata-sphinx-theme reads the colour mode from the page context; left empty it logged "Got invalid theme
+    mode: ." in the console of a first visit (issue 59; CI's browser check reads every page's console)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["html_context"]["default_mode"] in ("light", "dark", "auto")
+    from sphinx_book_theme import __file__ as theme  # the template still reads it from the context by that name
+    layout = Path(theme).parent.parent / "pydata_sphinx_theme" / "theme" / "pydata_sphinx_theme" / "layout.html"
+    assert 'localStorage.getItem("mode") || "{{ default_mode }}"' in layout.read_text()
+
+
 @pytest.mark.parametrize("entry", toc_files())
 def test_toc_entry_exists(entry):
     candidates = [ROOT / "book" / f"{entry}{ext}" for ext in (".md", ".py", ".ipynb")]
