@@ -971,7 +971,8 @@ if encoder is not None:
     untrained = initial_encoder(run_cfg)
     maps = {"trained": att, "at initialisation": cls_attention(untrained, x)}
     shown = x * torch.tensor(std).view(3, 1, 1) + torch.tensor(mean).view(3, 1, 1)
-    display(attention_panel(maps, grid=(patches_per_side, patches_per_side), images=shown))
+    display(attention_panel(maps, grid=(patches_per_side, patches_per_side),
+                            images=shown))
 
 # %% [markdown]
 # (sec-audit-control)=

@@ -110,9 +110,10 @@ if subjects:
     BIG = 224  # the pictures' size: a 14x14 grid
     big_grid = (BIG // patch,) * 2
     n_classes = len(set(drawn.labels.tolist()))
-    print(textwrap.fill(f"{drawn.source}: {len(images)} images of {n_classes} classes, "
-                        f"measured at {size} px ({grid[0]}x{grid[1]} patches), drawn at "
-                        f"{BIG} px ({big_grid[0]}x{big_grid[1]} patches)", 88))
+    print(textwrap.fill(
+        f"{drawn.source}: {len(images)} images of {n_classes} classes, measured at "
+        f"{size} px ({grid[0]}x{grid[1]} patches), drawn at {BIG} px "
+        f"({big_grid[0]}x{big_grid[1]} patches)", 88))
 else:
     print("This chapter needs the recorded encoders (results/cpu).")
 
@@ -121,14 +122,15 @@ measures = {}
 
 
 def measure_family(k: int) -> None:
-    """The k-th family's trained and initial encoders measured on every image (a cell each:
-    with the whole validation split a family takes a minute or two)."""
+    """The k-th family's trained and initial encoders measured on every image (a cell
+    each: with the whole validation split a family takes a minute or two)."""
     if drawn is None or k >= len(subjects):
         return
     s = subjects[k]
     with torch.no_grad():
-        measures[s.family] = {which: per_image_measures(enc, images, grid) for which, enc
-                              in (("trained", s.trained), ("initial", s.initial))}
+        measures[s.family] = {
+            which: per_image_measures(enc, images, grid)
+            for which, enc in (("trained", s.trained), ("initial", s.initial))}
 
 
 states = {(s.label, which): enc for s in subjects
@@ -153,14 +155,16 @@ measure_family(2)
 
 # %% tags=["hide-input"]
 if drawn is not None:
-    shown = prepare_images(drawn.images, BIG, (0.0,) * 3, (1.0,) * 3)  # [0, 1], unnormalised
+    # the images as shown: in [0, 1], not normalised
+    shown = prepare_images(drawn.images, BIG, (0.0,) * 3, (1.0,) * 3)
     big = prepare_images(drawn.images, BIG, mean, std)
     picks = distinct_class_picks(drawn.labels, 4)
     with torch.no_grad():
         big_attention = {k: cls_attention(enc, big[picks]) for k, enc in states.items()}
         big_pca = {k: patch_pca(enc, big)[0] for k, enc in states.items()
                    if k[1] == "trained" or k[0] == subjects[0].label}
-    names = [IMAGENETTE_NAMES.get(drawn.classes[int(drawn.labels[i])], "?") for i in picks]
+    names = [IMAGENETTE_NAMES.get(drawn.classes[int(drawn.labels[i])], "?")
+             for i in picks]
     print("the four images: " + ", ".join(names))
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention over the image in the last layer, one column per head, one row per encoder (the image on the left), at 224 px (14x14 patches); one colour scale, its bar on the right.", "name": "fig-wb-heads"}}
@@ -201,8 +205,8 @@ if drawn is not None:
 # ## Layer by layer: coding rate, sparsity, effective rank
 #
 # For each layer $\ell$ (`aot_lib.training.monitors.audit_layers`, on all the images at
-# 128 px): $R^c(Z^\ell\mid U^\ell)$ with each $U_k^\ell$ replaced by an orthonormal basis
-# of its span (Eq. (6) assumes orthonormal columns; the learned ones are not), the
+# 128 px): $R^c(Z^\ell\mid U^\ell)$ with each $U_k^\ell$ replaced by an orthonormal
+# basis of its span (Eq. (6) assumes orthonormal columns; the learned ones are not), the
 # fraction of exact zeros and the mean magnitude of the sparse state (AoT-ADMM's
 # $V^\ell$, CRATE's ISTA output, AoT's tokens), and the effective rank of the output
 # tokens: the exponential of the entropy of their normalised singular values, between 1
@@ -257,7 +261,8 @@ if drawn is not None:
                   caption=f"The chapter's predictions judged on {len(images)} images",
                   name="tbl-whitebox-verdicts",
                   notes=[f"{p.title}: {p.measure}." for p in
-                         {v['prediction'].key: v['prediction'] for v in verdicts}.values()]))
+                         {v["prediction"].key: v["prediction"]
+                          for v in verdicts}.values()]))
 
 # %% [markdown]
 # Read prediction by prediction, the same verdicts in words:
