@@ -302,3 +302,21 @@ def test_a_column_of_labels_stays_text_and_numbers_are_rounded_with_gaps():
     assert plain_column(["1", "2.5", "nan"]) == ["1", "2.5", "nan"]  # labels that look like numbers stay labels
     assert plain_column([1.234567, float("nan"), 3]) == [1.2346, None, 3.0]  # NaN: a gap in a line
     assert plain_column([[1.0, 2.0], [3.0]]) == [[1.0, 2.0], [3.0]]  # ragged lines, already plain
+
+
+def test_the_admm_panel_opens_at_chapter_3s_setting():
+    """Issue 59: figure 3.4's η slider could not reach the chapter's η = 0.25 (its grid was 0.1, 0.2, 0.3). The
+    panel's default setting is chapter 3's `defaults`, read from the chapter's own code."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from aot_lib.book import panels
+
+    chapter = (Path(__file__).resolve().parent.parent / "notebooks" / "03_admm_unrolled.py").read_text()
+    m = re.search(r"^defaults = dict\(eta=([\d.]+), gamma=([\d.]+), rho=([\d.]+), lambd=([\d.]+)", chapter, re.M)
+    chapter_defaults = tuple(float(x) for x in m.groups())
+    signature = inspect.signature(panels.admm_panel).parameters
+    assert signature["defaults"].default == chapter_defaults
+    for name, value in zip(("eta", "gamma", "rho", "lambd"), chapter_defaults):
+        assert value in signature[name].default, (name, value)

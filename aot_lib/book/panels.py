@@ -47,8 +47,8 @@ def _row(*children):
 # ------------------------------------------------------------------------------------------------ chapter 3
 
 def admm_panel(Z0: torch.Tensor, U: torch.Tensor, labels: torch.Tensor, iters: int,
-               eta=(0.1, 0.2, 0.3), gamma=(0.5, 1.0, 1.5), rho=(0.5, 1.0, 1.5),
-               lambd=(0.0, 0.1, 0.2, 0.3), defaults=(0.2, 1.0, 1.0, 0.1)) -> Panel:
+               eta=(0.2, 0.25, 0.3), gamma=(0.5, 1.0, 1.5), rho=(0.5, 1.0, 1.5),
+               lambd=(0.0, 0.1, 0.2, 0.3), defaults=(0.25, 1.0, 1.0, 0.1)) -> Panel:
     """Both iterations (exact gradient, MSSA) for every setting of the grid: each token's energy on its own
     subspace and the fraction of zeros in ``V`` per iteration. A setting with ``eta*(gamma+rho) >= 1`` (first
     branch coefficient not positive) shows no curves and says so."""
