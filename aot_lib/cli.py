@@ -192,13 +192,15 @@ VERDICT_COLUMNS = (("key", "claim"), ("ours", "A - B"), ("interval", "95 % CI"),
 def format_verdicts(results: str, claims: list[str], fmt: str, plan_file: str | None = None) -> str:
     """``aot verdicts``: :func:`aot_lib.evidence.verdicts` of ``results`` (judged by ``plan_file``, default
     ``results/plan.yaml``), as a text table, markdown or JSON."""
-    from .evidence import verdicts
+    from .evidence import CLAIMS, CLAIMS_30MIN, plan_claims, verdicts
 
+    # a key that names no claim is refused before any record is read (a damaged one elsewhere must not hide it)
+    known = [c.key for c in (*CLAIMS, *CLAIMS_30MIN, *plan_claims(results, plan_file))]
+    unknown = [k for k in claims if k not in known]
+    if unknown:
+        raise ValueError(f"no claim {unknown[0]!r} in {results}; the claims: {', '.join(known)}")
     rows = verdicts(results, plan_file)
     if claims:
-        unknown = [k for k in claims if k not in {r["key"] for r in rows}]
-        if unknown:
-            raise ValueError(f"no claim {unknown[0]!r} in {results}; the claims: {', '.join(r['key'] for r in rows)}")
         rows = [r for r in rows if r["key"] in claims]
     if fmt == "json":
         return json.dumps(rows, indent=2)

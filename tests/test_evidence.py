@@ -697,3 +697,20 @@ def test_a_plan_claim_that_names_a_path_or_a_book_claim_is_refused(tmp_path, cap
         f"aot verdicts: {path}: claims.t4_kd.compare: t4_kd is one of the book's claims, which compares its own cells; "
         "give your claim another key\n")
     shutil.rmtree(tmp_path)
+
+
+def test_aot_verdicts_names_an_unknown_claim_before_reading_any_record(tmp_path, capsys):
+    """A typo in --claim is said at once, even when a record of another claim is damaged (issue 57's read-through:
+    the damaged record's refusal used to hide the typo)."""
+    import shutil
+
+    from aot_lib.cli import main as cli
+
+    results = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    copy = tmp_path / "cpu"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("encoder", "history"))
+    (copy / "cpu30_crate_cifar10_seed2" / "run.json").write_text("{")
+    assert cli(["verdicts", str(copy), "--claim", "t1_cifar10_3Omin"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"aot verdicts: no claim 't1_cifar10_3Omin' in {copy}; the claims: t1_cifar10, t1_cifar100,")
+    assert err.rstrip().endswith("t3_cifar100_30min") and err.count("\n") == 1
