@@ -118,12 +118,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
     """
     from ..models.aot_admm import ADMMLayer, admm_coefficients
 
-    was_training = encoder.training
-    encoder.eval()
-    try:
-        states = encoder.forward_intermediates(images)
-    finally:
-        encoder.train(was_training)
+    states = _intermediates(encoder, images)
     rows = []
     for i, block in enumerate(encoder.blocks):
         if not hasattr(block, "mssa"):
@@ -134,10 +129,7 @@ def audit_layers(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5,
             U = orthonormal_bases(U)
         before, after = states[i], states[i + 1]
         v = sparse_state(block, after)
-        if isinstance(block, ADMMLayer):
-            z_in, z_out = before.z, after.z
-        else:
-            z_in, z_out = before.tokens, after.tokens
+        z_in, z_out = compressed_state(block, before), compressed_state(block, after)
         row = {"rc_in": _rate(z_in, U, eps), "rc_out": _rate(z_out, U, eps),
                "zeros": float((v == 0).double().mean()), "l1": float(v.abs().double().mean()),
                "erank": rankme(z_out.reshape(-1, z_out.shape[-1]) - z_out.reshape(-1, z_out.shape[-1]).mean(0))}
@@ -157,20 +149,31 @@ def layer_rates(encoder: nn.Module, images: torch.Tensor, eps: float = 0.5) -> t
     """``(B, L, 2)``: per image and layer, ``R^c(Z | U^l)`` of the layer's input and output state on its own
     subspaces, orthonormal bases (:func:`audit_layers`' ``rc_in`` and ``rc_out`` with ``orthonormal=True`` are their
     means over the images), one forward pass and one basis per layer."""
-    from ..models.aot_admm import ADMMLayer
-
-    was_training = encoder.training
-    encoder.eval()
-    try:
-        states = encoder.forward_intermediates(images)
-    finally:
-        encoder.train(was_training)
+    states = _intermediates(encoder, images)
     out = []
     for i, block in enumerate(encoder.blocks):
         U = orthonormal_bases(block.mssa.subspaces())
-        pick = (lambda s: s.z) if isinstance(block, ADMMLayer) else (lambda s: s.tokens)
-        out.append(torch.stack([_rates(pick(states[i]), U, eps), _rates(pick(states[i + 1]), U, eps)], -1))
+        z_in, z_out = compressed_state(block, states[i]), compressed_state(block, states[i + 1])
+        out.append(torch.stack([_rates(z_in, U, eps), _rates(z_out, U, eps)], -1))
     return torch.stack(out, 1)
+
+
+def _intermediates(encoder: nn.Module, images: torch.Tensor) -> list:
+    """``encoder.forward_intermediates(images)`` in eval mode, the encoder's mode restored after."""
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        return encoder.forward_intermediates(images)
+    finally:
+        encoder.train(was_training)
+
+
+def compressed_state(block: nn.Module, state) -> torch.Tensor:
+    """The state a layer's compression step acts on (``state``: an entry of ``forward_intermediates``): AoT-ADMM's
+    ``Z^l`` (Algorithm 1); elsewhere the tokens."""
+    from ..models.aot_admm import ADMMLayer
+
+    return state.z if isinstance(block, ADMMLayer) else state.tokens
 
 
 def sparse_state(block: nn.Module, state) -> torch.Tensor:
@@ -185,12 +188,7 @@ def sparse_state(block: nn.Module, state) -> torch.Tensor:
 def last_zeros(encoder: nn.Module, images: torch.Tensor) -> torch.Tensor:
     """``(B,)``: per image, the fraction of exact zeros of the last layer's :func:`sparse_state` (what
     :func:`audit_layers` pools over all images as ``zeros``)."""
-    was_training = encoder.training
-    encoder.eval()
-    try:
-        states = encoder.forward_intermediates(images)
-    finally:
-        encoder.train(was_training)
+    states = _intermediates(encoder, images)
     v = sparse_state(encoder.blocks[-1], states[-1])
     return (v == 0).double().flatten(1).mean(1)
 
