@@ -31,7 +31,6 @@ reading among eleven.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -90,8 +89,9 @@ class Interval:
 
 
 def t_interval(values: Sequence[float] | torch.Tensor, confidence: float) -> Interval:
-    """Mean and Student-t interval of ``values`` (at least two; scipy's quantile, as :mod:`aot_lib.evidence.stats`)."""
-    from scipy.stats import t
+    """Mean and Student-t interval of ``values`` (at least two, all finite): :func:`aot_lib.evidence.stats.summarize`,
+    the evidence chapters' interval."""
+    from ..evidence.stats import summarize
 
     x = torch.as_tensor(values, dtype=torch.float64).flatten()
     n = x.numel()
@@ -101,9 +101,8 @@ def t_interval(values: Sequence[float] | torch.Tensor, confidence: float) -> Int
         bad = int((~torch.isfinite(x)).sum())
         raise ValueError(f"an interval of {n} values with {bad} not finite at confidence {confidence!r}: a measure "
                          "that cannot be right is refused, not judged")
-    mean = float(x.mean())
-    half = float(t.ppf(0.5 + confidence / 2, n - 1)) * float(x.std(unbiased=True)) / math.sqrt(n)
-    return Interval(mean, mean - half, mean + half, n, confidence)
+    got = summarize(x.tolist(), confidence)
+    return Interval(got.mean, got.low, got.high, got.n, got.confidence)
 
 
 def central_mask(grid: tuple[int, int]) -> torch.Tensor:
