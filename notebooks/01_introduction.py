@@ -18,9 +18,9 @@
 
 # %% tags=["remove-input"]
 import aot_lib
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0, aot_lib=aot_lib.__version__)
+open_chapter(seed=0, aot_lib=aot_lib.__version__)
 
 # %% [markdown]
 # White-box Transformers start from an objective and derive the network from it. CRATE

@@ -17,9 +17,9 @@
 # step with SymPy, then numerically with the SIGReg used in training.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper moves the expansion term $-R(Z)$ of sparse rate reduction {eq}`eq-srr` out

@@ -17,9 +17,9 @@
 # know, and a check by computation that one AoT-ADMM layer is one iteration.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # With the expansion term moved into the loss ({ref}`ch-theorem1`), what remains of

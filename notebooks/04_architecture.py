@@ -17,9 +17,9 @@
 # parameter and FLOP tables recomputed from the live models next to its own numbers.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box()
+open_chapter()
 
 # %% [markdown]
 # Three white-box Transformers built from the same parts (`aot_lib.models.layers`): a

@@ -17,9 +17,9 @@
 # the `aot_lib` code that computes it, and a numerical check of one against the other.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper trains its encoder with the LeJEPA objective

@@ -17,9 +17,9 @@
 # scale two CPU cores manage; the recorded speed benchmarks.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper pretrains on an A100 for 800 epochs (its Table 1). This chapter runs the

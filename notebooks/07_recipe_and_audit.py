@@ -17,9 +17,9 @@
 # beyond the paper, does a trained AoT-ADMM still do what it was derived to do?
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper trains for 800 epochs at a learning rate of $5\times10^{-4}$. A few epochs

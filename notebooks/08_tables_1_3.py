@@ -17,9 +17,9 @@
 # alike on validation data, over seeds, with an interval and a verdict per claim.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper claims (Table 1) that AoT-ADMM keeps CRATE's linear-probe accuracy while

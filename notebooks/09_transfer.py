@@ -17,9 +17,9 @@
 # fine-tuned on CIFAR-10 and CIFAR-100, with the paper's numbers beside ours.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # The paper's Table 2 pretrains the Base models on ImageNet-1K

@@ -17,9 +17,9 @@
 # per-head attention, a PCA of patch tokens, and each layer's rates, sparsity and rank.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # A white-box network is one whose layers are derived as steps of an optimisation, so

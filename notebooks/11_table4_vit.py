@@ -17,9 +17,9 @@
 # (the paper's Table 4), beside the same student trained without the teacher.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box(seed=0)
+open_chapter(seed=0)
 
 # %% [markdown]
 # This is the paper's black-box check. Each MLP of a standard ViT-T

@@ -17,9 +17,9 @@
 # each, the estimated cost in time and memory, and what one H100 measured.
 
 # %% tags=["remove-input"]
-from aot_lib.book.pages import run_record_box
+from aot_lib.book.pages import open_chapter
 
-run_record_box()
+open_chapter()
 
 # %% [markdown]
 # The CPU chapters run the paper's pipeline scaled down. At the paper's scale the same

@@ -20,7 +20,8 @@ to scroll sideways to see its right-hand columns.
 Every image on a page must be a numbered, captioned figure (a chapter cell's ``mystnb.figure`` metadata), and at
 1280 px be shown at no less than 90 % of the width it was drawn at: the book draws figures at most 900 px wide
 (``aot_lib.book.plotting.FIGURE_WIDTH_IN``) and lets them grow into the margin as tables do, so its 9-10 pt text
-stays at least the 11 px asked of tables; a figure drawn wider is scaled down, text and all.
+stays at least the 11 px asked of tables; a figure drawn wider is scaled down, text and all. At 420 px no figure
+may be shown below 60 % of its drawn width: the book's figures carry a phone rendering (``aot_lib.book.two_widths``).
 
 The report (JSON) lists every table and figure of every page at both widths, with its caption, columns and widths, so that
 a before/after comparison is a diff of two reports. Needs the ``[browser]`` extra (selenium) and Debian's
@@ -43,7 +44,8 @@ PHONE_WIDTH = 420
 MIN_FONT_PX = 11  # smaller text is not readable on a phone without zooming
 # A figure's 9 pt text is 12.5 px at 100 dpi; shown at 90 % it stays above MIN_FONT_PX.
 MIN_FIGURE_SCALE = 0.9
-# On a phone a 9-pt label shrunk below 0.6 is under 7.5 px: a figure shown smaller must open full size on a tap.
+# On a phone a 9-pt label shrunk below 0.6 is under 7.5 px: no figure may be shown smaller (each has a phone
+# rendering, aot_lib.book.two_widths).
 PHONE_FIGURE_SCALE = 0.6
 MAX_HEADER_LINES = 4  # a taller header leaves a blank gap above the short headers beside it
 HEIGHT = 900
@@ -99,6 +101,8 @@ article.querySelectorAll('img').forEach((img, i) => {
     caption: (fig?.querySelector('.caption-text')?.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 120),
     drawn_width: img.naturalWidth,
     shown_width: Math.round(img.getBoundingClientRect().width),
+    // drawn at two widths (aot_lib.book.two_widths): the browser picked the phone's rendering below its width
+    two_widths: !!img.closest('picture.aot-two-widths'),
     // a tap opens the image itself at full size (aot_book_build.wide_cells.link_images)
     enlarge: (img.closest('a')?.getAttribute('href') || '') === (img.getAttribute('src') || '-'),
   });
@@ -181,10 +185,10 @@ def problems_of(page: str, width: int, measured: dict) -> list[str]:
             # a phone shows a figure shrunk to the page; shrunk past PHONE_FIGURE_SCALE its labels are unreadable
             # unless a tap opens it at full size
             shown = fig["shown_width"] / fig["drawn_width"] if fig["drawn_width"] else 1
-            if shown < PHONE_FIGURE_SCALE and not fig.get("enlarge"):
+            if shown < PHONE_FIGURE_SCALE:  # a tap to enlarge does not excuse it (issue 59): a phone reads the page
                 out.append(f"{page} at {width} px: {fig['number'] or 'image ' + str(fig['index'] + 1)} is shown at "
-                           f"{shown:.0%} of its size with no tap to enlarge: link the image to itself "
-                           "(aot_book_build.wide_cells)")
+                           f"{shown:.0%} of its size: display it as a matplotlib figure after open_chapter() "
+                           "(aot_lib.book.two_widths draws it narrow for a phone)")
             continue
         what = f"{page} at {width} px: " + (f"{fig['number']} ({fig['caption'][:50]})" if fig["number"]
                                             else f"image {fig['index'] + 1} ({fig['src']})")

@@ -147,16 +147,16 @@ def test_chapter_opens_with_a_summary_and_ends_with_what_we_learned(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
-def test_run_record_box_comes_right_after_the_summary(path):
+def test_open_chapter_comes_right_after_the_summary(path):
     """The intro promises each page's run record 'in a collapsed box at its top': the cell
     after the title and summary shows it (its code, page furniture, removed), before any
-    other code runs."""
+    other code runs -- and before any figure, which it sets to be drawn at two widths."""
     nb = jupytext.read(path)
     second = nb.cells[1]
     assert second.cell_type == "code" and "remove-input" in second.metadata.get("tags", [])
     last = second.source.strip().splitlines()[-1]
-    assert re.fullmatch(r"run_record_box\([^()]*\)", last), second.source
-    assert sum("run_record_box(" in c.source for c in code_cells(path)) == 1
+    assert re.fullmatch(r"open_chapter\([^()]*\)", last), second.source
+    assert sum("open_chapter(" in c.source for c in code_cells(path)) == 1
 
 
 def test_cross_references_resolve():

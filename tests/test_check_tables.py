@@ -77,13 +77,13 @@ def test_a_figure_must_be_numbered_captioned_and_shown_at_the_size_it_was_drawn(
     # 90 % of the drawn width is still readable (9 pt text at 100 dpi stays above 11 px)
     page["figures"] = [_figure(shown_width=810)]
     assert check_tables.problems_of("ch.html", 1280, page) == []
-    # on a phone a figure shrinks to the page: under 60 % it must open full size on a tap
+    # on a phone a figure shrinks to the page: under 60 % it is named, a tap to enlarge or not (issue 59)
     phone = _page([], 420, 420) | {"figures": [_figure(shown_width=380, enlarge=False),
                                                _figure(index=1, shown_width=380, enlarge=True),
                                                _figure(index=2, shown_width=560, enlarge=False)]}
     assert check_tables.problems_of("ch.html", 420, phone) == [
-        "ch.html at 420 px: Fig. 3.1 is shown at 42% of its size with no tap to enlarge: link the image to "
-        "itself (aot_book_build.wide_cells)"]
+        "ch.html at 420 px: Fig. 3.1 is shown at 42% of its size: display it as a matplotlib figure after "
+        "open_chapter() (aot_lib.book.two_widths draws it narrow for a phone)"] * 2
     # at 1280 px a figure or table drawn into the contents column is named
     page["figures"] = [_figure(over_contents_px=186)]
     assert check_tables.problems_of("ch.html", 1280, page) == [
@@ -205,7 +205,48 @@ def test_the_book_css_shows_a_figure_drawn_for_the_page_at_full_size(tmp_path):
     assert problem.startswith("index.html at 1280 px: Fig. 1.2 (A caption long enough to wrap.")
     assert "is drawn 1540 px wide but shown at 936 px (61%)" in problem
     assert [f["shown_width"] for f in measured[420]["figures"]] == [420 - 32] * 2
-    assert check_tables.problems_of("index.html", 420, measured[420]) == []
+    # a PNG alone shrinks on a phone, 900 px to 388 (43 %): named, a tap to enlarge or not
+    assert check_tables.problems_of("index.html", 420, measured[420]) == [
+        f"index.html at 420 px: Fig. 1.{i} is shown at {388 / w:.0%} of its size: display it as a matplotlib "
+        "figure after open_chapter() (aot_lib.book.two_widths draws it narrow for a phone)"
+        for i, w in ((1, 900), (2, 1540))]
+
+
+def test_a_figure_at_two_widths_shows_its_phone_rendering_on_a_phone(tmp_path):
+    """aot_lib.book.two_widths in Chromium: a three-panel figure shows its 9 in rendering at 1280 px (a full-width
+    cell: its img names its drawn width) and at 420 px the stacked 4 in one, shown at no less than 90 % of it."""
+    _needs_chromium()
+    matplotlib = pytest.importorskip("matplotlib", reason="matplotlib draws the figure")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from aot_book_build.wide_cells import widen_cells
+    from aot_lib.book.two_widths import two_width_html
+
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3))
+    for ax in axes:
+        ax.plot([0, 1], [1, 0])
+    html = two_width_html(fig)
+    plt.close(fig)
+    shutil.copy(ROOT / "book" / "_static" / "aot.css", tmp_path / "aot.css")
+    cell = widen_cells('<div class="cell docutils container"><div class="cell_output docutils container"><figure '
+                       'class="align-default" id="fig-0"><div class="output text_html">' + html + '</div><figcaption>'
+                       '<p><span class="caption-number">Fig. 1.1 </span><span class="caption-text">Three panels'
+                       '</span></p></figcaption></figure></div></div>', lambda src: 0)
+    assert "tag_full-width" in cell
+    (tmp_path / "index.html").write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<style>{LAYOUT}</style><link rel="stylesheet" href="aot.css"></head><body><main>'
+        f'<div class="nav"></div><article class="bd-article"><h1>A chapter</h1>{cell}</article>'
+        '<div class="toc">Contents</div></main></body></html>')
+    measured = check_tables.measure(tmp_path)["index.html"]
+    (wide,), (phone,) = measured[1280]["figures"], measured[420]["figures"]
+    assert wide["two_widths"] and phone["two_widths"]
+    assert wide["drawn_width"] > 600 and phone["drawn_width"] <= 400  # a different rendering at each width
+    assert phone["shown_width"] >= 0.9 * phone["drawn_width"]
+    for width in check_tables.WIDTHS:
+        assert check_tables.problems_of("index.html", width, measured[width]) == [], measured[width]
 
 
 def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_width_cell():
@@ -223,6 +264,11 @@ def test_a_cell_with_a_table_or_a_figure_wider_than_the_column_becomes_a_full_wi
         "cell tag_full-width tag_hide-input docutils container", "cell tag_full-width docutils container",
         "cell_output docutils container", "cell docutils container", "cell docutils container"]
     assert widen_cells(got, lambda src: widths.get(src, 0)) == got  # tagged once
+    # a figure at two widths is a data URI: its img names the page rendering's width
+    for drawn, tagged in ((900, True), (500, False)):
+        cell = (f'<div class="cell docutils container"><picture><img src="data:image/png;base64,AAAA" alt="figure" '
+                f'data-drawn-width="{drawn}"></picture></div>')
+        assert ("tag_full-width" in widen_cells(cell, lambda src: 0)) is tagged
 
 
 def test_every_figure_image_opens_at_full_size_on_a_tap():

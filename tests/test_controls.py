@@ -219,8 +219,20 @@ def test_the_size_panel_extends_depth_1_and_2_counts_exactly_to_any_depth():
                               default_depth=3)
     state = panel.states["0,1,2"]  # tiny, ImageNet setting, depth 3
     m = aot_lib.create_model("crate_tiny", depth=3, num_classes=0, img_size=128, patch_size=16)
+    headed = aot_lib.create_model("crate_tiny", depth=3, img_size=128, patch_size=16)
     assert state["bars"]["params"][1] == float(f"{aot_lib.count_params(m) / 1e6:.5g}")
-    assert state["bars"]["flops"][1] == float(f"{aot_lib.count_flops(m) / 1e9:.5g}")
+    assert state["bars"]["flops"][1] == float(f"{aot_lib.count_flops(headed) / 1e9:.5g}")
+
+
+def test_the_size_panel_prints_the_flops_chapter_4s_table_prints():
+    """Figure 4.2 said 0.308 GFLOPs for CRATE-Tiny where tables 4.2/4.4 say 0.309 (the head's 3,840 FLOPs move
+    0.30850 across the rounding): the panel counts with the 10-class head, as the tables and the paper do."""
+    import aot_lib
+    from aot_lib.book import panels
+
+    panel = panels.size_panel({"crate": "CRATE"}, scales=("tiny",), depths=(12,), default_depth=12)
+    table = aot_lib.count_flops(aot_lib.create_model("crate_tiny")) / 1e9  # the chapter's table: 0.3085041
+    assert f"<td>{table:.3f}</td>" in panel.states["0,0,0"]["note"] and f"{table:.3f}" == "0.309"
 
 
 def test_the_margin_panel_gives_statss_verdict_at_every_margin():

@@ -18,7 +18,7 @@ from typing import Any, Mapping, TypeVar
 from ..runtime import git_commit, hardware_summary
 from .tables import key_value_table
 
-__all__ = ["PROFILE", "pick", "run_record", "run_record_box", "Dropdown", "Admonition",
+__all__ = ["PROFILE", "pick", "run_record", "open_chapter", "run_record_box", "Dropdown", "Admonition",
            "equation", "equations", "data_label", "data_missing_note"]
 
 T = TypeVar("T")
@@ -83,6 +83,15 @@ class Admonition:
 
     def __repr__(self) -> str:
         return f"{self.title.upper()}: {self.text}"
+
+
+def open_chapter(seed: int | None = None, **extra: Any) -> Dropdown:
+    """What every chapter's first cell does: figures shown at two widths (the page's and a phone's,
+    :mod:`aot_lib.book.two_widths`), and the record of how the page was computed (:func:`run_record_box`)."""
+    from aot_lib.book.two_widths import show_at_two_widths
+
+    show_at_two_widths()
+    return run_record_box(seed, **extra)
 
 
 def run_record_box(seed: int | None = None, **extra: Any) -> Dropdown:

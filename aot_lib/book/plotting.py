@@ -148,7 +148,7 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     pop = [r["population"] for r in rows]
     exact = [r["sigreg2"] for r in rows]
     gap = [r["gap"] for r in rows]
-    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 4.8))
     ax = axes[0]
     ax.loglog(frob2, pop, "o-", label="population SIGReg, $\\mathcal{N}(0,\\Sigma)$")
     ax.loglog(frob2, exact, "k--", label="$\\mathcal{L}^{(2)}$ (the paper's Eq. (A.12))")
@@ -160,14 +160,15 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     ax.text(frob2[0], 1.3 / n_samples, "noise floor ~ 1/N", color="gray", fontsize=9)
     ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
     ax.set_title("both scale as $\\|\\Sigma-I\\|_F^2$ (slope 1)")
-    ax.legend(fontsize=8)
+    # legends under their panels, never over a curve (issue 59)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax = axes[1]
     ax.semilogx(frob2, [p / g for p, g in zip(pop, gap)], "o-", label="population SIGReg / gap")
     ax.semilogx(frob2, [e / g for e, g in zip(exact, gap)], "s-", label="$\\mathcal{L}^{(2)}$ / gap")
     ax.axhline(limit, color="k", ls="--", label="$8C_w/(\\theta^2 d(d+2))$")
     ax.set_xlabel("$\\|\\Sigma-I\\|_F^2$")
     ax.set_title("ratio tends to the predicted constant")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     fig.tight_layout()
     return fig
 

@@ -22,7 +22,7 @@ __all__ = ["TEXT_COLUMN_PX", "widen_cells", "link_images", "setup"]
 #: The theme's text column at 1280 px (scripts/check_tables.py measures it); a figure drawn wider needs the margin.
 TEXT_COLUMN_PX = 688
 _CELL = re.compile(r'<div class="cell(?=[\s"])')  # a cell, not its cell_input / cell_output
-_IMG = re.compile(r'<img[^>]*src="(?P<src>[^"]+)"')
+_IMG = re.compile(r'<img[^>]*src="(?P<src>[^"]+)"(?:[^>]*data-drawn-width="(?P<drawn>\d+)")?')
 
 
 def _png_width(path: Path) -> int:
@@ -41,7 +41,9 @@ def widen_cells(body: str, image_width) -> str:
     out, last = [], 0
     for start, end in zip(starts, starts[1:]):
         chunk = body[start:end]
-        wide = "aot-table-wrap" in chunk or any(image_width(m["src"]) > TEXT_COLUMN_PX for m in _IMG.finditer(chunk))
+        # a figure at two widths (aot_lib.book.two_widths) is a data URI that names its page width
+        wide = "aot-table-wrap" in chunk or any((int(m["drawn"]) if m["drawn"] else image_width(m["src"])) > TEXT_COLUMN_PX
+                                                for m in _IMG.finditer(chunk))
         head = '<div class="cell'
         if wide and chunk.startswith(head) and "tag_full-width" not in chunk[:chunk.find(">")]:
             chunk = head + " tag_full-width" + chunk[len(head):]

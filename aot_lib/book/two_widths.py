@@ -1,0 +1,132 @@
+"""Every figure drawn twice: as laid out for the page, and stacked one panel per row for a phone.
+
+A figure drawn 900 px wide (:data:`aot_lib.book.plotting.FIGURE_WIDTH_IN`) is shown at 0.4 of its size on a 420 px
+phone, its 9 pt labels at 5 px. So each figure a chapter shows is written as a ``<picture>``: the page's rendering,
+and a narrow one the browser picks below :data:`PHONE_MEDIA` -- the same artists, each panel in its own row,
+:data:`NARROW_WIDTH_IN` wide, the type at its size in points (so larger against the figure). Figures of pictures
+(every panel an image with no axes: attention maps, PCA overlays) keep their grid and only narrow.
+
+:func:`show_at_two_widths` registers this with IPython for every matplotlib figure a chapter displays
+(:func:`aot_lib.book.pages.open_chapter` calls it); ``scripts/check_tables.py`` measures the result at 420 px.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import warnings
+from typing import Any
+
+__all__ = ["NARROW_WIDTH_IN", "PHONE_MEDIA", "narrow_layout", "two_width_html", "show_at_two_widths"]
+
+#: The phone rendering's width (inches, 100 dpi): 400 px, which a 420 px page shows at about 0.9, its 9 pt text at
+#: 11 px or more.
+NARROW_WIDTH_IN = 4.0
+#: Below this page width the browser shows the narrow rendering.
+PHONE_MEDIA = "(max-width: 640px)"
+#: A stacked panel's height (inches) when the figure's own rows were shorter.
+MIN_PANEL_HEIGHT_IN = 2.4
+
+
+def _png(fig) -> tuple[bytes, int]:
+    """The figure as the inline backend writes it (tight bounding box), and its width in pixels."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    data = buf.getvalue()
+    return data, int.from_bytes(data[16:20], "big")
+
+
+def _is_picture_grid(axes) -> bool:
+    """Every panel an image (maps over photographs, a grid of views): such grids narrow but keep their layout,
+    rows and columns meaning what they meant."""
+    return all(ax.images for ax in axes)
+
+
+def _legends_under(fig) -> float:
+    """Each figure legend drawn again in one column under the panels (a legend's columns are fixed when it is
+    made); the height they take, in inches."""
+    renderer = fig.canvas.get_renderer()
+    height = 0.0
+    for leg in list(fig.legends):
+        handles, labels = leg.legend_handles, [t.get_text() for t in leg.texts]
+        size = leg.texts[0].get_fontsize() if leg.texts else None
+        frame = leg.get_frame_on()
+        leg.remove()
+        new = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, height / fig.get_size_inches()[1]),
+                         ncols=1, fontsize=size, frameon=frame)
+        height += new.get_window_extent(renderer).height / fig.dpi
+    return height
+
+
+def narrow_layout(fig) -> None:
+    """Rearrange ``fig`` in place for a phone: :data:`NARROW_WIDTH_IN` wide, each panel of its subplot grid in
+    its own row in reading order (twin axes stay with their panel; a figure legend moves under the panels)."""
+    width, height = fig.get_size_inches()
+    panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None and ax.get_visible()]
+    if not panels or _is_picture_grid(panels):
+        fig.set_size_inches(NARROW_WIDTH_IN, height * NARROW_WIDTH_IN / width)
+        return
+    # one row per distinct cell of the original grid (twinx/twiny share their panel's cell)
+    cells: dict[tuple, list] = {}
+    for ax in panels:
+        spec = ax.get_subplotspec()
+        cells.setdefault((spec.rowspan.start, spec.colspan.start, id(spec.get_gridspec())), []).append(ax)
+    original_rows = max(ax.get_subplotspec().get_gridspec().nrows for ax in panels)
+    panel_height = max(MIN_PANEL_HEIGHT_IN, height / original_rows)
+    order = sorted(cells)
+    fig.set_size_inches(NARROW_WIDTH_IN, panel_height * len(order))
+    grid = fig.add_gridspec(len(order), 1)
+    for row, key in enumerate(order):
+        for ax in cells[key]:
+            ax.set_subplotspec(grid[row])
+    legends = _legends_under(fig) if fig.legends else 0.0
+    if legends:  # the panels keep their height; the figure grows by the legends'
+        fig.set_size_inches(NARROW_WIDTH_IN, panel_height * len(order) + legends)
+        _legends_under(fig)
+    fig.set_layout_engine(None)
+    with warnings.catch_warnings():
+        # a colour bar placed by hand (fig.add_axes) is not in the grid: it keeps its place, and says so on stderr
+        warnings.filterwarnings("ignore", "This figure includes Axes that are not compatible with tight_layout")
+        fig.tight_layout(rect=(0, legends / fig.get_size_inches()[1], 1, 1))
+
+
+def two_width_html(fig) -> str:
+    """The ``<picture>`` of ``fig`` at the page's width and, below :data:`PHONE_MEDIA`, narrowed
+    (:func:`narrow_layout`; the figure is changed: call it last). The ``<img>`` carries its drawn width
+    (``data-drawn-width``) for the build's layout check, which cannot read a data URI's size."""
+    wide, wide_px = _png(fig)
+    try:
+        narrow_layout(fig)
+        narrow, _ = _png(fig)
+    except Exception as exc:  # a figure this cannot restack is shown as drawn, and says so
+        warnings.warn(f"figure shown at one width only ({type(exc).__name__}: {exc})", stacklevel=2)
+        narrow = None
+
+    def uri(data: bytes) -> str:
+        return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+    source = f'<source media="{PHONE_MEDIA}" srcset="{uri(narrow)}">' if narrow else ""
+    return (f'<picture class="aot-two-widths">{source}<img src="{uri(wide)}" alt="figure" '
+            f'data-drawn-width="{wide_px}"></picture>')
+
+
+def show_at_two_widths(shell: Any = None) -> bool:
+    """Make IPython display every matplotlib figure as :func:`two_width_html` (its PNG alone no longer: the
+    HTML holds both renderings). False outside IPython, where figures are shown as matplotlib shows them."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    # the inline backend registers its PNG formatter when the first figure loads it: load it now, then replace it
+    plt.close(plt.figure())
+
+    formatters = shell.display_formatter.formatters
+    formatters["image/png"].pop(Figure, None)
+    formatters["text/html"].for_type(Figure, two_width_html)
+    return True
