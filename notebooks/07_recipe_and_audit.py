@@ -950,7 +950,7 @@ if encoder is not None:
 else:
     print("no trained encoder recorded for this run")
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches (heads averaged; brighter: more attention), one row per image, one column per layer, beside the image as the encoder sees it.", "name": "fig-cls-attention"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The class token's attention to the patches (heads averaged; brighter: more attention), one row per image, one column per layer, beside the image as the encoder sees it; one logarithmic colour scale for all maps, its bar on the right.", "name": "fig-cls-attention"}}
 if encoder is not None:
     images, source, _ = example_images("cifar")
     x = prepare_images(images, size, mean, std)

@@ -102,3 +102,31 @@ def test_ipython_shows_every_figure_as_the_two_widths_html_and_no_bare_png():
         assert Figure not in shell.display_formatter.formatters["image/png"].type_printers
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_chapter_7s_attention_figure_has_one_colour_scale_with_its_bar_and_keeps_its_grid_on_a_phone():
+    """Issue 58, item 6: figure 7.4's maps share one logarithmic scale (a quarter of uniform attention to the
+    largest weight) shown by a colour bar, each row's image beside its maps; narrowed, it stays a grid."""
+    import torch
+    from matplotlib.colors import LogNorm
+
+    from aot_lib.book.plotting import plot_cls_attention
+
+    torch.manual_seed(0)
+    attention = torch.softmax(torch.randn(3, 2, 4, 16), -1)  # 3 layers, 2 images, 4 heads, a 4x4 grid
+    fig = plot_cls_attention(attention, torch.rand(2, 3, 32, 32), (0.0,) * 3, (1.0,) * 3, (4, 4))
+    maps = [ax.images[0] for ax in fig.axes if ax.images and ax.images[0].get_array().shape == (4, 4)]
+    assert len(maps) == 3 * 2
+    norms = {id(m.norm) for m in maps}
+    assert len(norms) == 1 and isinstance(maps[0].norm, LogNorm)
+    top = float(attention.mean(2).max())
+    assert (maps[0].norm.vmin, maps[0].norm.vmax) == pytest.approx((0.25 / 16, top))
+    bars = [ax for ax in fig.axes if ax.get_ylabel() == "attention weight (log)"]
+    assert len(bars) == 1
+    images = [ax for ax in fig.axes if ax.images and ax.images[0].get_array().shape[:2] == (32, 32)]
+    assert len(images) == 2  # one per row, beside its maps
+    narrow_layout(fig)
+    fig.canvas.draw()
+    columns = {round(ax.get_position().x0, 3) for ax in fig.axes if ax.images}
+    assert len(columns) == 4  # the image and three layers, still side by side
+    plt.close(fig)

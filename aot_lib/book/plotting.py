@@ -254,25 +254,30 @@ def show_image(ax, image, mean, std) -> None:
 
 
 def plot_cls_attention(attention, images, mean, std, grid: tuple[int, int]):
-    """Chapter 6: the class token's attention to the patches (``(L, B, K, N-1)`` from
+    """Chapter 7: the class token's attention to the patches (``(L, B, K, N-1)`` from
     :func:`aot_lib.training.monitors.cls_attention`, averaged over heads), one row per image, one column per layer,
-    beside the image."""
+    beside the image; every map on one logarithmic colour scale with its bar (from a quarter of uniform attention to
+    the largest weight, as the chapter's attention panel), so layers and images compare."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import LogNorm
 
     att = attention.mean(2)  # (L, B, N-1)
     L, B = att.shape[:2]
-    side = min(1.3, FIGURE_WIDTH_IN / (L + 1))
-    fig, axes = plt.subplots(B, L + 1, figsize=(side * (L + 1), side * B), squeeze=False)
+    norm = LogNorm(vmin=0.25 / att.shape[-1], vmax=float(att.max()))
+    side = min(1.3, FIGURE_WIDTH_IN / (L + 2))
+    # constrained layout makes room for the colour bar beside the grid
+    fig, axes = plt.subplots(B, L + 1, figsize=(side * (L + 1.6), side * B), squeeze=False, layout="constrained")
     for b in range(B):
         show_image(axes[b, 0], images[b], mean, std)
         for layer in range(L):
-            axes[b, layer + 1].imshow(att[layer, b].reshape(grid).cpu().numpy(), cmap="magma")
+            drawn = axes[b, layer + 1].imshow(att[layer, b].reshape(grid).cpu().numpy(), cmap="magma", norm=norm)
             if b == 0:
                 axes[b, layer + 1].set_title(f"layer {layer + 1}", fontsize=9)
+    axes[0, 0].set_title("image", fontsize=9)
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.tight_layout()
+    fig.colorbar(drawn, ax=axes, shrink=0.8).set_label("attention weight (log)", fontsize=9)
     return fig
 
 
