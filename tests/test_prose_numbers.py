@@ -78,3 +78,33 @@ def _cases():
 def test_a_setting_stated_in_prose_matches_its_config(chapter, phrase):
     text = (ROOT / "notebooks" / f"{chapter}.py").read_text()
     assert phrase in text, f"notebooks/{chapter}.py no longer says {phrase!r}: update the sentence or the config"
+
+
+def _prose(chapter: str) -> str:
+    """A chapter's text with its comment markers and line breaks folded to single spaces."""
+    text = (ROOT / "notebooks" / f"{chapter}.py").read_text()
+    return " ".join(line.lstrip("#").strip() for line in text.splitlines())
+
+
+def test_the_white_box_chapters_counts_match_what_it_draws():
+    """Issue 58: chapter 10's counts in prose -- the shipped images, the images per figure, the encoders' training
+    and the pictures' grid -- against the files, the chapter's code and the configs."""
+    import re
+
+    words = {3: "three", 4: "four", 30: "thirty"}
+    prose = _prose("10_white_box")
+    code = (ROOT / "notebooks" / "10_white_box.py").read_text()
+    shipped = [p for p in (ROOT / "book" / "images" / "imagenette_val").rglob("*") if p.suffix.lower() == ".jpeg"]
+    assert f"the {words[len(shipped)]} images that ship with the book" in prose
+    # each figure's images: as many classes as images, as the code picks them
+    picked = [int(n) for n in re.findall(r"distinct_class_picks\(drawn\.labels, (\d+)\)", code)]
+    assert sorted(picked) == [3, 4]
+    for n in picked:
+        assert f"{words[n]} images of {words[n]} classes" in prose
+    recipe = _cfg("table2/recipe.yaml")
+    size, patch = recipe["model"]["overrides"]["img_size"], recipe["model"]["overrides"]["patch_size"]
+    trained = _recorded_probe("cpu_crate_imagenette")["train_images"]
+    assert (f"for {recipe['optim']['epochs']} epochs on {trained:,} images at {size} px, patch {patch}: an "
+            f"${size // patch}\\times{size // patch}$ grid of patches") in prose
+    big = int(re.search(r"^    BIG = (\d+)", code, re.M)[1])
+    assert f"the pictures at {big} px (${big // patch}\\times{big // patch}$ patches)" in prose
