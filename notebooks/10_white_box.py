@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,mystnb,-user_expressions
 #     formats: py:percent
 #     notebook_metadata_filter: -jupytext.text_representation
 #   kernelspec:

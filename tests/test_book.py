@@ -601,3 +601,28 @@ def test_each_chapter_file_is_named_by_its_chapter_number():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [c["file"] for c in toc["chapters"] if c["file"].startswith("notebooks/")]
     assert [f.split("/")[1].split("_")[0] for f in files] == [f"{n:02d}" for n in range(1, len(files) + 1)]
+
+
+EVAL_ROLE = re.compile(r"\{eval\}`([^`]*)`")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_every_eval_in_the_text_names_a_value_an_earlier_cell_computes(path):
+    """Issue 59: a chapter's sentences are markdown naming the code's values with {eval}. Each names a variable (or
+    an attribute of one) as _config.yml's nb_eval_name_regex allows, assigned by a code cell above it: an {eval}
+    before its value, or of a name no cell sets, would print nothing in JupyterLab and fail the build."""
+    import ast
+
+    import yaml
+
+    allowed = re.compile(yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["nb_eval_name_regex"])
+    assigned: set[str] = set()
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "code":
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    assigned.add(node.id)
+        elif cell.cell_type == "markdown":
+            for expr in EVAL_ROLE.findall(cell.source):
+                assert allowed.fullmatch(expr), f"{path.name}: {{eval}}`{expr}` is not a name (nb_eval_name_regex)"
+                assert expr.split(".")[0] in assigned, f"{path.name}: {{eval}}`{expr}` before any cell sets it"

@@ -3,7 +3,8 @@
 JupyterLab reads and writes the chapters' ``.py`` files through jupytext's contents manager. Each chapter is opened
 through that manager, given what JupyterLab gives a notebook while it runs (the running kernel's ``kernelspec`` and
 ``language_info``, outputs, execution counts, per-cell execution timing and trust), saved back, and compared with
-the file on disk. Before the headers were pinned, a save added ``jupytext_version`` and ``format_version`` and
+the file on disk. A markdown cell run by jupyterlab-myst keeps its ``{eval}`` results in ``user_expressions``: the
+headers' ``cell_metadata_filter`` leaves them out of the file. Before the headers were pinned, a save added ``jupytext_version`` and ``format_version`` and
 rewrote the kernel's display name, so ``git status`` turned dirty and the chapter's run record said ``+dirty``.
 """
 import shutil
@@ -36,6 +37,9 @@ def test_a_chapter_saved_from_jupyterlab_after_a_run_is_unchanged(chapter, tmp_p
     nb.metadata.update(RUNNING_KERNEL)
     for count, cell in enumerate(nb.cells, 1):
         cell.metadata["trusted"] = True
+        if cell.cell_type == "markdown":  # jupyterlab-myst keeps each {eval}'s last result beside its cell
+            cell.metadata["user_expressions"] = [{"expression": "t1.diff", "result": {
+                "status": "ok", "data": {"text/plain": "+0.49"}, "metadata": {}}}]
         if cell.cell_type == "code":
             cell.execution_count = count
             cell.outputs = [{"output_type": "stream", "name": "stdout", "text": "ran\n"}]

@@ -56,8 +56,8 @@ def _cases():
         ("08_tables_1_3", f"(width {width}, \"\n        \"depth {depth}, {epochs} epochs)"),
         ("08_tables_1_3", f"k-NN accuracy of {knn['knn_val']:,}\n# images of the validation split against a bank "
                           f"of {knn['knn_bank']:,} training images"),
-        ("08_tables_1_3", f"{_words(epochs)} epochs at half "
-                          + ("\"\n        \"width and depth" if 2 * width == paper_width and 2 * depth == paper_depth
+        ("08_tables_1_3", f"{_words(epochs)}\n#   epochs at half "
+                          + ("width and depth" if 2 * width == paper_width and 2 * depth == paper_depth
                              else "<width and depth are not half the paper's Tiny>")),
         ("09_transfer", f"at the recorded budget ({t2_pre['optim']['epochs']} epochs)"),
         ("09_transfer", f"Imagenette training images ({val} of {imagenette['train_images']:,};"),

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table"]
+__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table", "verdict_table"]
 
 #: A table's name: the label ``{numref}`` cites (lower case, digits and hyphens, after ``tbl-``); the build numbers
 #: a named table (:mod:`aot_book_build.numbered_tables`).
@@ -265,3 +265,25 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
                read_test_note(rows)],
         name=name)
     return shown, picks
+
+
+def _rule_cell(row: Mapping) -> str:
+    """A claim's rule as its verdict row says it (:func:`aot_lib.evidence.stats.verdict`)."""
+    if row["rule"] == "parity":
+        return f"parity, ±{row['margin']:g} points"
+    return "a gain: CI above 0" if row["rule"] == "better" else "control: CI above 0"
+
+
+def verdict_table(rows: Sequence[Mapping], caption: str, name: str | None = None, notes: Sequence[str] = (),
+                  where: bool = False) -> Table:
+    """One line per claim (issue 59): rows of :func:`aot_lib.evidence.verdict_rows` as a table -- what is compared,
+    the verdict, who the interval puts ahead, our A − B with its 95 % interval, the paper's gap, the rule, the seeds
+    and the parity claims' one-sided reading; with ``where``, the chapter and the plan's key (chapter 1's summary).
+    The verdict comes first after the claim: on a phone it shows before any scroll."""
+    cols = [Col("claim", "comparison (A − B, points)"), Col("verdict"), Col("ahead", "ahead (CI excludes 0)"),
+            Col("ours"), Col("interval", "95 % CI"), Col("paper", "paper", "+.2f", paper=True),
+            Col("rule_cell", "rule"), Col("seeds"), Col("one_sided", "as non-inferiority")]
+    if where:
+        cols += [Col("chapter", "where"), Col("key", "plan key")]
+    return Table([{**r, "rule_cell": _rule_cell(r)} for r in rows], cols, caption=caption, name=name,
+                 notes=list(notes))

@@ -13,7 +13,7 @@ from .cells import PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics
 
 __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
-           "MARGINS_SHOWN", "margin_sensitivity", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF", "PLAN_DEFINED", "plan_claims",
+           "MARGINS_SHOWN", "margin_sensitivity", "seeds_label", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF", "PLAN_DEFINED", "plan_claims",
            "all_claim_rows", "verdicts", "verdict_rows"]
 
 
@@ -330,11 +330,18 @@ def verdicts(root: str | Path, plan_file: str | Path | None = None) -> list[dict
     return verdict_rows(all_claim_rows(root, plan_file))
 
 
+def seeds_label(r: dict) -> str:
+    """A claim's seeds as its row says them: "3 of 5" (recorded, of the plan's); a post-hoc claim's plan asks only
+    the seeds it had, so "2 of 2" would read complete: "2, as recorded (post hoc)" (issue 59)."""
+    n = 0 if r["diff"] is None else r["diff"].n
+    return f"{n}, as recorded (post hoc)" if r["plan"].post_hoc else f"{n} of {r['plan'].seeds}"
+
+
 def verdict_rows(rows: list[dict]) -> list[dict]:
     """One row per claim of ``rows`` (:func:`claim_rows`), as the results table shows it: ``claim`` (what is
     compared), ``verdict`` (:func:`verdict_label`), ``ahead`` (who the interval puts ahead, "neither", or None while
-    pending), ``ours`` and ``interval`` (A − B, points), ``paper`` (the paper's gap), ``seeds`` ("k of n", n the
-    plan's), ``one_sided`` (a parity claim's non-inferiority reading), ``rule``, ``table``, ``margin``, ``post_hoc``,
+    pending), ``ours`` and ``interval`` (A − B, points), ``paper`` (the paper's gap), ``seeds`` (:func:`seeds_label`),
+    ``one_sided`` (a parity claim's non-inferiority reading), ``rule``, ``table``, ``margin``, ``post_hoc``,
     ``chapter`` and ``key`` (the plan's)."""
     out = []
     for r in rows:
@@ -344,7 +351,7 @@ def verdict_rows(rows: list[dict]) -> list[dict]:
             ahead=None if d is None else stats.ahead_name(d, c.names) or "neither",
             ours=None if d is None else f"{d.mean:+.2f}",
             interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
-            paper=c.paper_gap, seeds=f"{0 if d is None else d.n} of {r['plan'].seeds}",
+            paper=c.paper_gap, seeds=seeds_label(r),
             one_sided=verdict_label(r, "noninferiority"), rule=r["plan"].rule, table=r["plan"].table,
             margin=r["margin"], post_hoc=r["plan"].post_hoc, chapter=CHAPTER_OF[c.where], key=c.key))
     return out
