@@ -626,3 +626,12 @@ def test_every_eval_in_the_text_names_a_value_an_earlier_cell_computes(path):
             for expr in EVAL_ROLE.findall(cell.source):
                 assert allowed.fullmatch(expr), f"{path.name}: {{eval}}`{expr}` is not a name (nb_eval_name_regex)"
                 assert expr.split(".")[0] in assigned, f"{path.name}: {{eval}}`{expr}` before any cell sets it"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_no_code_cell_is_tagged_remove_cell(path):
+    """The book executes inline (_config.yml), and myst-nb drops a cell tagged remove-cell before it runs it: such a
+    code cell would never run in the build while it runs in JupyterLab. Hide a cell's input and output instead."""
+    tagged = [i for i, c in enumerate(jupytext.read(path).cells)
+              if c.cell_type == "code" and "remove-cell" in c.metadata.get("tags", [])]
+    assert not tagged, f"{path.name}: code cells {tagged} tagged remove-cell: use remove-input (and remove-output)"

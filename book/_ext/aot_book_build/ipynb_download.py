@@ -21,7 +21,7 @@ EXECUTED = "jupyter_execute"
 
 def offer_executed_notebook(app, pagename: str, templatename: str, context: dict, doctree) -> None:
     """``html-page-context`` handler: copy the page's executed notebook into ``_sources/`` and name it in the
-    context; a page that was not executed (the introduction, the references) keeps its source download only."""
+    context; a page that was not executed (the references, the notation) keeps its source download only."""
     executed = Path(app.outdir).parent / EXECUTED / f"{pagename}.ipynb"
     if app.builder.format != "html" or not executed.is_file():
         return

@@ -1,0 +1,77 @@
+"""What the book set out to do and what happened, from the records: the values the introduction and chapter 1 state
+up front (issue 59), as :func:`aot_lib.book.inline.phrases` for their ``{eval}`` roles."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from .. import evidence
+from ..evidence.records import read_json
+from .inline import phrases
+
+__all__ = ["outcomes"]
+
+
+def _cpu_name(model: str) -> str:
+    """"Intel(R) Xeon(R) Processor" -> "Intel Xeon": the CPU as the text names it."""
+    return " ".join(w for w in model.replace("(R)", "").split() if w != "Processor")
+
+
+def _range(values, fmt: str = "") -> str:
+    """"32–68", or one value when all are equal."""
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return low if low == high else f"{low}–{high}"
+
+
+def outcomes(root: str | Path) -> SimpleNamespace:
+    """The book's goals against the records under the checkout ``root``:
+
+    * the paper's claims (:func:`aot_lib.evidence.all_claim_rows`): how many, how many the plan judged before their
+      runs (``planned``) and after (``post_hoc``), each group's verdict counts and seeds;
+    * the 30-minute goal (:func:`aot_lib.evidence.goal_30min`): its target, outcome, the seeds' mean and interval,
+      the best seed, the modelled minutes and whose clock they are, the recorded wall times, CRATE's side's minutes;
+    * the second search round (issue 55): screening runs recorded of those configured.
+    """
+    root = Path(root)
+    results = root / "results" / "cpu"
+    rows = evidence.verdict_rows(evidence.all_claim_rows(results))
+    planned = [r for r in rows if not r["post_hoc"]]
+    post_hoc = [r for r in rows if r["post_hoc"]]
+
+    def count(group, *words):
+        return sum(r["verdict"].split(" (")[0] in words for r in group)
+
+    recorded_of = [tuple(map(int, r["seeds"].split(" of "))) for r in planned]  # "5 of 5": recorded, asked
+    complete = all(n == asked for n, asked in recorded_of)
+    plan_seeds = sorted({asked for _, asked in recorded_of})
+    goal = evidence.goal_30min(root)
+    target = evidence.GOAL_30MIN
+    clock = evidence.step_clock(root)
+    pick = evidence.recipe_pick(root)
+    crate = evidence.cell_runs(results, "cpu30_crate_cifar10")
+    crate_minutes = evidence.modelled_minutes(read_json(crate[0].folder / "run.json")["step"],
+                                              clock["steps"][pick["candidate"]]["crate"]["median_s"])
+    s = goal["summary"]
+    search2 = root / "configs" / "cpu" / "search2"
+    return phrases(
+        claims=len(rows), planned=len(planned), post_hoc=len(post_hoc),
+        planned_reproduced=count(planned, "reproduced", "confirmed"),
+        planned_unsettled=count(planned, "not settled"), planned_contradicted=count(planned, "contradicted"),
+        planned_seeds=("all the seeds the plan asks for" if complete else "not yet all the seeds the plan asks for")
+        + f" ({' or '.join(map(str, plan_seeds))} per claim)",
+        post_hoc_reproduced=count(post_hoc, "reproduced", "confirmed"),
+        post_hoc_unsettled=count(post_hoc, "not settled"), post_hoc_contradicted=count(post_hoc, "contradicted"),
+        post_hoc_seeds=_range([int(r["seeds"].split(",")[0]) for r in post_hoc]),
+        goal_top1=f"{target['top1']:.0f}", goal_minutes=f"{target['minutes']:.0f}",
+        goal_moonshot=f"{target['moonshot']:.0f}",
+        goal_outcome="reached" if goal["reached"] else "not reached",
+        goal_reached=goal["reached"], goal_seeds=s.n, goal_mean=f"{s.mean:.2f}",
+        goal_ci=f"[{s.low:.2f}, {s.high:.2f}]", goal_best=f"{goal['best'].top1:.2f}",
+        goal_short=f"{target['top1'] - goal['best'].top1:.2f}",
+        goal_modelled=_range(goal["minutes"].values(), ".1f"),
+        clock_cpu=_cpu_name(clock["hardware"]["cpu_model"]),
+        goal_wall=_range([round(r.wall_time_s / 60) for r in goal["runs"]]),
+        crate_modelled=f"{crate_minutes:.1f}",
+        round2_done=sum((results / "search2" / f"search2_{p.stem}" / "probe.json").exists()
+                        for p in search2.glob("*.yaml")),
+        round2_total=len(list(search2.glob("*.yaml"))))

@@ -1,0 +1,38 @@
+"""The goals and outcomes the introduction and chapter 1 state up front (aot_lib.book.outcomes), against the plan
+and the run records read here on their own."""
+import json
+import statistics
+from pathlib import Path
+
+import yaml
+
+from aot_lib.book.outcomes import outcomes
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "results" / "cpu"
+
+
+def test_the_claims_counted_up_front_are_the_plans():
+    plan = yaml.safe_load((RESULTS / "plan.yaml").read_text())["claims"]
+    o = outcomes(ROOT)
+    post_hoc = [k for k, c in plan.items() if c.get("post_hoc")]
+    assert (int(o.claims), int(o.post_hoc), int(o.planned)) == (len(plan), len(post_hoc), len(plan) - len(post_hoc))
+    assert int(o.planned_reproduced) + int(o.planned_unsettled) + int(o.planned_contradicted) == int(o.planned)
+    assert int(o.post_hoc_reproduced) + int(o.post_hoc_unsettled) + int(o.post_hoc_contradicted) == int(o.post_hoc)
+    asked = sorted({c["seeds"] for k, c in plan.items() if not c.get("post_hoc")})
+    assert o.planned_seeds.endswith(f"({' or '.join(map(str, asked))} per claim)")
+
+
+def test_the_30_minute_goal_is_read_from_the_seeds_probes():
+    """Mean, best and the count at the goal recomputed from each seed's probe.json (test top-1) and run.json."""
+    folders = sorted(p for p in RESULTS.iterdir() if p.name == "cpu30_aot_admm_cifar10"
+                     or p.name.startswith("cpu30_aot_admm_cifar10_seed"))
+    top1 = [json.loads((f / "probe.json").read_text())["linear_top1"] for f in folders]
+    wall = [json.loads((f / "run.json").read_text())["wall_time_s"] / 60 for f in folders]
+    o = outcomes(ROOT)
+    assert int(o.goal_seeds) == len(top1) == 5
+    assert o.goal_mean == f"{statistics.mean(top1):.2f}" and o.goal_best == f"{max(top1):.2f}"
+    assert int(o.goal_reached) == sum(t >= float(o.goal_top1) for t in top1) == 0
+    assert o.goal_outcome == "not reached"
+    assert o.goal_wall == f"{round(min(wall))}–{round(max(wall))}"
+    assert f"{float(o.goal_top1) - max(top1):.2f}" == o.goal_short
