@@ -228,7 +228,7 @@ assert all(r["diff"] is not None and r["diff"].n == r["plan"].seeds
 assert all(r["claim"].names for r in rows), "the ahead column names A or B"
 display(verdict_table(
     glance, caption="The paper's claims at CPU scale: A − B in top-1 points",
-    # where: the chapter and the plan's key (the figure and the margin table name rows by it)
+    # where: the chapter and the plan key (the figure and margin table name rows by it)
     name="tbl-intro-claims", where=True,
     notes=["Parity claims are judged as the analysis plan (results/cpu/plan.yaml) "
            "says, against its margin for each table ("
