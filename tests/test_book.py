@@ -571,6 +571,12 @@ def test_training_curves_draw_the_panels_every_run_has():
     assert [a.get_title() for a in fig.axes] == ["total loss"]
     assert [list(line.get_ydata()) for line in fig.axes[0].lines] == [[2.3, 1.9, 1.5], [3.0, 2.0]]
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b"]
+    # chapter 11 (issue 59): losses of different scales, each on a panel and a scale of its own
+    fig = plot_training_curves({"teacher": sup, "distilled": {"step": [1, 2], "loss": [9.0, 8.0]}},
+                               panel_each=True)
+    assert [a.get_title() for a in fig.axes] == ["teacher", "distilled"]
+    assert [[list(line.get_ydata()) for line in a.lines] for a in fig.axes] == [[[2.3, 1.9, 1.5]], [[9.0, 8.0]]]
+    assert fig.axes[0].get_ylim()[1] < 3 < fig.axes[1].get_ylim()[0]  # not one shared axis
     plt.close("all")
 
 

@@ -173,10 +173,11 @@ def plot_sigreg_scaling(frob2, rows, limit: float, n_samples: int):
     return fig
 
 
-def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
+def plot_training_curves(curves: Mapping[str, Any], note: str = "", panel_each: bool = False):
     """Total loss, prediction loss and the SIGReg statistic against the step, one panel each
     (chapter 5 for one run; the paper's Figure 3 for several); a supervised run's curve, which has
-    only ``loss``, gets the first panel alone.
+    only ``loss``, gets the first panel alone. With ``panel_each``, each run's loss gets a panel of its own, on
+    its own scale (chapter 11: a distillation loss and a cross-entropy are not one quantity).
 
     ``curves`` is one run's curve (a mapping with ``step``, ``loss`` and, for pretraining, ``pred``
     and ``sigreg`` lists) or several, keyed by their legend label.
@@ -187,18 +188,23 @@ def plot_training_curves(curves: Mapping[str, Any], note: str = ""):
         curves = {"": curves}
     panels = [(k, t) for k, t in (("loss", "total loss"), ("pred", "prediction loss"), ("sigreg", "SIGReg statistic"))
               if all(k in c for c in curves.values())]
+    if panel_each:
+        panels = [("loss", label) for label in curves]
     fig, axes = plt.subplots(1, len(panels), figsize=(min(4 * len(panels), FIGURE_WIDTH_IN), 3.2), squeeze=False)
     axes = axes[0]
     if note:
         fig.suptitle(note, fontsize=9, color="darkred")
-    for ax, (key, title) in zip(axes, panels):
+    for i, (ax, (key, title)) in enumerate(zip(axes, panels)):
         for label, curve in curves.items():
-            ax.plot(curve["step"], curve[key], label=label or None, lw=1.2)
+            if not panel_each or label == title:
+                ax.plot(curve["step"], curve[key], label=label or None, lw=1.2, color=f"C{i}" if panel_each else None)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step", fontsize=9)
+        if panel_each:
+            ax.set_ylabel("training loss", fontsize=9)
         if key == "sigreg":
             ax.set_yscale("log")
-    if any(curves):  # a named curve, even alone, says whose it is
+    if any(curves) and not panel_each:  # a named curve, even alone, says whose it is
         axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
