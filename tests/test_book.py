@@ -641,3 +641,14 @@ def test_no_code_cell_is_tagged_remove_cell(path):
     tagged = [i for i, c in enumerate(jupytext.read(path).cells)
               if c.cell_type == "code" and "remove-cell" in c.metadata.get("tags", [])]
     assert not tagged, f"{path.name}: code cells {tagged} tagged remove-cell: use remove-input (and remove-output)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=chapter_id)
+def test_no_text_line_starts_with_a_percent_sign(path):
+    """In MyST a line starting with % is a comment: a sentence wrapped so that "... {eval}`x`\\n% of ..." starts a
+    line with its percent sign loses the rest of that line from the page. Only the JupyterLab key's own comment
+    lines may."""
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "markdown" and "aot-jupyterlab-key" not in cell.source:
+            hidden = [line for line in cell.source.splitlines() if line.lstrip().startswith("%")]
+            assert not hidden, f"{path.name}: a text line starts with % (a MyST comment): {hidden}"
