@@ -408,9 +408,16 @@ margin_panel(rows)
 # ###### Run long enough, both collapse — and that is the point
 #
 # :::{figure}
-# :label: tbl-intro-claims
+# :label: tbl-intro-goals
 # :kind: table
 # :enumerator: 1.2
+# The book's goals and their outcomes
+# :::
+#
+# :::{figure}
+# :label: tbl-intro-claims
+# :kind: table
+# :enumerator: 1.3
 # The paper's claims at CPU scale: A − B in top-1 points
 # :::
 #
@@ -439,7 +446,7 @@ margin_panel(rows)
 # :::{figure}
 # :label: tbl-intro-margins
 # :kind: table
-# :enumerator: 1.3
+# :enumerator: 1.4
 # Parity verdicts as the margin moves
 # :::
 #

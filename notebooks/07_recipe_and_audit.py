@@ -1150,6 +1150,13 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
+# :label: tbl-recipe-search-finalists
+# :kind: table
+# :enumerator: 7.4
+# The recipe search's finalists: validation linear top-1 at full length and in screening
+# :::
+#
+# :::{figure}
 # :label: fig-time-to-accuracy
 # :enumerator: 7.2
 # Validation k-NN accuracy against modelled pretraining minutes (steps times the idle,
@@ -1162,16 +1169,23 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-recipe-machines
+# :label: tbl-recipe-time-to-accuracy
 # :kind: table
 # :enumerator: 7.5
+# Each curve of the figure against its family's first recipe, in modelled minutes
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-machines
+# :kind: table
+# :enumerator: 7.6
 # The recipe's 4,290 steps (c1_local2) by each idle measurement, in minutes per family
 # :::
 #
 # :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
-# :enumerator: 7.6
+# :enumerator: 7.7
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -1196,7 +1210,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.7
+# :enumerator: 7.8
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -1204,7 +1218,8 @@ if encoder is not None:
 # :label: fig-cls-attention
 # :enumerator: 7.4
 # The class token’s attention to the patches (heads averaged; brighter: more attention),
-# one row per image, one column per layer, beside the image as the encoder sees it.
+# one row per image, one column per layer, beside the image as the encoder sees it; one
+# logarithmic colour scale for all maps, its bar on the right.
 # :::
 #
 # :::{figure}
@@ -1219,7 +1234,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.8
+# :enumerator: 7.9
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::

@@ -369,6 +369,13 @@ learned = phrases(
 # :::
 #
 # :::{figure}
+# :label: tbl-table4-verdicts
+# :kind: table
+# :enumerator: 11.3
+# Table 4's claim and our control at CPU scale
+# :::
+#
+# :::{figure}
 # :label: fig-table4-curves
 # :enumerator: 11.1
 # Training loss of the first recorded seed of each supervised stage: the ViT-T teacher,
