@@ -130,3 +130,20 @@ def test_chapter_7s_attention_figure_has_one_colour_scale_with_its_bar_and_keeps
     columns = {round(ax.get_position().x0, 3) for ax in fig.axes if ax.images}
     assert len(columns) == 4  # the image and three layers, still side by side
     plt.close(fig)
+
+
+def test_long_labels_are_wrapped_so_the_phone_rendering_stays_phone_wide():
+    """Figure 1.1's floor panel names its rows in 50 characters: unwrapped, the tight box of the 4 in rendering grew
+    to 689 px and a 420 px page showed it at 54 %. Wrapped labels keep it within 10 % of 400 px (the tight box may
+    add a few pixels of label past the figure's edge)."""
+    fig, ax = plt.subplots(figsize=(7.2, 4))
+    names = [f"AoT-ADMM CIFAR-{k}: pretrained − untrained encoder, seed paired" for k in (10, 100, 1000)]
+    ax.errorbar([1, 2, 3], range(3), xerr=0.5, fmt="o")
+    ax.set_yticks(range(3), names)
+    ax.set_xlabel("the floor: pretrained − untrained encoder or raw pixels, same probe, paired by seed (points)")
+    narrow_layout(fig)
+    data = __import__("io").BytesIO()
+    fig.savefig(data, format="png", bbox_inches="tight")
+    assert _png_width(data.getvalue()) <= 1.1 * 100 * NARROW_WIDTH_IN
+    assert all("\n" in t.get_text() for t in ax.get_yticklabels()) and "\n" in ax.get_xlabel()
+    plt.close(fig)

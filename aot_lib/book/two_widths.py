@@ -57,6 +57,30 @@ def _legends_under(fig) -> float:
     return height
 
 
+#: On the phone rendering, labels longer than this (characters) are wrapped: at 9 pt about 45 characters fill 4 in,
+#: and a tick label on the left may take half of that.
+WRAP_LABEL_CHARS, WRAP_TICK_CHARS = 45, 24
+
+
+def _wrap(text: str, width: int) -> str:
+    """``text`` wrapped at spaces to ``width`` characters; mathtext (``$...$``) is left whole."""
+    import textwrap
+
+    return text if "$" in text or len(text) <= width else textwrap.fill(text, width, break_long_words=False)
+
+
+def _wrap_labels(fig) -> None:
+    """Axis labels, titles and long text tick labels wrapped, so that a long label does not widen the narrow figure
+    past the phone (its tight box would grow, and the browser shrink it again)."""
+    for ax in fig.axes:
+        ax.set_xlabel(_wrap(ax.get_xlabel(), WRAP_LABEL_CHARS))
+        ax.set_ylabel(_wrap(ax.get_ylabel(), WRAP_LABEL_CHARS))
+        ax.set_title(_wrap(ax.get_title(), WRAP_LABEL_CHARS))
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        if any(len(t) > WRAP_TICK_CHARS and "$" not in t for t in labels):
+            ax.set_yticks(ax.get_yticks(), [_wrap(t, WRAP_TICK_CHARS) for t in labels])
+
+
 def narrow_layout(fig) -> None:
     """Rearrange ``fig`` in place for a phone: :data:`NARROW_WIDTH_IN` wide, each panel of its subplot grid in
     its own row in reading order (twin axes stay with their panel; a figure legend moves under the panels)."""
@@ -73,6 +97,7 @@ def narrow_layout(fig) -> None:
     original_rows = max(ax.get_subplotspec().get_gridspec().nrows for ax in panels)
     panel_height = max(MIN_PANEL_HEIGHT_IN, height / original_rows)
     order = sorted(cells)
+    _wrap_labels(fig)
     fig.set_size_inches(NARROW_WIDTH_IN, panel_height * len(order))
     grid = fig.add_gridspec(len(order), 1)
     for row, key in enumerate(order):
