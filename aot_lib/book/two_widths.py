@@ -112,6 +112,18 @@ def narrow_layout(fig) -> None:
         # a colour bar placed by hand (fig.add_axes) is not in the grid: it keeps its place, and says so on stderr
         warnings.filterwarnings("ignore", "This figure includes Axes that are not compatible with tight_layout")
         fig.tight_layout(rect=(0, legends / fig.get_size_inches()[1], 1, 1))
+        # tight_layout makes room above and below a panel, not beside it: an x label centred under a panel that
+        # starts far right (long tick labels on its left) can run past the figure's edge; wrap it to the panel
+        for _ in range(3):
+            renderer = fig.canvas.get_renderer()
+            right = fig.bbox.x1
+            over = [ax for ax in panels if ax.xaxis.label.get_window_extent(renderer).x1 > right + 1]
+            if not over:
+                break
+            for ax in over:
+                chars = len(max(ax.get_xlabel().splitlines(), key=len))
+                ax.set_xlabel(_wrap(ax.get_xlabel().replace("\n", " "), max(12, int(chars * 0.75))))
+            fig.tight_layout(rect=(0, legends / fig.get_size_inches()[1], 1, 1))
 
 
 def two_width_html(fig) -> str:
