@@ -160,3 +160,52 @@ def test_claim_sentence_states_number_interval_seeds_claim_and_verdict():
     assert claim_sentence("AoT-ADMM − AoT", one, "better", 4.91, post_hoc=True) == (
         "AoT-ADMM − AoT: +5.00 points, one seed, so no interval; the paper claims a gain; its gap: +4.91; "
         "verdict (post hoc: the plan that judges it was written after its runs): not settled.")
+
+
+def test_the_p_value_of_a_gain_is_the_paired_t_test_and_of_parity_the_larger_tost_side():
+    """Against scipy's one-sample t-test on the differences themselves (an independent reference): a gain's test is
+    two-sided of mean 0; parity's is the two one-sided tests against -margin and +margin, the larger p."""
+    from scipy.stats import ttest_1samp
+
+    from aot_lib.evidence.stats import p_value, paired_difference
+
+    a, b = {0: 51.0, 1: 50.2, 2: 52.4, 3: 50.9}, {0: 50.1, 1: 50.0, 2: 51.0, 3: 50.8}
+    d = paired_difference(a, b)
+    diffs = [a[k] - b[k] for k in a]
+    assert p_value(d, "better") == pytest.approx(ttest_1samp(diffs, 0.0).pvalue, rel=1e-9)
+    low = ttest_1samp(diffs, -1.5, alternative="greater").pvalue
+    high = ttest_1samp(diffs, 1.5, alternative="less").pvalue
+    assert p_value(d, "parity", 1.5) == pytest.approx(max(low, high), rel=1e-9)
+    with pytest.raises(ValueError, match="a parity claim is tested against a margin"):
+        p_value(d, "parity")
+
+
+def test_holm_steps_down_and_stops_at_the_first_test_it_keeps():
+    """The textbook case: m = 4 at 0.05, thresholds 0.0125, 0.0167, 0.025, 0.05 for the sorted p-values. 0.03 fails
+    its 0.025, so 0.04 (under 0.05) is not rejected either: the procedure stopped."""
+    from aot_lib.evidence.stats import holm
+
+    assert holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.005}) == {"a": True, "b": False, "c": False, "d": True}
+    assert holm({"a": 0.012, "b": 0.001}) == {"a": True, "b": True}  # 0.012 <= 0.05 / 1 at the second step
+    assert holm({"a": 0.03, "b": 0.026}) == {"a": False, "b": False}  # 0.026 > 0.05 / 2: nothing is rejected
+
+
+def test_the_30_minute_claims_under_holm_read_as_the_issue_computed_them():
+    """Issue 55's audit: with Bonferroni over the 4 planned 30-minute claims, AoT-ADMM − CRATE on CIFAR-10
+    ([+0.08, +0.91] at 95 %) becomes [-0.15, +1.14]: no longer ahead. Recomputed here from the cells' probes."""
+    from pathlib import Path
+
+    from aot_lib import evidence
+    from aot_lib.evidence.stats import paired_difference, t_quantile
+
+    root = Path(__file__).resolve().parent.parent / "results" / "cpu"
+    rows = {r["key"]: r for r in evidence.holm_rows(root)}
+    assert set(rows) == {"t1_cifar10_30min", "t1_cifar100_30min", "t3_cifar10_30min", "t3_cifar100_30min"}
+    assert all(r["post_hoc"] and r["level"] == pytest.approx(1 - 0.05 / 4) for r in rows.values())
+    a, b = evidence.cell(root, "cpu30_aot_admm_cifar10"), evidence.cell(root, "cpu30_crate_cifar10")
+    d = paired_difference(a, b)
+    half = t_quantile(1 - 0.05 / 8, d.n - 1) * d.std / math.sqrt(d.n)
+    t1 = rows["t1_cifar10_30min"]
+    assert t1["bonferroni"] == f"[{d.mean - half:+.2f}, {d.mean + half:+.2f}]" == "[-0.15, +1.14]"
+    assert (t1["ahead"], t1["ahead_bonferroni"]) == ("AoT-ADMM", "neither")
+    assert [rows[k]["holm"] for k in sorted(rows)] == [rows[k]["verdict"] for k in sorted(rows)]  # no verdict moves

@@ -13,8 +13,9 @@ from .cells import PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics
 
 __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
-           "MARGINS_SHOWN", "margin_sensitivity", "seeds_label", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF", "PLAN_DEFINED", "plan_claims",
-           "all_claim_rows", "verdicts", "verdict_rows"]
+           "MARGINS_SHOWN", "margin_sensitivity", "seeds_label", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF",
+           "PLAN_DEFINED", "plan_claims",
+           "all_claim_rows", "verdicts", "verdict_rows", "holm_rows"]
 
 
 def wide_claims(root: str | Path, rows: list[dict], wide_root: str | Path) -> list[dict]:
@@ -354,4 +355,41 @@ def verdict_rows(rows: list[dict]) -> list[dict]:
             paper=c.paper_gap, seeds=seeds_label(r),
             one_sided=verdict_label(r, "noninferiority"), rule=r["plan"].rule, table=r["plan"].table,
             margin=r["margin"], post_hoc=r["plan"].post_hoc, chapter=CHAPTER_OF[c.where], key=c.key))
+    return out
+
+
+def holm_rows(root: str | Path, family: str = "cpu30", plan_file: str | Path | None = None) -> list[dict]:
+    """One family of claims read by the plan's multiplicity rule (``plan.yaml``'s ``multiplicity``: Holm's step-down
+    at a familywise alpha): per claim its test's p-value (:func:`aot_lib.evidence.stats.p_value`), whether Holm
+    rejects it, the verdict that gives (a test not rejected reads "not settled" whatever the 95 % interval says; a
+    rejected one keeps the direction its mean gives), the Bonferroni interval (level 1 - alpha/m) with who it puts
+    ahead, and the claim's own 95 % verdict and ahead beside. ``post_hoc``: the family was recorded before the rule (``multiplicity.post_hoc``)."""
+    from .records import read_yaml
+
+    path = Path(plan_file) if plan_file is not None else Path(root) / "plan.yaml"
+    spec = read_yaml(path)["multiplicity"]
+    if spec["rule"] != "holm":
+        raise ValueError(f"{path}: multiplicity rule {spec['rule']!r}; only 'holm' is implemented")
+    families = {**spec.get("families", {}), **spec.get("post_hoc", {})}
+    if family not in families:
+        raise ValueError(f"{path} names no multiplicity family {family!r}: one of {sorted(families)}")
+    keys, alpha = families[family], spec["familywise_alpha"]
+    rows = {r["claim"].key: r for r in all_claim_rows(root, plan_file) if r["claim"].key in keys}
+    unjudged = [k for k in keys if k not in rows or rows[k]["diff"] is None or rows[k]["diff"].n < 2]
+    if unjudged:
+        raise ValueError(f"family {family!r}: {', '.join(unjudged)} not recorded with two seeds or more yet")
+    ps = {k: stats.p_value(rows[k]["diff"], rows[k]["claim"].claim, rows[k]["margin"]) for k in keys}
+    rejected = stats.holm(ps, alpha)
+    out = []
+    for k in keys:
+        r, d = rows[k], rows[k]["diff"]
+        held = stats.VERDICTS[3] if r["claim"].claim == "control" else stats.VERDICTS[0]
+        reading = (stats.VERDICTS[2] if not rejected[k] else held if r["claim"].claim == "parity" or d.mean > 0
+                   else stats.VERDICTS[1])
+        wide = stats.widened(d, 1 - alpha / len(keys))
+        out.append({"key": k, "claim": r["claim"].what, "p": ps[k], "rejected": rejected[k], "holm": reading,
+                    "verdict": r["verdict"], "bonferroni": f"[{wide.low:+.2f}, {wide.high:+.2f}]",
+                    "ahead": stats.ahead_name(d, r["claim"].names) or "neither",
+                    "ahead_bonferroni": stats.ahead_name(wide, r["claim"].names) or "neither",
+                    "level": wide.confidence, "post_hoc": family in spec.get("post_hoc", {})})
     return out

@@ -36,7 +36,8 @@ from typing import Mapping, Sequence
 from . import paper
 
 __all__ = ["Summary", "Difference", "summarize", "paired_difference", "t_quantile", "verdict", "noninferiority",
-           "noninferiority_spare", "ahead", "ahead_name", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS"]
+           "noninferiority_spare", "ahead", "ahead_name", "claim_sentence", "PAPER_LARGEST_GAP", "VERDICTS",
+           "p_value", "holm", "widened"]
 
 
 def _paper_gaps() -> list[float]:
@@ -115,6 +116,39 @@ def paired_difference(a: Mapping[int, float], b: Mapping[int, float], confidence
         raise ValueError(f"no seed in common: A has {sorted(a)}, B has {sorted(b)}; run both on the same seeds")
     s = summarize([a[k] - b[k] for k in seeds], confidence)
     return Difference(s.n, s.mean, s.std, s.low, s.high, s.confidence, seeds)
+
+
+def p_value(diff: Summary, claim: str, margin: float | None = None) -> float:
+    """The p-value of a claim's test, as the plan's multiplicity rule defines it (``results/cpu/plan.yaml``): for a
+    gain or a control the paired two-sided t-test of a mean difference of 0; for parity the two one-sided t-tests
+    against -margin and +margin (TOST), the larger of their p-values. Needs two seeds or more."""
+    from scipy.stats import t
+
+    if diff.n < 2:
+        raise ValueError("a p-value needs two paired seeds or more")
+    se, df = diff.std / math.sqrt(diff.n), diff.n - 1
+    if claim in ("better", "control"):
+        return float(2 * t.sf(abs(diff.mean) / se, df))
+    if margin is None:
+        raise ValueError("a parity claim is tested against a margin: give the one results/cpu/plan.yaml sets")
+    return float(max(t.sf((diff.mean + margin) / se, df), t.sf((margin - diff.mean) / se, df)))
+
+
+def holm(p_values: Mapping[str, float], alpha: float = 0.05) -> dict[str, bool]:
+    """Holm's step-down procedure at familywise ``alpha``: the p-values sorted ascending, the k-th of m (from 0)
+    rejected while it is at most ``alpha / (m - k)``; the first that is not stops it, and no later one is rejected.
+    ``{name: rejected}``."""
+    ranked = sorted(p_values, key=p_values.get)
+    rejected, m = {}, len(ranked)
+    for k, name in enumerate(ranked):
+        rejected[name] = p_values[name] <= alpha / (m - k) and all(rejected.values())
+    return {name: rejected[name] for name in p_values}
+
+
+def widened(diff: Summary, confidence: float) -> Summary:
+    """The same mean difference with its t interval at another ``confidence`` (a Bonferroni interval: 1 - alpha/m)."""
+    half = t_quantile(0.5 + confidence / 2, diff.n - 1) * diff.std / math.sqrt(diff.n)
+    return Summary(diff.n, diff.mean, diff.std, diff.mean - half, diff.mean + half, confidence)
 
 
 def verdict(diff: Summary, claim: str, margin: float | None = None) -> str:
