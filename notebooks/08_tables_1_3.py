@@ -617,7 +617,7 @@ display(Table(
 # %% tags=["hide-input"]
 holm_read = evidence.holm_rows(RESULTS, "cpu30")
 display(Table(
-    [{**r, "claim": short_what(evidence.CLAIMS_30MIN[i])} for i, r in enumerate(holm_read)],
+    [{**r, "claim": short_what(c)} for c, r in zip(evidence.CLAIMS_30MIN, holm_read)],
     [Col("claim", "comparison (A − B, points)"), Col("verdict", "verdict at 95 %"),
      Col("holm", "under Holm (post hoc)"), Col("p", "p-value", ".2g"),
      Col("bonferroni", "Bonferroni CI"), Col("ahead", "ahead at 95 %"),
@@ -628,7 +628,7 @@ display(Table(
            "against ±margin, the larger (TOST). Holm rejects in ascending order while "
            "p ≤ 0.05/(m − k)."]))
 moved_holm = [r for r in holm_read if r["holm"] != r["verdict"]]
-lost_lead = [short_what(evidence.CLAIMS_30MIN[i]) for i, r in enumerate(holm_read)
+lost_lead = [short_what(c) for c, r in zip(evidence.CLAIMS_30MIN, holm_read)
              if r["ahead"] != r["ahead_bonferroni"]]
 assert [c.key for c in evidence.CLAIMS_30MIN] == [r["key"] for r in holm_read]
 assert lost_lead, "the text: a lead that no longer excludes 0"
@@ -637,8 +637,8 @@ multiplicity = phrases(moved=len(moved_holm), n=len(holm_read),
 
 # %% [markdown]
 # Under Holm {eval}`multiplicity.moved` of the {eval}`multiplicity.n` verdicts change.
-# What changes is who the interval puts ahead: at the Bonferroni level the lead no longer
-# excludes 0 for {eval}`multiplicity.lost`.
+# What changes is who the interval puts ahead: at the Bonferroni level the lead no
+# longer excludes 0 for {eval}`multiplicity.lost`.
 
 # %% [markdown]
 # The 30-minute cells' probe chose its learning rate from 1e-3 to 3e-2. An addendum to
