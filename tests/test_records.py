@@ -1,8 +1,9 @@
 """A record is never rewritten (issue 36): every version a file under results/ was ever committed with is still in
 the tree, at its own path (the same bytes, or a JSON file that only added to it) or kept verbatim elsewhere under
 results/ (a pretraining run's later probes in ``reprobes/``; a run trained again under its name, a deleted record or a
-rerun benchmark under ``results/history/<commit>/``). results/mutation is exempt: scripts/mutation.py regenerates its
-summaries whole, each naming the commit it mutated."""
+rerun benchmark under ``results/history/<commit>/``). Two kinds are exempt from byte identity, and say why:
+results/mutation (scripts/mutation.py regenerates its summaries whole, each naming the commit it mutated), and the
+encoders first recorded as ``encoder.pt`` and converted to safetensors, whose tensors are checked bit for bit."""
 import hashlib
 import json
 import shutil
@@ -24,7 +25,10 @@ def _git(*args: str, text: bool = True):
 
 
 def _exempt(path: str) -> bool:
-    return path.startswith("results/mutation/") or "/encoder/" in path or path.endswith((".pt", ".safetensors"))
+    """results/mutation (regenerated whole), and the encoders first recorded as ``encoder.pt``: converted to
+    ``encoder/model.safetensors`` (loadable without running pickled code), their tensors bit-identical
+    (:func:`test_every_converted_encoder_keeps_its_tensors_bit_for_bit`)."""
+    return path.startswith("results/mutation/") or path.endswith("/encoder.pt")
 
 
 def _adds_to(new, old) -> bool:
@@ -61,6 +65,37 @@ def test_every_committed_version_of_a_result_is_still_in_the_tree():
             continue
         lost.append(f"{path} as of {commit[:7]}")
     assert lost == [], f"{len(lost)} recorded versions are no longer in the tree (restore them under results/history)"
+
+
+def test_every_converted_encoder_keeps_its_tensors_bit_for_bit():
+    """The one kind of record converted rather than kept byte for byte (issue 55, item 5): each ``encoder.pt`` ever
+    committed under results/ is now its run's ``encoder/model.safetensors``, with the same tensor names, dtypes,
+    shapes and bits."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout (or no git): the records' history cannot be read; CI runs on a clone")
+    if _git("rev-parse", "--is-shallow-repository").strip() == "true":
+        pytest.skip("a shallow clone has no history to check the records against: git fetch --unshallow")
+    import io
+
+    import torch
+    from safetensors.torch import load_file
+
+    checked = 0
+    for line in _git("log", "--format=", "--raw", "--no-abbrev", "--no-renames", "--", "results").splitlines():
+        meta, _, path = line.partition("\t")
+        blob = meta.split()[3] if meta.startswith(":") else "0"
+        if not path.endswith("/encoder.pt") or set(blob) == {"0"}:
+            continue
+        old = torch.load(io.BytesIO(_git("cat-file", "blob", blob, text=False)), map_location="cpu",
+                         weights_only=True)["model"]
+        new = load_file(ROOT / Path(path).parent / "encoder" / "model.safetensors")
+        assert set(old) == set(new), path
+        for name, tensor in old.items():
+            assert tensor.dtype == new[name].dtype and tensor.shape == new[name].shape, (path, name)
+            assert torch.equal(tensor.view(torch.uint8) if tensor.numel() else tensor,
+                               new[name].view(torch.uint8) if tensor.numel() else new[name]), (path, name)
+        checked += 1
+    assert checked == 25  # the encoder.pt versions recorded before the conversion (git log -- 'results/*/encoder.pt')
 
 
 def test_a_recorded_probe_is_never_overwritten_and_the_book_reads_the_newest():
