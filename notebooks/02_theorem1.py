@@ -352,6 +352,7 @@ limit = theory.limit_ratio(dim, eps)
 for r in rows:
     r["ratio"] = r["population"] / r["gap"]
     r["to_limit"] = r["ratio"] / limit
+mant, exponent = f"{limit:.5e}".split("e")
 Table(
     rows,
     [Col("frob2", r"\(\lVert\Sigma-I\rVert_F^2\)", ".3e"),
@@ -361,8 +362,9 @@ Table(
      Col("gap", r"\(R(I)-R(\Sigma)\)", ".3e"),
      Col("ratio", "population / gap", ".3e"),
      Col("to_limit", "ratio / limit", ".5f")],
+    # the limit as m×10^k: "1.28255e-02" in \\(...\\) was typeset as a product with e
     caption=rf"\(d={dim}\), \(\epsilon={eps}\); predicted limit "
-    rf"\(8C_w/(\theta^2d(d+2))={limit:.5e}\)",
+    rf"\(8C_w/(\theta^2d(d+2))={mant}\times10^{{{int(exponent)}}}\)",
     name="tbl-theorem1-monte-carlo",
 )
 

@@ -73,6 +73,7 @@ import matplotlib.pyplot as plt
 import torch
 from IPython.display import Markdown
 
+from aot_lib.book.inline import phrases
 from aot_lib.book.panels import admm_panel
 from aot_lib.models.aot_admm import ADMMLayer, admm_coefficients
 from aot_lib.objectives.coding_rate import subspace_coding_rate
@@ -319,17 +320,16 @@ kept = [k[:2] for k in grid if k[2] == "exact" and ends_above_start(grid[k])]
 lost = [k[:2] for k in grid if k[2] == "exact" and not ends_above_start(grid[k])]
 largest_tau = max(lam / rho for rho in grid_rho for lam in grid_lambda)
 assert all(lam / rho == largest_tau for rho, lam in lost)
-print(f"exact gradient: own-subspace energy ends above its start at {len(kept)} of "
-      f"{len(kept) + len(lost)} settings"
-      + (f";\nnot at (rho, lambda) = {', '.join(map(str, lost))}" if lost else "")
-      + ".\nMSSA at gamma = 1: it ends below its start at every setting.")
+exact = phrases(kept=len(kept), settings=len(kept) + len(lost),
+                lost=", ".join(f"(ρ, λ) = {k}" for k in lost) or "none")
 
 # %% [markdown]
 # With $\lambda=0$ nothing is thresholded and $V$ stays dense; at each $\rho$ a larger
 # $\lambda$ leaves more zeros in $V$. The exact gradient keeps its tokens on their
-# subspaces at every setting but, possibly, the one with the largest threshold
-# $\tau=\lambda/\rho$ (the printout says whether); the MSSA iteration at $\gamma=1$,
-# whose step is the long one measured above, loses them at every setting.
+# subspaces (own-subspace energy ends above its start) at {eval}`exact.kept` of the
+# {eval}`exact.settings` settings; only the largest threshold $\tau=\lambda/\rho$ could
+# lose them, and the settings where it does are: {eval}`exact.lost`. The MSSA iteration
+# at $\gamma=1$, whose step is the long one measured above, loses them at every setting.
 #
 # Move all four yourself in {numref}`fig-admm-panel`: each setting of the grid was
 # computed by `admm_iterations` when this page was built, so the panel works in the page

@@ -178,8 +178,8 @@ Table(rows, [Col("model"), Col("n", "params (exact)"), Col("m", "params (M)", ".
       name="tbl-architecture-imagenet-counts")
 
 # %% [markdown]
-# Every cell matches the paper to its printed rounding, with two discrepancies worth
-# stating:
+# Every count but one matches the paper to its printed rounding. Three points of the
+# paper's arithmetic need a word, the first two here, the third below:
 #
 # * **ViT-T: 5.38 M, not 5.3 M.** A standard ViT-Tiny (width 192, 3 heads, depth 12, MLP
 #   ratio 4) in the CIFAR setting has 5,378,880 parameters without its head and
@@ -211,8 +211,8 @@ Table(rows, [Col("model"), Col("three", "ISTA, three products: FLOPs (G)", ".3f"
       name="tbl-architecture-crate-ista-flops")
 
 # %% [markdown]
-# Two more remarks on the paper's arithmetic. Its prose (Sec. 4.2) gives the parameters
-# AoT-ADMM removes from CRATE and the reductions they amount to;
+# The third point: the paper's prose (Sec. 4.2) gives the parameters AoT-ADMM removes
+# from CRATE and the reductions they amount to;
 # {numref}`tbl-architecture-admm-savings` recomputes both from the counts the paper
 # prints, and the sentence under it is generated from the table.
 
