@@ -306,6 +306,14 @@ def test_the_curves_panel_shows_every_run_of_the_chosen_family():
     assert a_sigreg["ys"] == [[5.0, 2.0], [5.1, 2.1]] and a_sigreg["label"] == ["seed 0", "seed 1"]
     b_loss = panel.states["1,0"]["lines"]  # B has one run: the second line is empty, so the lines' count is fixed
     assert b_loss["ys"] == [[3.0, 2.0], [None]] and b_loss["label"] == ["seed 0", ""]
+    # issue 59: the runs' colours are not the families' (figure 8.3 reused figure 8.2's), and a legend names them
+    assert not set(a_sigreg["colour"]) & set(panels.COLOURS) and len(set(a_sigreg["colour"])) == 2
+    from bokeh.models import Legend
+    from bokeh.plotting import figure
+
+    (plot,) = panel.layout.select({"type": figure})
+    (legend,) = plot.select({"type": Legend})
+    assert legend in plot.right and legend.items[0].label.field == "label"  # named by run, beside the plot
 
 
 def test_a_column_of_labels_stays_text_and_numbers_are_rounded_with_gaps():

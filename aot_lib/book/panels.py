@@ -368,7 +368,7 @@ QUANTITIES = {"total loss (Eq. (19))": "loss", "prediction loss": "pred", "SIGRe
 
 def curves_panel(curves: Mapping[tuple[str, str], Mapping[str, Sequence[float]]]) -> Panel:
     """Every recorded run's logged curve (:func:`aot_lib.book.recorded.read_curve`, keyed by ``(family label, run
-    label)``) for the chosen family and quantity, one line per run."""
+    label)``) for the chosen family and quantity, one line per run, each run's shade named in a legend."""
     families = list(dict.fromkeys(f for f, _ in curves))
     width = max(sum(1 for f, _ in curves if f == fam) for fam in families)
 
@@ -379,13 +379,20 @@ def curves_panel(curves: Mapping[tuple[str, str], Mapping[str, Sequence[float]]]
         ys = [np.asarray(c[col], float) for _, c in runs] + [np.asarray([math.nan])] * (width - len(runs))
         labels = [run for run, _ in runs] + [""] * (width - len(runs))
         return {"lines": {"xs": [plain_column(x) for x in xs], "ys": [plain_column(y) for y in ys], "label": labels,
-                          "colour": [COLOURS[i % len(COLOURS)] for i in range(width)]}}
+                          "colour": seed_colours}}
+
+    # runs in shades of one sequential palette, not the family colours of the chapter's other figures (issue 59:
+    # figure 8.3 coloured seeds like figure 8.2's families), and named in a legend
+    from bokeh.palettes import Viridis256
+
+    seed_colours = [Viridis256[round(k * 200 / max(1, width - 1))] for k in range(width)]
 
     def draw(t):
         from bokeh.models import HoverTool
 
         fig = _figure("logged every 10 steps", "step", "value")
-        fig.multi_line("xs", "ys", source=t["lines"], color="colour", line_width=2)
+        fig.multi_line("xs", "ys", source=t["lines"], color="colour", line_width=2, legend_field="label")
+        fig.add_layout(fig.legend[0], "right")
         fig.add_tools(HoverTool(tooltips=[("run", "@label")]))
         fig.toolbar_location = None
         return fig
