@@ -14,8 +14,8 @@
 # (ch-gpu)=
 # # The paper's experiments on GPUs
 #
-# **This chapter:** the paper's Tables 1–4 at its scale on one GPU or many: one command
-# each, the estimated cost in time and memory, and what one H100 measured.
+# **This chapter:** what one lent GPU measured, the cost model it checks (with its
+# error), and the paper's Tables 1–4 at its scale, one command each.
 
 # %% tags=["remove-input"]
 from aot_lib.book.pages import open_chapter
@@ -34,8 +34,9 @@ open_chapter()
 # %% tags=["hide-input"]
 from pathlib import Path
 
-from IPython.display import Markdown, display
+from IPython.display import display
 
+from aot_lib.book.inline import phrases
 from aot_lib.training.config import config_stage, load_config
 from aot_lib.book.tables import Col, Table
 
@@ -43,122 +44,16 @@ ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 PAPER = ROOT / "configs" / "paper"
 
 # %% [markdown]
-# (sec-gpu-commands)=
-# ## One GPU
-#
-# One command per configuration ({numref}`tbl-gpu-paper-commands`). Pretraining configs
-# are followed by the linear probe of the same file; fine-tuning starts from the
-# pretraining run's checkpoint and distillation from the teacher's (their paths are in
-# the configs). The paper's Table 2 pretrains on ImageNet-1K streamed from litdata
-# chunks: convert the ImageFolder tree once with
-# `aot convert /data/imagenet data/imagenet1k-litdata --split train` (README, "Streaming
-# ImageNet-scale data"), or point `data.root` at where the chunks are.
-
-# %% tags=["hide-input"]
-rows = []
-for f in sorted(PAPER.glob("*/*.yaml")):
-    stage, cfg = config_stage(f), load_config(f)
-    rel = f.relative_to(ROOT).as_posix()
-    cmd = f"aot {stage} -c {rel}"
-    if stage == "pretrain":
-        cmd += f" && aot probe -c {rel}"
-    needs = {"finetune": cfg["finetune"]["checkpoint"],
-             "distill": cfg["distill"]["teacher"]}
-    rows.append(dict(table=f.parent.name.replace("table", "Table "),
-                     run=cfg["run"]["name"], model=cfg["model"]["name"],
-                     data=cfg["data"]["name"], command=cmd,
-                     after=needs.get(stage) or ""))
-Table(rows, [Col("table"), Col("run"), Col("model"), Col("data"), Col("command"),
-             Col("after", "reads")],
-      caption="The paper's experiments, one command each (configs/paper/)",
-      phone="list", name="tbl-gpu-paper-commands")
-
-# %% [markdown]
-# (sec-gpu-many)=
-# ## Many GPUs, many machines
-#
-# `optim.batch_size` is the global batch: with $N$ processes each takes a $1/N$ share
-# of the same global batch, whose order and views are functions of the seed, so the
-# recipe and the learning rate do not change with $N$. SIGReg's characteristic
-# functions are all-reduced across processes and the projector's BatchNorm uses the
-# global batch's statistics, so $N$ processes compute the loss one process would on
-# that batch (tested with two CPU processes).
-#
-# ```bash
-# # one node, 8 GPUs (Fabric spawns the processes); fabric.strategy=fsdp is untested
-# aot pretrain -c CONFIG fabric.devices=8 fabric.strategy=ddp
-# # two nodes x 8 GPUs with torchrun, on every node with its rank
-# torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=8 \
-#     --master_addr=$MASTER --master_port=29500 \
-#     -m aot_lib.cli pretrain -c CONFIG fabric.devices=8 fabric.num_nodes=2 \
-#     fabric.strategy=ddp
-# # SLURM (Fabric reads its environment): one task per GPU
-# srun --nodes=2 --ntasks-per-node=8 --gpus-per-node=8 \
-#     aot pretrain -c CONFIG fabric.devices=8 fabric.num_nodes=2 fabric.strategy=ddp
-# ```
-
-# %% [markdown]
-# (sec-gpu-estimates)=
-# ## What it would cost
-#
-# These are **estimates**, not runs: no GPU was used to make them. FLOPs per image of a
-# whole LeJEPA step and the activations autograd saves are counted on the real models
-# (`benchmarks/bench_estimates.py`); the time assumes an A100 reaches the same share of
-# its bf16 peak as the trainer measurably reaches of this CPU's matrix-product ceiling
-# (`benchmarks/bench_trainer.py`, chapter {ref}`ch-training`).
-# {numref}`tbl-gpu-cost-estimates` gives them config by config.
-
-# %% tags=["hide-input"]
-est_file = ROOT / "results" / "benchmarks" / "estimates_a100.json"
-if est_file.exists():
-    import json
-
-    est = json.loads(est_file.read_text())
-    A100_GB = 80  # the larger A100's memory
-    too_big = [r["config"] for r in est["rows"] if r["memory_gb_per_gpu_1"] > A100_GB]
-    display(Table(
-        est["rows"],
-        [Col("config", "config"), Col("epochs", "epochs"),
-         Col("gflop_per_image", "GFLOP / image (step)", ".2f"),
-         Col("hours_1xA100", "1 A100 (h, est.)", ".2f"),
-         Col("hours_8xA100", "8 A100 (h, est.)", ".2f"),
-         Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
-         Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
-        caption="Estimated pretraining cost of the paper's configs (not measured)",
-        name="tbl-gpu-cost-estimates",
-        notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
-               f"{est['utilisation_source']} (commit {est['commit'][:8]}); A100 bf16 "
-               f"peak {est['a100_bf16_peak_flops'] / 1e12:g} TFLOP/s.",
-               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else []),
-               *([f"Estimated above the {A100_GB} GB of one A100 on one GPU: "
-                  + ", ".join(too_big) + "; run these on several GPUs (each then holds "
-                  "the last column's share)."] if too_big else [])]
-        if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
-    ))
-    # AoT-ADMM's estimated hours over CRATE's, per size and data set (last bullet below)
-    hours = {r["config"].split("/")[1]: r["hours_1xA100"] for r in est["rows"]}
-    ratios = [hours[k] / hours[k.replace("aot_admm", "crate")] for k in hours
-              if k.startswith("aot_admm") and k.replace("aot_admm", "crate") in hours]
-    if est["utilisation"] and ratios:
-        assert max(ratios) < 0.5, "the text below says 'under half of CRATE's cost'"
-        display(Markdown(
-            f"Per size and data set, AoT-ADMM's estimated pretraining time is "
-            f"{min(ratios):.2f}–{max(ratios):.2f}× CRATE's ({len(ratios)} pairs)."))
-else:
-    print("no estimates recorded (run benchmarks/bench_estimates.py)")
-
-# %% [markdown]
 # (sec-gpu-measured)=
 # ## Measured on one GPU
 #
-# Three times the project was lent one GPU for a few minutes. The first time,
-# `benchmarks/bench_cuda.py` ran there in three parts, and one whole cell of the CPU
-# chapters' 30-minute recipe was pretrained and probed with a GPU's defaults
-# (bf16-mixed, compiled layers). `results/benchmarks/cuda_device_calls.json` records
-# which commit each call ran, how the data travelled, and that `tests/test_fused.py`'s
-# CUDA test passed there. The tables of this section are that first loan's;
-# {ref}`the second <sec-gpu-second-loan>` ran the three parts again at a later commit,
-# and {ref}`the third <sec-gpu-suite>` ran the test suite.
+# The project was lent one GPU three times, for a few minutes each. The first loan ran
+# `benchmarks/bench_cuda.py` in three parts and pretrained and probed one whole cell of
+# the CPU chapters' 30-minute recipe with a GPU's defaults (bf16-mixed, compiled
+# layers); `results/benchmarks/cuda_device_calls.json` records which commit each call
+# ran, how the data travelled, and that `tests/test_fused.py`'s CUDA test passed there.
+# This section is that first loan's; the second (the same parts at a later commit) and
+# the third (the test suite) are in {ref}`the appendix <sec-gpu-appendix>`.
 # {numref}`tbl-gpu-measured-trainer` gives the trainer's speed on the CPU recipe's
 # config, {numref}`tbl-gpu-measured-paper` the paper's Base configs, and
 # {numref}`tbl-gpu-measured-cell` one recipe cell trained end to end.
@@ -175,64 +70,62 @@ import torch
 BENCH = ROOT / "results" / "benchmarks"
 RECIPE = ROOT / "configs" / "cpu" / "cpu30" / "cpu30_aot_admm_cifar10.yaml"
 measured = {p: BENCH / f"cuda_{p}.json" for p in ("agreement", "trainer", "paper")}
-have_gpu = all(f.exists() for f in measured.values())
-if have_gpu:
-    agree, trainer, paper = (json.loads(measured[p].read_text())
-                             for p in ("agreement", "trainer", "paper"))
-    calls = json.loads((BENCH / "cuda_device_calls.json").read_text())
-    commit = {p: device_call_commit(calls, f"cuda_{p}.json") for p in measured}
-    display(Markdown(
-        f"The machine: {paper['gpu']}, on {paper['date'][:10]}, with PyTorch "
-        f"{paper['hardware']['torch']} (this build: {torch.__version__}); "
-        f"{calls['device_time_used_s'] / 60:.0f} minutes of device time in all."))
-    first = cuda_check_summary(agree, trainer, paper, ", ".join(
-        dict.fromkeys(c[:7] for c in commit.values())))
-    errs, fp32, bf16 = first["errors"], first["fp32"], first["bf16"]
-    assert max(bf16) < 0.01, "'What we learned' says bf16 stays within 1 %"
-    display(Markdown(
-        f"**Agreement.** Each family's encoder at the recipe's shape, freshly "
-        f"initialised, forward only, on one batch, against the same encoder in float64 "
-        f"on the CPU: in float32 on the GPU the features differ by at most {fp32:.1e} "
-        f"(relative), under bf16 by {min(bf16):.1e}–{max(bf16):.1e}, with compiled "
-        f"layers or without. The LeJEPA loss, an average over the batch, the views and "
-        f"SIGReg's slices, differs under bf16 by "
-        f"{errs['lejepa_loss_aot_admm']['bf16']:.1e}."))
-    # the recipe's steps as its CPU record ran them, and its batch
-    recipe_run = ROOT / "results" / "cpu" / "cpu30_aot_admm_cifar10" / "run.json"
-    recipe_steps = json.loads(recipe_run.read_text())["total_steps"]
-    batch = load_config(RECIPE)["optim"]["batch_size"]
-    display(cuda_trainer_table(trainer, recipe_steps, batch,
-                               name="tbl-gpu-measured-trainer",
-                               commit=commit["trainer"]))
-    estimates = json.loads((BENCH / "estimates_a100.json").read_text())
-    display(cuda_paper_table(paper, estimates, name="tbl-gpu-measured-paper",
-                             commit=commit["paper"]))
-    by_model = {r["model"]: r for r in cuda_paper_rows(paper, estimates)}
-    admm, crate = by_model["AoT-ADMM-Base"], by_model["CRATE-Base"]
-    median_ratio = admm["step_ms"] / crate["step_ms"]
-    fastest_ratio = admm["fastest_ms"] / crate["fastest_ms"]
-    est_ratio = admm["estimate"] / crate["estimate"]
-    assert min(median_ratio, fastest_ratio) > 2 * est_ratio, "the text: far from it"
-    views = load_config(PAPER / "table1" / "aot_admm_base_cifar10.yaml")["views"]
-    patch = create_model("aot_admm_base", num_classes=0).patch_size
-    tokens = {k: (views[f"{k}_size"] // patch) ** 2 + 1 for k in ("global", "local")}
-    ratios = [r["ratio"] for r in by_model.values()]
-    assert min(ratios) > 1, "'What we learned': every step took longer than estimated"
-    display(Markdown(
-        f"**The paper's scale.** By the median of its timed steps AoT-ADMM-Base's step "
-        f"took {median_ratio:.2f}× CRATE-Base's, by the fastest step "
-        f"{fastest_ratio:.2f}×; the FLOP-based estimate says {est_ratio:.2f}×, far "
-        f"from either. At the median step the estimate's schedules take "
-        f"{min(ratios):.1f}–{max(ratios):.1f}× the estimated hours "
-        f"({{numref}}`tbl-gpu-measured-paper`). A reading, not a measurement: with "
-        f"{tokens['global']} tokens per global view and {tokens['local']} per local "
-        f"one (class token included), each layer's matrices are small, and a GPU's "
-        f"step time follows the number and size of its kernels more than its FLOPs."))
-else:
-    print("no GPU measurements recorded (run benchmarks/bench_cuda.py on a GPU)")
+agree, trainer, paper = (json.loads(measured[p].read_text())
+                         for p in ("agreement", "trainer", "paper"))
+calls = json.loads((BENCH / "cuda_device_calls.json").read_text())
+commit = {p: device_call_commit(calls, f"cuda_{p}.json") for p in measured}
+first = cuda_check_summary(agree, trainer, paper, ", ".join(
+    dict.fromkeys(c[:7] for c in commit.values())))
+errs, fp32, bf16 = first["errors"], first["fp32"], first["bf16"]
+assert max(bf16) < 0.01, "'What we learned' says bf16 stays within 1 %"
+# the recipe's steps as its CPU record ran them, and its batch
+recipe_run = ROOT / "results" / "cpu" / "cpu30_aot_admm_cifar10" / "run.json"
+recipe_steps = json.loads(recipe_run.read_text())["total_steps"]
+batch = load_config(RECIPE)["optim"]["batch_size"]
+display(cuda_trainer_table(trainer, recipe_steps, batch,
+                           name="tbl-gpu-measured-trainer", commit=commit["trainer"]))
+estimates = json.loads((BENCH / "estimates_a100.json").read_text())
+display(cuda_paper_table(paper, estimates, name="tbl-gpu-measured-paper",
+                         commit=commit["paper"]))
+by_model = {r["model"]: r for r in cuda_paper_rows(paper, estimates)}
+admm, crate = by_model["AoT-ADMM-Base"], by_model["CRATE-Base"]
+median_ratio = admm["step_ms"] / crate["step_ms"]
+fastest_ratio = admm["fastest_ms"] / crate["fastest_ms"]
+est_ratio = admm["estimate"] / crate["estimate"]
+assert min(median_ratio, fastest_ratio) > 2 * est_ratio, "the text: far from it"
+views = load_config(PAPER / "table1" / "aot_admm_base_cifar10.yaml")["views"]
+patch = create_model("aot_admm_base", num_classes=0).patch_size
+tokens = {k: (views[f"{k}_size"] // patch) ** 2 + 1 for k in ("global", "local")}
+ratios = [r["ratio"] for r in by_model.values()]
+assert min(ratios) > 1, "'What we learned': every step took longer than estimated"
+gpu = phrases(
+    machine=paper["gpu"], date=paper["date"][:10], torch=paper["hardware"]["torch"],
+    here=torch.__version__, minutes=f"{calls['device_time_used_s'] / 60:.0f}",
+    fp32=f"{fp32:.1e}", bf16=f"{min(bf16):.1e}–{max(bf16):.1e}",
+    loss=f"{errs['lejepa_loss_aot_admm']['bf16']:.1e}",
+    median=f"{median_ratio:.2f}", fastest=f"{fastest_ratio:.2f}",
+    estimate=f"{est_ratio:.2f}", slower=f"{min(ratios):.1f}–{max(ratios):.1f}",
+    global_tokens=tokens["global"], local_tokens=tokens["local"])
 
 # %% [markdown]
-# **A whole recipe cell on the GPU.** The same config as the CPU chapters'
+# The machine: {eval}`gpu.machine`, on {eval}`gpu.date`, with PyTorch {eval}`gpu.torch`
+# (this build: {eval}`gpu.here`); {eval}`gpu.minutes` minutes of device time in all.
+#
+# **Agreement.** Each family's encoder at the recipe's shape, freshly initialised,
+# forward only, on one batch, against the same encoder in float64 on the CPU: in float32
+# on the GPU the features differ by at most {eval}`gpu.fp32` (relative), under bf16 by
+# {eval}`gpu.bf16`, with compiled layers or without. The LeJEPA loss, an average over
+# the batch, the views and SIGReg's slices, differs under bf16 by {eval}`gpu.loss`.
+#
+# **The paper's scale.** By the median of its timed steps AoT-ADMM-Base's step took
+# {eval}`gpu.median`× CRATE-Base's, by the fastest step {eval}`gpu.fastest`×; the
+# FLOP-based estimate says {eval}`gpu.estimate`×, far from either. At the median step
+# the estimate's schedules take {eval}`gpu.slower`× the estimated hours
+# ({numref}`tbl-gpu-measured-paper`). A reading, not a measurement: with
+# {eval}`gpu.global_tokens` tokens per global view and {eval}`gpu.local_tokens` per
+# local one (class token included), each layer's matrices are small, and a GPU's step
+# time follows the number and size of its kernels more than its FLOPs. %% [markdown] **A
+# whole recipe cell on the GPU.** The same config as the CPU chapters'
 # `cpu30_aot_admm_cifar10` (AoT-ADMM, CIFAR-10, seed 0, 22 epochs), pretrained with the
 # GPU defaults and probed with the same protocol, beside its CPU record:
 
@@ -241,7 +134,7 @@ from aot_lib.evidence import goal_30min, step_clock
 
 cell = BENCH / "cuda_cell_h100"
 cpu = ROOT / "results" / "cpu" / "cpu30_aot_admm_cifar10"
-if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists():
+if (cell / "probe.json").exists() and (cpu / "probe.json").exists():
     def record(folder):
         run = json.loads((folder / "run.json").read_text())
         probe = json.loads((folder / "probe.json").read_text())
@@ -293,14 +186,133 @@ if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists()
                                "better encoder." if within else
                                "less than the two rows here differ.")]
                            if seed_gap is not None else [])]))
-    display(Markdown(
-        f"Pretraining took roughly {rows[0]['wall'] / rows[1]['wall']:.0f}× less time "
-        f"on the GPU, and the probe differs by {gap:+.2f} points."))
     assert within, "'What we learned' says the probe is comparable to the CPU record"
+    gpu_cell = phrases(faster=f"{rows[0]['wall'] / rows[1]['wall']:.0f}",
+                       gap=f"{gap:+.2f}")
+
+# %% [markdown]
+# Pretraining took roughly {eval}`gpu_cell.faster`× less time on the GPU, and the probe
+# differs by {eval}`gpu_cell.gap` points.
+
+# %% [markdown]
+# (sec-gpu-estimates)=
+# ## What it would cost: a model, and its measured error
+#
+# These are **estimates** from a model, not runs. FLOPs per image of a
+# whole LeJEPA step and the activations autograd saves are counted on the real models
+# (`benchmarks/bench_estimates.py`); the time assumes an A100 reaches the same share of
+# its bf16 peak as the trainer measurably reaches of this CPU's matrix-product ceiling
+# (`benchmarks/bench_trainer.py`, chapter {ref}`ch-training`).
+# {numref}`tbl-gpu-cost-estimates` gives them config by config.
+
+# %% tags=["hide-input"]
+est_file = ROOT / "results" / "benchmarks" / "estimates_a100.json"
+if est_file.exists():
+    import json
+
+    est = json.loads(est_file.read_text())
+    A100_GB = 80  # the larger A100's memory
+    too_big = [r["config"] for r in est["rows"] if r["memory_gb_per_gpu_1"] > A100_GB]
+    display(Table(
+        est["rows"],
+        [Col("config", "config"), Col("epochs", "epochs"),
+         Col("gflop_per_image", "GFLOP / image (step)", ".2f"),
+         Col("hours_1xA100", "1 A100 (h, est.)", ".2f"),
+         Col("hours_8xA100", "8 A100 (h, est.)", ".2f"),
+         Col("memory_gb_per_gpu_1", "memory, 1 GPU (GB, est.)", ".1f"),
+         Col("memory_gb_per_gpu_8", "memory per GPU of 8 (GB, est.)", ".1f")],
+        caption="Estimated pretraining cost of the paper's configs (not measured)",
+        name="tbl-gpu-cost-estimates",
+        notes=[f"Utilisation {est['utilisation']:.2f} of peak, from "
+               f"{est['utilisation_source']} (commit {est['commit'][:8]}); A100 bf16 "
+               f"peak {est['a100_bf16_peak_flops'] / 1e12:g} TFLOP/s.",
+               *([f"Caveat: {est['caveat']}."] if est.get("caveat") else []),
+               *([f"Estimated above the {A100_GB} GB of one A100 on one GPU: "
+                  + ", ".join(too_big) + "; run these on several GPUs (each then holds "
+                  "the last column's share)."] if too_big else [])]
+        if est["utilisation"] else ["No trainer benchmark recorded: no time estimate."],
+    ))
+    # AoT-ADMM's estimated hours over CRATE's, per size and data set (last bullet below)
+    hours = {r["config"].split("/")[1]: r["hours_1xA100"] for r in est["rows"]}
+    ratios = [hours[k] / hours[k.replace("aot_admm", "crate")] for k in hours
+              if k.startswith("aot_admm") and k.replace("aot_admm", "crate") in hours]
+    assert est["utilisation"] and ratios and max(ratios) < 0.5, \
+        "the text: under half of CRATE's estimated cost"
+    model = phrases(ratios=f"{min(ratios):.2f}–{max(ratios):.2f}", pairs=len(ratios),
+                    measured=gpu.median, slower=gpu.slower)
+else:
+    print("no estimates recorded (run benchmarks/bench_estimates.py)")
+
+# %% [markdown]
+# **The model's error.** Per size and data set the model puts AoT-ADMM's pretraining at
+# {eval}`model.ratios`× CRATE's ({eval}`model.pairs` pairs): it follows the FLOP counts
+# by construction. The one GPU that ran the Base configs (an H100, where the model
+# assumes an A100) measured {eval}`model.measured`× (median step,
+# {ref}`above <sec-gpu-measured>`), and at that median step the schedules take
+# {eval}`model.slower`× the estimated hours: at CIFAR's few tokens per image the model's
+# error is larger than the gap it predicts, so read its hours as a floor, not a
+# forecast.
+
+# %% [markdown]
+# (sec-gpu-commands)=
+# ## One GPU: the commands
+#
+# One command per configuration of `configs/paper/`, grouped by the paper's table.
+# Pretraining configs are followed by the linear probe of the same file; fine-tuning
+# starts from the pretraining run's checkpoint and distillation from the teacher's (the
+# path each reads is in the comment). The paper's Table 2 pretrains on ImageNet-1K
+# streamed from litdata chunks: convert the ImageFolder tree once with
+# `aot convert /data/imagenet data/imagenet1k-litdata --split train` (README,
+# "Streaming ImageNet-scale data"), or point `data.root` at where the chunks are.
+
+# %% tags=["hide-input"]
+table = None
+for f in sorted(PAPER.glob("*/*.yaml")):
+    stage, cfg = config_stage(f), load_config(f)
+    rel = f.relative_to(ROOT).as_posix()
+    if f.parent.name != table:
+        table = f.parent.name
+        print(f"\n# {table.replace('table', 'Table ')}")
+    reads = {"finetune": cfg["finetune"]["checkpoint"],
+             "distill": cfg["distill"]["teacher"]}.get(stage)
+    print(f"# {cfg['run']['name']}: {cfg['model']['name']} on {cfg['data']['name']}"
+          + (f", reads {reads}" if reads else ""))
+    probe = f" && aot probe -c {rel}" if stage == "pretrain" else ""
+    print(f"aot {stage} -c {rel}{probe}")
+
+# %% [markdown]
+# (sec-gpu-many)=
+# ## Many GPUs, many machines
+#
+# `optim.batch_size` is the global batch: with $N$ processes each takes a $1/N$ share
+# of the same global batch, whose order and views are functions of the seed, so the
+# recipe and the learning rate do not change with $N$. SIGReg's characteristic
+# functions are all-reduced across processes and the projector's BatchNorm uses the
+# global batch's statistics, so $N$ processes compute the loss one process would on
+# that batch (tested with two CPU processes).
+#
+# ```bash
+# # one node, 8 GPUs (Fabric spawns the processes); fabric.strategy=fsdp is untested
+# aot pretrain -c CONFIG fabric.devices=8 fabric.strategy=ddp
+# # two nodes x 8 GPUs with torchrun, on every node with its rank
+# torchrun --nnodes=2 --node_rank=$NODE_RANK --nproc_per_node=8 \
+#     --master_addr=$MASTER --master_port=29500 \
+#     -m aot_lib.cli pretrain -c CONFIG fabric.devices=8 fabric.num_nodes=2 \
+#     fabric.strategy=ddp
+# # SLURM (Fabric reads its environment): one task per GPU
+# srun --nodes=2 --ntasks-per-node=8 --gpus-per-node=8 \
+#     aot pretrain -c CONFIG fabric.devices=8 fabric.num_nodes=2 fabric.strategy=ddp
+# ```
+
+# %% [markdown]
+# (sec-gpu-appendix)=
+# ## Appendix: the second loan and the test suite on a GPU
+#
+# What the later loans ran, as it happened.
 
 # %% [markdown]
 # (sec-gpu-second-loan)=
-# ### A second loan
+# ### The second loan
 #
 # A GPU was lent again after the CPU kernels of {ref}`the training chapter
 # <ch-training>` had rewritten parts of the trainer's code. Those kernels run on a CPU
@@ -312,8 +324,7 @@ if have_gpu and (cell / "probe.json").exists() and (cpu / "probe.json").exists()
 
 # %% tags=["hide-input"]
 LOAN2 = BENCH / "cuda_h100_03678f8"
-have_loan2 = have_gpu and LOAN2.exists()
-if have_loan2:
+if LOAN2.exists():
     from aot_lib.book.benchmarks import cuda_checks_table
 
     calls2 = json.loads((LOAN2 / "device_calls.json").read_text())
@@ -330,28 +341,28 @@ if have_loan2:
                if lo <= first["step_ms"][m][2] and first["step_ms"][m][1] <= hi]
     ratio = {n: c["step_ms"]["AoT-ADMM-Base"][0] / c["step_ms"]["CRATE-Base"][0]
              for n, c in (("first", first), ("second", second))}
-    display(Markdown(
-        f"The second loan ran {second['commit']} on {second['date']}, with "
-        f"{calls2['trainer_train_images']:,} training images "
-        f"({{numref}}`tbl-gpu-second-loan`). "
-        + ("The features' errors against float64 are the same to the last digit: "
-           "the encoders' arithmetic on the GPU did not change. " if same else
-           "The features' errors against float64 changed between the loans. ")
-        + "The trainer's images/s changed by "
-        + " and ".join(f"{v:+.0%}" for v in speed.values())
-        + " (float32 eager, then bf16-mixed compiled). "
-        f"AoT-ADMM-Base's median step was {ratio['first']:.2f}× CRATE-Base's in the "
-        f"first loan and {ratio['second']:.2f}× in the second. "
-        + (f"For all {len(overlap)} models the range of the ten timed steps (fastest "
-           "to slowest) of one loan overlaps the other's: ten steps a model do not "
-           "tell the loans' speeds apart." if len(overlap) == len(second["step_ms"])
-           else f"The ranges of the ten timed steps overlap between the loans for "
-           f"{', '.join(overlap) or 'none'} of the {len(second['step_ms'])} models.")))
+    assert same and len(overlap) == len(second["step_ms"]), \
+        "the text: same errors, overlapping step ranges"
     assert min(ratio.values()) > 0.6, "'What we learned': not half of CRATE's in either"
     assert min(r["ratio"] for r in cuda_paper_rows(parts2[2], estimates)) > 1, (
         "'What we learned': every step took longer than estimated, in both loans")
+    loan = phrases(commit=second["commit"], date=second["date"],
+                   images=f"{calls2['trainer_train_images']:,}",
+                   speed=" and ".join(f"{v:+.0%}" for v in speed.values()),
+                   first=f"{ratio['first']:.2f}", second=f"{ratio['second']:.2f}",
+                   models=len(overlap))
 else:
     print("no second device check recorded")
+
+# %% [markdown]
+# The second loan ran {eval}`loan.commit` on {eval}`loan.date`, with {eval}`loan.images`
+# training images ({numref}`tbl-gpu-second-loan`). The features' errors against float64
+# are the same to the last digit: the encoders' arithmetic on the GPU did not change.
+# The trainer's images/s changed by {eval}`loan.speed` (float32 eager, then bf16-mixed
+# compiled). AoT-ADMM-Base's median step was {eval}`loan.first`× CRATE-Base's in the
+# first loan and {eval}`loan.second`× in the second. For all {eval}`loan.models` models
+# the range of the ten timed steps (fastest to slowest) of one loan overlaps the
+# other's: ten steps a model do not tell the loans' speeds apart.
 
 # %% [markdown]
 # (sec-gpu-suite)=
@@ -377,17 +388,11 @@ if SUITE.exists():
     encoder_tests = "tests/test_recorded_checkpoints.py"  # read encoders not carried
     left = [t.split("::")[1] for t in s2["failed_tests"]
             if not t.startswith(encoder_tests)]
-    display(Markdown(
-        f"At {c1}, {s1['failed']} of {s1['passed'] + s1['failed']:,} tests failed "
-        f"there ({{numref}}`tbl-gpu-suite`). Read one by one, none was a fault of the "
-        "package: tests compared CPU references with what `fabric.accelerator: auto` "
-        "had run on the GPU in bf16, expected a machine without TensorBoard or with "
-        "the package installed, or read encoders that had not travelled. "
-        f"{c2} pins the CPU in those tests and fixes the others; "
-        f"{len(device_default)} failures went. Of the {s2['failed']} left, "
-        f"{s2['failed'] - len(left)} read encoders that did not travel, and "
-        + (f"{len(left)} ({', '.join(f'`{t}`' for t in left)}) was not explained "
-           "when the loan ended: it passed here." if left else "none other failed.")))
+    assert len(left) == 1, "the text: one failure was left unexplained"
+    suite_read = phrases(c1=c1, failed=s1["failed"],
+                         total=f"{s1['passed'] + s1['failed']:,}", c2=c2,
+                         went=len(device_default), left_n=s2["failed"],
+                         encoders=s2["failed"] - len(left), left=left[0])
     if (SUITE / "re_reading.json").exists():
         rr = json.loads((SUITE / "re_reading.json").read_text())
         by_torch = {r["torch"].split("+")[0]: r for r in rr["runs"]}
@@ -399,19 +404,33 @@ if SUITE.exists():
         before, after = ({k: first_run[w][k] for k in keys} for w in sides)
         assert all(r[w][k] == first_run[w][k] for r in rr["runs"]
                    for w in sides for k in keys), "one setting for both torches"
-        display(Markdown(
-            "**Afterwards, here.** With the H200's torch installed beside ours, that "
-            "test's probe read "
-            + " and ".join(f"{p:.0f} % under torch {v}" for v, p in old_probe.items())
-            + ", on this CPU. The GPU was not the cause: the test's linear head took "
-            f"{before['head_steps']} steps at lr {before['linear_lr']:g} and stayed "
-            "near its random start, so what it read on two separable classes was that "
-            "start's luck, and the two torches' features drew it differently. "
-            f"{rr['test_fixed_in']} trains the test's head "
-            f"for {after['head_steps']} steps at lr {after['linear_lr']:g}; under both "
-            f"torches it reads {new_probe.pop():.0f} %."))
+        after_read = phrases(
+            old=" and ".join(f"{p:.0f} % under torch {v}"
+                             for v, p in old_probe.items()),
+            steps=before["head_steps"], lr=f"{before['linear_lr']:g}",
+            fixed=rr["test_fixed_in"], new_steps=after["head_steps"],
+            new_lr=f"{after['linear_lr']:g}", new=f"{new_probe.pop():.0f}")
 else:
     print("no whole-suite run on a GPU recorded")
+
+# %% [markdown]
+# At {eval}`suite_read.c1`, {eval}`suite_read.failed` of {eval}`suite_read.total` tests
+# failed there ({numref}`tbl-gpu-suite`). Read one by one, none was a fault of the
+# package: tests compared CPU references with what `fabric.accelerator: auto` had run on
+# the GPU in bf16, expected a machine without TensorBoard or with the package installed,
+# or read encoders that had not travelled. {eval}`suite_read.c2` pins the CPU in those
+# tests and fixes the others; {eval}`suite_read.went` failures went. Of the
+# {eval}`suite_read.left_n` left, {eval}`suite_read.encoders` read encoders that did not
+# travel, and one ({eval}`suite_read.left`) was not explained when the loan ended: it
+# passed here.
+#
+# **Afterwards, here.** With the H200's torch installed beside ours, that test's probe
+# read {eval}`after_read.old`, on this CPU. The GPU was not the cause: the test's linear
+# head took {eval}`after_read.steps` steps at lr {eval}`after_read.lr` and stayed near
+# its random start, so what it read on two separable classes was that start's luck, and
+# the two torches' features drew it differently. {eval}`after_read.fixed` trains the
+# test's head for {eval}`after_read.new_steps` steps at lr {eval}`after_read.new_lr`;
+# under both torches it reads {eval}`after_read.new` %.
 
 # %% [markdown]
 # ## Exercises
@@ -434,18 +453,17 @@ else:
 # ## What we learned
 #
 # * Every table of the paper is one or two commands away, on one GPU or many, from
-#   configs that the test suite trains for a step on every change.
-# * The estimates put AoT-ADMM's pretraining at under half of CRATE's cost at every
-#   size — they follow the FLOP counts by construction. On one GPU at the Base configs,
-#   AoT-ADMM's step was not half of CRATE's in either loan, and every step took longer
-#   than its estimate allows ({numref}`tbl-gpu-measured-paper`,
-#   {numref}`tbl-gpu-second-loan`). Our reading, not a measurement: at CIFAR's few
-#   tokens per image, FLOPs do not predict a GPU's time.
-# * On the GPU, bf16 with compiled layers kept the encoders' features within 1 % of
-#   float64, and one recipe cell trained there to a probe comparable to its CPU record
-#   ({numref}`tbl-gpu-measured-cell`).
-# * The test suite had assumed a CPU: on a machine with a GPU, its CPU references met
-#   bf16 results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
+#   configs that the test suite trains for a step on every change. * The estimates put
+#   AoT-ADMM's pretraining at under half of CRATE's cost at every size — they follow the
+#   FLOP counts by construction. On one GPU at the Base configs, AoT-ADMM's step was not
+#   half of CRATE's in either loan, and every step took longer than its estimate allows
+#   ({numref}`tbl-gpu-measured-paper`, {numref}`tbl-gpu-second-loan`): the model's hours
+#   are a floor. Our reading, not a measurement: at CIFAR's few tokens per image, FLOPs
+#   do not predict a GPU's time. * On the GPU, bf16 with compiled layers kept the
+#   encoders' features within 1 % of float64, and one recipe cell trained there to a
+#   probe comparable to its CPU record ({numref}`tbl-gpu-measured-cell`). * The test
+#   suite had assumed a CPU: on a machine with a GPU, its CPU references met bf16
+#   results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
