@@ -30,6 +30,10 @@ print(1)
 
 # the forms Sphinx 7 and aot_book_build.numbered_tables write (copied from the built book)
 HTML = '''<p><a class="reference internal" href="y.html#ch-y"><span class="std std-ref">Why &amp; how</span></a></p>
+<div class="math notranslate nohighlight" id="equation-eq-here">
+<span class="eqno">(1.1)<a class="headerlink" href="#equation-eq-here" title="Link to this equation">#</a></span>\\[
+a = b
+\\]</div>
 <div class="math notranslate nohighlight" id="equation-eq-there">
 <span class="eqno">(2.3)<a class="headerlink" href="#equation-eq-there" title="Link to this equation">#</a></span>\\[
 c = d
@@ -73,6 +77,7 @@ def test_book_targets_read_titles_numbers_captions_and_latex(tmp_path):
     (tmp_path / "x.html").write_text(HTML)
     got = K.book_targets(tmp_path)
     assert got == {"ch-y": K.Target("section", "ch-y", None, "Why & how"),
+                   "eq-here": K.Target("equation", "eq-here", "1.1", "a = b"),
                    "eq-there": K.Target("equation", "eq-there", "2.3", "c = d"),
                    "fig-a": K.Target("figure", "fig-a", "1.2", "Loss of $Z$, per step"),
                    "tbl-b": K.Target("table", "tbl-b", "1.3", "The paper's Table 1")}
@@ -108,6 +113,10 @@ def test_the_key_is_written_as_the_last_cell_read_back_and_rewritten_in_place(tm
     assert key.index(":label: tbl-b") < key.index("**Works cited**") < key.index("(bib-wang2025aot)=") \
         < key.index("(bib-chen2020simclr)=") < key.index("(bib-grill2020byol)=")
     assert "(bib-wang2025aot)=\n###### Wang et al., 2025a\n\nPeng Wang, Yifu Lu," in key
+    # the chapter's own equation is not defined again (its label is the chapter's): a line says its two numbers
+    assert ":label: eq-here" not in key and key.endswith(
+        "**This chapter's own equations**, numbered here in order and in the book by chapter:\n(1) is the book's "
+        "(1.1).")
     assert K.write_key(path, key) and not K.write_key(path, key)  # the second time nothing changes
     cells = jupytext.read(path).cells
     assert cells[-1].metadata["tags"] == ["remove-cell"] and cells[-1].source == key

@@ -29,7 +29,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KEY_MARK", "KEY_HEADER", "Target", "chapters", "needed_targets", "book_targets", "key_cell", "chapter_key", "write_key", "main"]
+__all__ = ["KEY_MARK", "KEY_HEADER", "Target", "chapters", "needed_targets", "own_equations", "book_targets", "key_cell",
+           "chapter_key", "write_key", "main"]
 
 #: The first line of a key cell (a MyST comment, so neither JupyterLab nor the book shows it).
 KEY_MARK = "% aot-jupyterlab-key"
@@ -149,9 +150,16 @@ def _wrap(text: str) -> str:
     return "\n".join(textwrap.wrap(text, 86, break_long_words=False, break_on_hyphens=False))
 
 
-def key_cell(targets: list[Target]) -> str:
+def own_equations(path: Path) -> list[str]:
+    """The labels of the equations the chapter's own Markdown numbers (``$$ (eq-...)``), in order: jupyterlab-myst
+    numbers them (1), (2), ... where the book says (3.1), (3.2)."""
+    return [m["label"] for m in _EQ_LABEL.finditer("\n".join(_markdown_cells(path)))]
+
+
+def key_cell(targets: list[Target], own: list[Target] = ()) -> str:
     """The key cell's Markdown (without the ``# `` prefixes of the percent format): the targets in the order given,
-    the works cited last."""
+    the works cited last; with ``own`` (the chapter's own equations), a line that says which number JupyterLab
+    gives each and which the book does (their labels are the chapter's, so they are not defined again here)."""
     head = [KEY_MARK,
             "% Written after a build by `python book/_ext/aot_book_build jupyterlab-key`;",
             "% the book leaves this cell out (its tag remove-cell).",
@@ -162,6 +170,9 @@ def key_cell(targets: list[Target]) -> str:
     numbered = [t for t in targets if t.kind != "citation"]
     cited = [t for t in targets if t.kind == "citation"]
     parts = [_entry(t) for t in numbered] + (["**Works cited**"] + [_entry(t) for t in cited] if cited else [])
+    if own:
+        parts.append(_wrap("**This chapter's own equations**, numbered here in order and in the book by chapter: "
+                           + "; ".join(f"({k}) is the book's ({t.number})" for k, t in enumerate(own, 1)) + "."))
     return "\n".join(head + [""] + ["\n\n".join(parts)])
 
 
@@ -172,7 +183,11 @@ def chapter_key(path: Path, targets: dict[str, Target]) -> str:
     if missing:
         raise ValueError(f"{path.name}: the built book shows no target {', '.join(missing)}; build the book from "
                          "this checkout, then write the keys")
-    return key_cell([targets[label] for _, label in needed_targets(path)])
+    own = [label for label in own_equations(path) if label in targets]
+    if len(own) < len(own_equations(path)):
+        raise ValueError(f"{path.name}: the built book shows no number for one of its equations; build the book "
+                         "from this checkout, then write the keys")
+    return key_cell([targets[label] for _, label in needed_targets(path)], [targets[label] for label in own])
 
 
 def _split(path: Path) -> tuple[str, str | None]:
