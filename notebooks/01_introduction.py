@@ -522,3 +522,6 @@ margin_panel(rows)
 # transformers via unrolled subspace denoising. In Proceedings of the 42nd International
 # Conference on Machine Learning, volume 267 of Proceedings of Machine Learning
 # Research, 63840–63859. 2025.
+#
+# **This chapter's own equations**, numbered here in order and in the book by chapter:
+# (1) is the book's (1.1); (2) is the book's (1.2).

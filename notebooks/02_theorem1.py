@@ -608,7 +608,8 @@ Table(
 # :label: tbl-theorem1-monte-carlo
 # :kind: table
 # :enumerator: 2.3
-# \(d=8\), \(\epsilon=0.5\); predicted limit \(8C_w/(\theta^2d(d+2))=1.28255e-02\)
+# \(d=8\), \(\epsilon=0.5\); predicted limit
+# \(8C_w/(\theta^2d(d+2))=1.28255\times10^{-2}\)
 # :::
 #
 # :::{figure}
@@ -669,3 +670,7 @@ Table(
 #
 # Randall Balestriero and Yann LeCun. LeJEPA: provable and scalable self-supervised
 # learning without the heuristics. arXiv preprint arXiv:2511.08544, 2025.
+#
+# **This chapter's own equations**, numbered here in order and in the book by chapter:
+# (1) is the book's (2.1); (2) is the book's (2.2); (3) is the book's (2.3); (4) is the
+# book's (2.4).

@@ -531,3 +531,6 @@ print(f"largest difference between network states and ADMM iterates over {iters}
 # need: pure attention loses rank doubly exponentially with depth. In Proceedings of the
 # 38th International Conference on Machine Learning, volume 139 of Proceedings of
 # Machine Learning Research, 2793–2803. PMLR, 2021.
+#
+# **This chapter's own equations**, numbered here in order and in the book by chapter:
+# (1) is the book's (3.1); (2) is the book's (3.2).

@@ -542,3 +542,8 @@ print(f"default lambda = {lam}: alpha = {alpha:.6f}\n"
 #
 # Randall Balestriero and Yann LeCun. LeJEPA: provable and scalable self-supervised
 # learning without the heuristics. arXiv preprint arXiv:2511.08544, 2025.
+#
+# **This chapter's own equations**, numbered here in order and in the book by chapter:
+# (1) is the book's (5.1); (2) is the book's (5.2); (3) is the book's (5.3); (4) is the
+# book's (5.4); (5) is the book's (5.5); (6) is the book's (5.6); (7) is the book's
+# (5.7); (8) is the book's (5.8).

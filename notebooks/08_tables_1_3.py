@@ -872,9 +872,16 @@ learned = phrases(
 # :::
 #
 # :::{figure}
-# :label: tbl-two-recipes-wide
+# :label: tbl-two-recipes-holm
 # :kind: table
 # :enumerator: 8.9
+# The 30-minute claims read by the plan's multiplicity rule, post hoc
+# :::
+#
+# :::{figure}
+# :label: tbl-two-recipes-wide
+# :kind: table
+# :enumerator: 8.10
 # The 30-minute claims re-read with every run probed on the wider grid
 # :::
 #

@@ -276,8 +276,9 @@ for f in sorted(PAPER.glob("*/*.yaml")):
     reads = {"finetune": cfg["finetune"]["checkpoint"],
              "distill": cfg["distill"]["teacher"]}.get(stage)
     print(f"# {cfg['run']['name']}: {cfg['model']['name']} on {cfg['data']['name']}"
-          + (f", reads {reads}" if reads else ""))
-    probe = f" && aot probe -c {rel}" if stage == "pretrain" else ""
+          + (f"\n#   reads {reads}" if reads else ""))
+    # the probe on a continuation line: a line stays within the page's 88 characters
+    probe = f" \\\n    && aot probe -c {rel}" if stage == "pretrain" else ""
     print(f"aot {stage} -c {rel}{probe}")
 
 # %% [markdown]
@@ -475,10 +476,26 @@ else:
 # titles, and the works the chapter cites their full references.
 #
 # :::{figure}
-# :label: tbl-gpu-paper-commands
+# :label: tbl-gpu-measured-trainer
 # :kind: table
 # :enumerator: 12.1
-# The paper's experiments, one command each (configs/paper/)
+# The trainer on the 30-minute recipe's config, on one GPU (NVIDIA H100 80GB HBM3,
+# PyTorch 2.11.0+cu130)
+# :::
+#
+# :::{figure}
+# :label: tbl-gpu-measured-paper
+# :kind: table
+# :enumerator: 12.2
+# The paper's Base configs' step on one GPU (NVIDIA H100 80GB HBM3, PyTorch
+# 2.11.0+cu130), batch 256
+# :::
+#
+# :::{figure}
+# :label: tbl-gpu-measured-cell
+# :kind: table
+# :enumerator: 12.3
+# One cell of the 30-minute recipe, on the CPU and on one GPU
 # :::
 #
 # (ch-training)=
@@ -487,43 +504,20 @@ else:
 # :::{figure}
 # :label: tbl-gpu-cost-estimates
 # :kind: table
-# :enumerator: 12.2
-# Estimated pretraining cost of the paper's configs (not measured)
-# :::
-#
-# :::{figure}
-# :label: tbl-gpu-measured-trainer
-# :kind: table
-# :enumerator: 12.3
-# The trainer on the 30-minute recipe's config, on one GPU (NVIDIA H100 80GB HBM3,
-# PyTorch 2.11.0+cu130)
-# :::
-#
-# :::{figure}
-# :label: tbl-gpu-measured-paper
-# :kind: table
 # :enumerator: 12.4
-# The paper's Base configs' step on one GPU (NVIDIA H100 80GB HBM3, PyTorch
-# 2.11.0+cu130), batch 256
-# :::
-#
-# :::{figure}
-# :label: tbl-gpu-measured-cell
-# :kind: table
-# :enumerator: 12.5
-# One cell of the 30-minute recipe, on the CPU and on one GPU
+# Estimated pretraining cost of the paper's configs (not measured)
 # :::
 #
 # :::{figure}
 # :label: tbl-gpu-second-loan
 # :kind: table
-# :enumerator: 12.6
+# :enumerator: 12.5
 # The device checks side by side
 # :::
 #
 # :::{figure}
 # :label: tbl-gpu-suite
 # :kind: table
-# :enumerator: 12.7
+# :enumerator: 12.6
 # The test suite on a machine with a GPU
 # :::
