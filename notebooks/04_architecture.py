@@ -40,10 +40,11 @@ open_chapter()
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import Markdown, display
+from IPython.display import display
 
 import aot_lib
 from aot_lib.evidence import paper
+from aot_lib.book.inline import phrases
 from aot_lib.book.panels import size_panel
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, draw_layer
 from aot_lib.book.tables import Col, Table
@@ -214,7 +215,7 @@ Table(rows, [Col("model"), Col("three", "ISTA, three products: FLOPs (G)", ".3f"
 # The third point: the paper's prose (Sec. 4.2) gives the parameters AoT-ADMM removes
 # from CRATE and the reductions they amount to;
 # {numref}`tbl-architecture-admm-savings` recomputes both from the counts the paper
-# prints, and the sentence under it is generated from the table.
+# prints, and the sentence under it reads the table.
 
 # %%
 rows = []
@@ -235,12 +236,16 @@ display(Table(
            Col("paper_removed", "removed (M)", ".2f", paper=True),
            Col("paper_pct", "saving stated (%)", ".1f", paper=True)],
     caption="AoT-ADMM's savings over CRATE", name="tbl-architecture-admm-savings"))
-display(Markdown(
-    "The removed counts the paper prints are right ("
-    + ", ".join(f"{r['paper_removed']:.2f}" for r in rows) + " M), but as fractions of "
-    "CRATE's " + ", ".join(f"{r['c']:.2f}" for r in rows) + " M they are "
-    + " / ".join(f"{r['pct']:.1f}" for r in rows) + " %, not the "
-    + " / ".join(f"{r['paper_pct']:.1f}" for r in rows) + " % it states."))
+savings = phrases(
+    removed=", ".join(f"{r['paper_removed']:.2f}" for r in rows),
+    crate=", ".join(f"{r['c']:.2f}" for r in rows),
+    pct=" / ".join(f"{r['pct']:.1f}" for r in rows),
+    stated=" / ".join(f"{r['paper_pct']:.1f}" for r in rows))
+
+# %% [markdown]
+# The removed counts the paper prints are right ({eval}`savings.removed` M), but as
+# fractions of CRATE's {eval}`savings.crate` M they are {eval}`savings.pct` %, not the
+# {eval}`savings.stated` % it states.
 
 # %% [markdown]
 # The tables fix the paper's three scales. {numref}`fig-size-panel` lets you move away

@@ -51,7 +51,7 @@ from statistics import median
 import matplotlib.pyplot as plt
 import torch
 import yaml
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from aot_lib.evidence import paper
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
@@ -59,6 +59,7 @@ from aot_lib.book.benchmarks import (current, family_speed_table,
                                      cpu_kind_rows, kernel_history_rows,
                                      plot_family_ratios, step_ratio_cols,
                                      trainer_phase_table, trainer_records_table)
+from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Admonition, data_label, data_missing_note, pick
 from aot_lib.book.photos import PHOTO_CREDITS, example_images
 from aot_lib.book.recorded import load_recorded_run
@@ -238,12 +239,15 @@ if have_runs:
 
 # %% tags=["hide-input"]
 pc = DEFAULTS["probe"]
-display(Markdown(
-    f"classifier: AdamW with a cosine schedule, {pc['epochs']} epochs, batch "
-    f"{pc['batch_size']}; learning rate chosen from {pc['lr']} and weight decay "
-    f"{pc['weight_decay']}; validation split {pc['val_fraction']:.0%} of the training "
-    f"set, stratified; k-NN with k = {pc['knn_k']}, temperature {pc['knn_t']}."
-))
+probe = phrases(epochs=pc["epochs"], batch=pc["batch_size"], lr=pc["lr"],
+                wd=pc["weight_decay"], val=f"{pc['val_fraction']:.0%}", k=pc["knn_k"],
+                t=pc["knn_t"])
+
+# %% [markdown]
+# The classifier: AdamW with a cosine schedule, {eval}`probe.epochs` epochs, batch
+# {eval}`probe.batch`; learning rate chosen from {eval}`probe.lr` and weight decay
+# {eval}`probe.wd`; validation split {eval}`probe.val` of the training set, stratified;
+# k-NN with k = {eval}`probe.k`, temperature {eval}`probe.t`.
 
 # %% [markdown]
 # The three families (AoT-ADMM, CRATE and AoT) under this same recipe, with the paper's
@@ -341,13 +345,17 @@ if history:
     target = history[-1]["target_crate"]
     gain = median(before) - median(after)
     spread = max(before) - min(before)
-    display(Markdown(
-        f"After the last change ({change}) AoT-ADMM's step is {min(after):.3f}–"
-        f"{max(after):.3f} of CRATE's, against the target of {target:.2f}: "
-        + ("met in every recording." if max(after) <= target else "still missed.")
-        + f" That change moved the median ratio by {gain:.3f}, while the {len(before)} "
-        f"recordings before it, of one and the same code, span {spread:.3f}"
-        + (": a gain inside the machine's spread." if gain <= spread else ".")))
+    assert max(after) <= target and gain > spread, "the text: met, beyond the spread"
+    last = phrases(change=change, low=f"{min(after):.3f}", high=f"{max(after):.3f}",
+                   target=f"{target:.2f}", gain=f"{gain:.3f}", before=len(before),
+                   spread=f"{spread:.3f}")
+
+# %% [markdown]
+# After the last change ({eval}`last.change`) AoT-ADMM's step is {eval}`last.low`–
+# {eval}`last.high` of CRATE's, against the target of {eval}`last.target`: met in every
+# recording. That change moved the median ratio by {eval}`last.gain`, while the
+# {eval}`last.before` recordings before it, of one and the same code, span
+# {eval}`last.spread`.
 
 # %% [markdown]
 # These machines come in more than one kind, and a kernel tuned on one CPU can lose
@@ -384,16 +392,17 @@ if kinds:
                 f"{min(v):.3f}–{max(v):.3f} ({len(v)} recordings") + f", {commits})"
 
     commits = {r["commit"] for r in kinds}
-    display(Markdown(
-        f"AoT-ADMM's step over CRATE's, against the target of {target:.2f}: "
-        + "; ".join(f"{cpu} {span(rows)}" for cpu, rows in by_cpu.items()) + ". "
-        + ("The target holds in every recording on every kind measured."
-           if max(r["over_crate"] for r in kinds) <= target
-           else "It is missed on at least one kind.")
-        + (" The kinds ran different commits, so a difference between them is the "
-           "code's as much as the CPU's." if len(commits) > 1 else "")
-        + " A CPU of a kind not in the table is not measured: run the benchmark there "
-        "(exercise 5)."))
+    assert max(r["over_crate"] for r in kinds) <= target and len(commits) > 1, \
+        "the text: the target holds everywhere; the kinds ran different commits"
+    kinds_read = phrases(target=f"{target:.2f}", spans="; ".join(
+        f"{cpu} {span(rows)}" for cpu, rows in by_cpu.items()))
+
+# %% [markdown]
+# AoT-ADMM's step over CRATE's, against the target of {eval}`kinds_read.target`:
+# {eval}`kinds_read.spans`. The target holds in every recording on every kind measured.
+# The kinds ran different commits, so a difference between them is the code's as much as
+# the CPU's. A CPU of a kind not in the table is not measured: run the benchmark there
+# (exercise 5).
 
 # %% [markdown]
 # What the paper's configs would cost on a GPU (estimates from these measurements and
