@@ -549,7 +549,7 @@ def test_aot_verdicts_prints_the_rows_of_chapter_1s_results_table(capsys):
     assert {r["key"] for r in printed} == set(planned)
     for r in printed:
         # a post-hoc claim's plan asks the seeds it had: its row says "as recorded", not a complete-looking "2 of 2"
-        seeds = (f"{planned[r['key']]['seeds']}, as recorded (post hoc)" if planned[r["key"]].get("post_hoc")
+        seeds = (f"{planned[r['key']]['seeds']}, as recorded" if planned[r["key"]].get("post_hoc")
                  else f" of {planned[r['key']]['seeds']}")
         assert r["rule"] == planned[r["key"]]["rule"] and r["seeds"].endswith(seeds)
     chapter = (Path(__file__).resolve().parent.parent / "notebooks" / "01_introduction.py").read_text()
@@ -658,7 +658,7 @@ def test_a_researchers_own_seed_and_claim_move_the_verdicts(tmp_path, capsys):
     d = [a0[0] - b0[0], a0[1] - b0[1], new_a - new_b]
     mean = sum(d) / 3
     half = 4.302652729911275 * math.sqrt(sum((x - mean) ** 2 for x in d) / 2) / math.sqrt(3)  # t(0.975, 2) s / √3
-    assert row["seeds"] == "3, as recorded (post hoc)" and row["ours"] == f"{mean:+.2f}"  # t1_cifar100: post hoc
+    assert row["seeds"] == "3, as recorded" and row["ours"] == f"{mean:+.2f}"  # t1_cifar100: post hoc
     assert row["interval"] == f"[{mean - half:+.2f}, {mean + half:+.2f}]"
 
     a, b = evidence.cell(copy, "cpu_aot_cifar10"), evidence.cell(copy, "cpu_crate_cifar10")

@@ -270,7 +270,7 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
 def _rule_cell(row: Mapping) -> str:
     """A claim's rule as its verdict row says it (:func:`aot_lib.evidence.stats.verdict`)."""
     if row["rule"] == "parity":
-        return f"parity, ±{row['margin']:g} points"
+        return f"parity, ±{row['margin']:.1f} points"
     return "a gain: CI above 0" if row["rule"] == "better" else "control: CI above 0"
 
 
@@ -281,7 +281,7 @@ def verdict_table(rows: Sequence[Mapping], caption: str, name: str | None = None
     and the parity claims' one-sided reading; with ``where``, the chapter and the plan's key (chapter 1's summary).
     The verdict comes first after the claim: on a phone it shows before any scroll."""
     cols = [Col("claim", "comparison (A − B, points)"), Col("verdict"), Col("ahead", "ahead (CI excludes 0)"),
-            Col("ours"), Col("interval", "95 % CI"), Col("paper", "paper", "+.2f", paper=True),
+            Col("ours"), Col("interval", "95 % CI"), Col("paper", "paper's gap", "+.2f", paper=True),
             Col("rule_cell", "rule"), Col("seeds"), Col("one_sided", "as non-inferiority")]
     if where:
         cols += [Col("chapter", "where"), Col("key", "plan key")]

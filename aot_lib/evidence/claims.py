@@ -333,9 +333,9 @@ def verdicts(root: str | Path, plan_file: str | Path | None = None) -> list[dict
 
 def seeds_label(r: dict) -> str:
     """A claim's seeds as its row says them: "3 of 5" (recorded, of the plan's); a post-hoc claim's plan asks only
-    the seeds it had, so "2 of 2" would read complete: "2, as recorded (post hoc)" (issue 59)."""
+    the seeds it had, so "2 of 2" would read complete: "2, as recorded" (issue 59; the verdict says post hoc)."""
     n = 0 if r["diff"] is None else r["diff"].n
-    return f"{n}, as recorded (post hoc)" if r["plan"].post_hoc else f"{n} of {r['plan'].seeds}"
+    return f"{n}, as recorded" if r["plan"].post_hoc else f"{n} of {r['plan'].seeds}"
 
 
 def verdict_rows(rows: list[dict]) -> list[dict]:
