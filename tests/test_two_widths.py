@@ -147,3 +147,20 @@ def test_long_labels_are_wrapped_so_the_phone_rendering_stays_phone_wide():
     assert _png_width(data.getvalue()) <= 1.1 * 100 * NARROW_WIDTH_IN
     assert all("\n" in t.get_text() for t in ax.get_yticklabels()) and "\n" in ax.get_xlabel()
     plt.close(fig)
+
+
+def test_a_picture_grids_row_labels_are_set_across_in_the_phone_rendering():
+    """Figure 10.1 at 420 px: its rows' labels, written along rows a narrower figure made too short, ran into each
+    other ("CRATEAoT-ADMM"). Narrowed, each label is horizontal, a word a line, in 7 pt, and no two overlap."""
+    fig, axes = plt.subplots(4, 7, figsize=(9, 5.4))
+    for r, ax_row in enumerate(axes):
+        for ax in ax_row:
+            ax.imshow(np.zeros((4, 4)))
+        ax_row[0].set_ylabel(["AoT-ADMM, trained", "CRATE, trained", "AoT, trained", "AoT-ADMM, initial"][r])
+    narrow_layout(fig)
+    fig.canvas.draw()
+    labels = [row[0].yaxis.label for row in axes]
+    assert all(lab.get_rotation() == 0 and lab.get_fontsize() == 7 for lab in labels)
+    boxes = [lab.get_window_extent() for lab in labels]
+    assert all(upper.y0 >= lower.y1 for upper, lower in zip(boxes, boxes[1:]))  # top row first, none overlapping
+    plt.close(fig)

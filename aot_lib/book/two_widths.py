@@ -88,6 +88,14 @@ def narrow_layout(fig) -> None:
     panels = [ax for ax in fig.axes if ax.get_subplotspec() is not None and ax.get_visible()]
     if not panels or _is_picture_grid(panels):
         fig.set_size_inches(NARROW_WIDTH_IN, height * NARROW_WIDTH_IN / width)
+        # a row's label, written along a row now too short for it, would run into the next: set it across, a word
+        # a line, in a smaller type (figure 10.1 at 420 px)
+        for ax in panels:
+            if ax.get_ylabel():
+                ax.set_ylabel(ax.get_ylabel().replace(" ", "\n"), rotation=0, ha="right", va="center",
+                              fontsize=min(7.0, ax.yaxis.label.get_fontsize()))
+            if ax.get_title():  # the columns' titles, side by side in a narrower figure
+                ax.set_title(ax.get_title(), fontsize=min(7.0, ax.title.get_fontsize()))
         return
     # one row per distinct cell of the original grid (twinx/twiny share their panel's cell)
     cells: dict[tuple, list] = {}
