@@ -142,6 +142,12 @@ def test_paired_runs_trained_with_different_numerics_are_flagged_in_their_senten
                        "t2_control_aot_admm_cifar100"}
     assert rows["t3_cifar10"]["sentence"].endswith(
         "; flagged: paired runs trained with different numerics (seed 1: torch 2.14.1+cu130 vs 2.15.0+cu132).")
+    # the chapters' one-line verdicts carry the same flag, in their table's note
+    from aot_lib.book.tables import verdict_table
+
+    note = verdict_table(evidence.verdict_rows([rows["t3_cifar10"], rows["t1_cifar10"]]), caption="c").notes[0]
+    assert note == ("Flagged, paired runs trained with different numerics: AoT-ADMM − AoT, linear probe on "
+                    "CIFAR-10 (Table 3): seed 1: torch 2.14.1+cu130 vs 2.15.0+cu132.")
     for key, r in rows.items():  # each flag is what the two runs' run.json say, and only that
         a = evidence.cell_runs(RESULTS / "cpu", r["claim"].a)
         b = {x.seed: x for x in evidence.cell_runs(RESULTS / "cpu", r["claim"].b)}

@@ -285,5 +285,8 @@ def verdict_table(rows: Sequence[Mapping], caption: str, name: str | None = None
             Col("rule_cell", "rule"), Col("seeds"), Col("one_sided", "as non-inferiority")]
     if where:
         cols += [Col("chapter", "where"), Col("key", "plan key")]
-    return Table([{**r, "rule_cell": _rule_cell(r)} for r in rows], cols, caption=caption, name=name,
-                 notes=list(notes))
+    # a claim whose paired seeds were trained with different numerics says so (the claim sentences used to)
+    flagged = [f"{r['claim']}: {'; '.join(r['mixed_numerics'])}" for r in rows if r.get("mixed_numerics")]
+    notes = list(notes) + ([f"Flagged, paired runs trained with different numerics: {' · '.join(flagged)}."]
+                           if flagged else [])
+    return Table([{**r, "rule_cell": _rule_cell(r)} for r in rows], cols, caption=caption, name=name, notes=notes)

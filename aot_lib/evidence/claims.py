@@ -210,7 +210,8 @@ def claim_rows(root: str | Path, claims=CLAIMS, plan_file: str | Path | None = N
                                f"for; missing: seed{'s' if len(absent) > 1 else ''} "
                                f"{', '.join(map(str, absent))}).")
         rows.append({"claim": c, "plan": entry, "margin": margin, "missing_seeds": absent,
-                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "b", "sentence")}})
+                     **{k: got[k] for k in ("diff", "verdict", "noninferiority", "ahead", "b", "sentence",
+                                            "mixed_numerics")}})
     return rows
 
 
@@ -343,7 +344,7 @@ def verdict_rows(rows: list[dict]) -> list[dict]:
     compared), ``verdict`` (:func:`verdict_label`), ``ahead`` (who the interval puts ahead, "neither", or None while
     pending), ``ours`` and ``interval`` (A − B, points), ``paper`` (the paper's gap), ``seeds`` (:func:`seeds_label`),
     ``one_sided`` (a parity claim's non-inferiority reading), ``rule``, ``table``, ``margin``, ``post_hoc``,
-    ``chapter`` and ``key`` (the plan's)."""
+    ``chapter`` and ``key`` (the plan's), ``mixed_numerics`` (paired seeds trained with different torch versions)."""
     out = []
     for r in rows:
         c, d = r["claim"], r["diff"]
@@ -354,7 +355,8 @@ def verdict_rows(rows: list[dict]) -> list[dict]:
             interval=None if d is None or d.n < 2 else f"[{d.low:+.2f}, {d.high:+.2f}]",
             paper=c.paper_gap, seeds=seeds_label(r),
             one_sided=verdict_label(r, "noninferiority"), rule=r["plan"].rule, table=r["plan"].table,
-            margin=r["margin"], post_hoc=r["plan"].post_hoc, chapter=CHAPTER_OF[c.where], key=c.key))
+            margin=r["margin"], post_hoc=r["plan"].post_hoc, chapter=CHAPTER_OF[c.where], key=c.key,
+            mixed_numerics=r.get("mixed_numerics") or []))
     return out
 
 
