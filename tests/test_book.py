@@ -468,7 +468,8 @@ def test_jupyterlab_starts_as_root_and_renders_myst():
     {ref} and {eq} instead of showing the markup. (Checked in headless Chromium as root: JupyterLab 4.6.6,
     jupyterlab-myst 2.7.0.)"""
     server = json.loads((ROOT / "book" / "jupyter" / "jupyter_server_config.json").read_text())
-    assert server == {"ServerApp": {"allow_root": True}}
+    assert server == {"ServerApp": {"allow_root": True,  # and chapters open unmodified (tests/test_jupyterlab.py)
+                                    "contents_manager_class": "aot_lib.book.jupyterlab.ChapterContentsManager"}}
     lab = re.search(r"^lab = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S).group(1)
     assert re.search(r'^\s*"jupyterlab-myst>=', lab, re.M)  # (tomllib is Python 3.11+; we support 3.10)
 
