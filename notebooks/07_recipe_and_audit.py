@@ -41,7 +41,6 @@ open_chapter(seed=0)
 # %% tags=["hide-input"]
 import csv
 import json
-import math
 from pathlib import Path
 from statistics import mean
 
@@ -53,11 +52,15 @@ import aot_lib
 from aot_lib.data.augment import prepare_images
 from aot_lib import evidence
 from aot_lib.book.inline import phrases
-from aot_lib.book.pages import Admonition, pick
+from aot_lib.book.pages import pick
 from aot_lib.book.photos import example_images
-from aot_lib.book.recorded import is_recorded, load_recorded_run
+from aot_lib.book.recorded import load_recorded_run
+from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table, config_changes,
+                                  load_sweep, one_seed_side, run_scale, search_table, sweep_rows,
+                                  sweep_table)
+from aot_lib.config_format import flatten
 from aot_lib.training.config import load_config
-from aot_lib.data.datasets import DataError, normalization_stats
+from aot_lib.data.datasets import normalization_stats
 from aot_lib.models import admm_coefficients
 from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.panels import attention_panel
@@ -70,8 +73,6 @@ from aot_lib.book.whitebox import initial_encoder
 from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
-SWEEP_DIR = ROOT / "configs" / "cpu" / "sweep"
-RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml"))
 
 # %% [markdown]
 # (sec-recipe)=
@@ -99,133 +100,19 @@ RECIPE, ADMM = sorted(SWEEP_DIR.glob("r*.yaml")), sorted(SWEEP_DIR.glob("a*.yaml
 # comparisons of {ref}`ch-tables-1-3`.
 
 # %% tags=["hide-input"]
-runs = {}
-for f in RECIPE + ADMM:
-    name = load_config(f)["run"]["name"]
-    if is_recorded(ROOT, f"sweep/{name}", f"sweep/{f.name}"):
-        runs[f.stem] = load_recorded_run(ROOT, f"sweep/{name}", f"sweep/{f.name}",
-                                         smoke_steps=0)
-if not runs:
-    try:  # nothing recorded: the first configuration, at smoke scale, now
-        f = RECIPE[0]
-        runs[f.stem] = load_recorded_run(ROOT, "sweep/" + load_config(f)["run"]["name"],
-                                         f"sweep/{f.name}", smoke_steps=pick(30, 150))
-    except DataError:
-        display(Admonition(
-            "No recorded runs and no data",
-            "results/cpu/sweep/ holds no recorded run and CIFAR-10 is not configured: "
-            "set AOT_DATA to a folder holding CIFAR-10 (see the README) and build "
-            "again.",
-            kind="warning"))
-for r in runs.values():
-    if not r["recorded"]:
-        display(Admonition("Trained now", f"{r['dir'].name}: {r['source']}.",
-                           kind="note"))
-
-
-def scale(cfg: dict) -> str:
-    """'width 192, depth 6, CIFAR-10, 3 epochs', from a run's own config."""
-    ov = cfg["model"]["overrides"]
-    data = cfg["data"]["name"].upper().replace("CIFAR", "CIFAR-")
-    epochs = cfg["optim"]["epochs"]
-    return f"width {ov['embed_dim']}, depth {ov['depth']}, {data}, {epochs} epochs"
-
-
-def first_test(r: dict) -> dict:
-    """The run's first probe that read the test split ({} if none ever did)."""
-    return next((e for e in r["evaluations"] if e.get("test_images")), {})
-
-
-def row(stem: str, r: dict) -> dict:
-    cfg, p, t = load_config(r["dir"] / "config.yaml"), r["probe"], first_test(r)
-    desc = (cfg.get("description") or "").split(": ", 1)[-1]
-    return dict(run=stem, change=desc, lr=cfg["optim"]["lr"],
-                proj=cfg["projector"]["out_dim"], slices=cfg["loss"]["num_slices"],
-                norm="yes" if cfg["loss"]["sigreg_normalize"] else "no",
-                steps=r["metrics"]["step"], wall=r["run"]["wall_time_s"] / 60,
-                val=max(p["linear_val_top1"].values()),  # newest probe's best (val.)
-                grid=grid(p["probe"]),
-                linear=t.get("linear_top1"), knn=t.get("knn_top1"),  # None: never read
-                probes=len(r["evaluations"]),
-                scale=scale(cfg), commit=str(r["run"].get("commit"))[:8])
-
-
-def grid(probe: dict) -> str:
-    """The probe's grid of learning rates and weight decays (probe.json)."""
-    def values(v):
-        return "/".join(f"{x:g}" for x in (v if isinstance(v, list) else [v]))
-    return f"lr {values(probe['lr'])} × weight decay {values(probe['weight_decay'])}"
-
-
-def grids(rows: list[dict]) -> list[str]:
-    """A note when the rows' probes searched different grids."""
-    found = {}
-    for r in rows:
-        found.setdefault(r["grid"], []).append(r["run"].split("_")[0])
-    if len(found) < 2:
-        return []
-    return ["The probes searched different grids: " + "; ".join(
-        f"{g} ({', '.join(runs)})" for g, runs in found.items()) + "."]
-
-
-def scales(rows: list[dict]) -> str:
-    return "; ".join(sorted({r["scale"] for r in rows}))
-
-
-SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
-              Col("linear", "linear top-1 (%), test", ".2f"),  # first probe: UNREAD
-              Col("knn", "k-NN top-1 (%), test", ".2f")]
-UNREAD = ("Validation: the newest probe of the run; test: its first probe that read "
-          "the test split (an empty cell: no probe of that run ever read it). A run "
-          "probed again keeps every probe in its record (probe.json, then reprobes/).")
-
-
-def val_noise(rows: list[dict]) -> float:
-    """One binomial standard error (points) of the difference of two independent
-    accuracies near the rows' mean validation accuracy, on the smallest validation split
-    the sweep's probes held out (probe.json)."""
-    n = min(round(r["probe"]["linear_val_fraction"] * r["probe"]["train_images"])
-            for r in runs.values())
-    p = mean(r["val"] for r in rows if r["val"] is not None) / 100
-    return 100 * math.sqrt(2 * p * (1 - p) / n)
-
-
-def side(diff: float) -> str:
-    """One seed gives no interval: a gap under PAPER_LARGEST_GAP (the largest the paper
-    calls comparable) is read as a tie, a larger one as a difference."""
-    return "tie" if abs(diff) < PAPER_LARGEST_GAP else "better" if diff > 0 else "worse"
-
-
-rows = [row(stem, r) for stem, r in runs.items() if stem.startswith("r")]
+runs, notices = load_sweep(ROOT, smoke_steps=pick(30, 150))
+for notice in notices:
+    display(notice)
+rows = sweep_rows(runs)
 if rows:
-    display(Table(
-        rows,
-        [Col("run"), Col("change", "configuration"), Col("lr", "lr", ".0e"),
-         Col("proj", "projector out"), Col("slices", "SIGReg slices"),
-         Col("norm", "App. A norm."), Col("steps"),
-         Col("wall", "pretraining (min)", ".1f"), *SCORE_COLS, Col("commit")],
-        caption=f"CPU recipe sweep: AoT-ADMM, {scales(rows)}",
-        name="tbl-recipe-tuning-runs",
-        notes=["One seed per configuration: a difference under "
-               f"{PAPER_LARGEST_GAP:.2f} points (the largest gap the paper itself "
-               "calls comparable) is read as no difference. The validation split alone "
-               "blurs a difference by about "
-               f"{val_noise(rows):.1f} points (one binomial standard error of the "
-               "difference of two accuracies on it), seed noise aside.",
-               "Linear probe: the quick protocol of the training chapter (features of "
-               "un-augmented images; the lr, and the weight decay where its grid has "
-               "two values, chosen on the validation split, whose best score is the "
-               "validation column).", UNREAD,
-               *grids(rows)],
-    ))
-
+    display(sweep_table(rows, runs))
     tested = [r for r in rows if r["linear"] is not None]
     by_test = max(tested, key=lambda r: r["linear"])
     by_val = max(rows, key=lambda r: r["val"])
     reprobed = [r["run"].split("_")[0] for r in rows if r["probes"] > 1]
     # by the note's one-seed rule, who the pick cannot be told apart from
     tied = [r["run"].split("_")[0] for r in rows
-            if r is not by_val and side(by_val["val"] - r["val"]) == "tie"]
+            if r is not by_val and one_seed_side(by_val["val"] - r["val"]) == "tie"]
     assert by_val["run"] == "r2_lr2e-3_proj64" and tied and reprobed, \
         "the text: validation's best is the pick, tied with others"
     ranked = phrases(tested=len(tested), n=len(rows),
@@ -235,27 +122,15 @@ if rows:
                      val_best=by_val["run"].split("_")[0],
                      val_score=f"{by_val['val']:.2f}", tied=" and ".join(tied))
 
-
-def flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k: v})
-    return out
-
-
 # what r0 changes against the recipe of the training chapter's recorded 10-epoch run
 MAIN_DIR = ROOT / "results" / "cpu" / "cpu_aot_admm_cifar10"
 recipe_file = MAIN_DIR / "config.yaml"
 if not recipe_file.exists():
     recipe_file = ROOT / "configs" / "cpu" / "aot_admm_cifar10.yaml"
 if "r0_paper_lr" in runs:
-    r0 = flat(load_config(runs["r0_paper_lr"]["dir"] / "config.yaml"))
-    recipe = flat(load_config(recipe_file))
-    same_run = ("description", "run.", "monitor.", "model.compile")  # not the recipe
-    diff = [k for k in sorted(r0)
-            if r0[k] != recipe.get(k) and not k.startswith(same_run)]
     r0_against = phrases(file=recipe_file.relative_to(ROOT), changes=", ".join(
-        f"{k} {r0[k]} (recipe: {recipe.get(k)})" for k in diff))
+        f"{k} {ours} (recipe: {theirs})"
+        for k, ours, theirs in config_changes(runs["r0_paper_lr"]["dir"] / "config.yaml", recipe_file)))
 
 # %% [markdown]
 # {eval}`ranked.tested` of the {eval}`ranked.n` runs were first probed with the test
@@ -283,8 +158,8 @@ if "r0_paper_lr" in runs:
 # %% tags=["hide-input"]
 SWEPT = ("optim.lr", "projector.out_dim", "loss.num_slices", "loss.sigreg_normalize")
 if "r2_lr2e-3_proj64" in runs:  # the sentence above: the recipe is r2's settings
-    r2 = flat(load_config(runs["r2_lr2e-3_proj64"]["dir"] / "config.yaml"))
-    recipe = flat(load_config(recipe_file))
+    r2 = flatten(load_config(runs["r2_lr2e-3_proj64"]["dir"] / "config.yaml"))
+    recipe = flatten(load_config(recipe_file))
     assert all(r2[k] == recipe[k] for k in SWEPT), [(r2[k], recipe[k]) for k in SWEPT]
 main_dir = MAIN_DIR
 main = None
@@ -302,7 +177,7 @@ if (main_dir / "probe.json").exists():
          Col("probe", "probes (min)", ".1f"),
          Col("linear", "linear top-1 (%)", ".2f"), Col("knn", "k-NN top-1 (%)", ".2f"),
          Col("bar", "≥ 50 % in ≤ 35 min"), Col("commit")],
-        caption=f"AoT-ADMM, {scale(load_config(main_dir / 'config.yaml'))}, the tuned "
+        caption=f"AoT-ADMM, {run_scale(load_config(main_dir / 'config.yaml'))}, the tuned "
                 "recipe",
         name="tbl-recipe-ten-epoch-run",
         notes=[f"Wall times on {main['run']['hardware']['cpu_count']} CPU cores: "
@@ -345,53 +220,15 @@ else:
 # {numref}`tbl-recipe-search-screening` is the screening, candidate by candidate.
 
 # %% tags=["hide-input"]
-search = evidence.search_rows(ROOT)
-for r in search:  # AoT-ADMM's pretraining FLOPs at full length: what 30 minutes buy
-    cfg_file = ROOT / "configs" / "cpu" / "search" / f"{r['candidate']}_aot_admm.yaml"
-    cost = pretraining_flops(load_config(cfg_file))
-    r["pflops"] = cost["total"] * r["full_epochs"] / r["epochs"] / 1e15
-FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
-screened = [r for r in search if r["mean"] is not None]
-done = [(r, f) for r in search for f in FAMILY_NAMES if r[f] is not None]
+table, facts = search_table(ROOT, load_config(recipe_file)["optim"]["epochs"])
+display(table)
+search, done, screened, se_diff = facts["rows"], facts["done"], facts["screened"], facts["se_diff"]
 # the rule as the text states it: screening runs 30 % of the full epochs; 10 % held out
 assert all(r["epochs"] == max(1, round(0.3 * r["full_epochs"])) for r in search)
 assert {r[f + "_val_images"] for r, f in done} <= {5000}, "the split the note states"
 # ... and what the table's note says no candidate changes
 assert {(r["batch"], r["lr"], r["projector"], r["slices"]) for r in search} \
     == {(256, 2e-3, (1024, 64), 256)}
-lr_grids = {r[f + "_grid"] for r, f in done}
-grid_text = ", ".join("/".join(f"{x:g}" for x in g) for g in sorted(lr_grids))
-top_picks = sum(r[f + "_lr"] == max(r[f + "_grid"]) for r, f in done)
-near = mean(r[f] for r, f in done) / 100 if done else 0.45
-se_diff = 100 * math.sqrt(2 * near * (1 - near) / 5000)
-display(Table(
-    search,
-    # the scores first: on a phone they are what shows before the table scrolls
-    [Col("candidate"), Col("mean", "mean (%)", ".2f"),
-     *[Col(f, f"{n}, val. linear (%)", ".2f") for f, n in FAMILY_NAMES.items()],
-     Col("width"), Col("depth"), Col("patch"), Col("local", "local views"),
-     Col("full_epochs", "epochs in 30 min"), Col("epochs", "screening epochs"),
-     Col("pflops", "AoT-ADMM PFLOP in 30 min", ".2f")],
-    caption="The recipe search's screening runs: validation linear top-1 per family",
-    name="tbl-recipe-search-screening",
-    notes=["One seed per candidate and family (seed 0). Every candidate keeps the "
-           "first recipe's batch 256, lr 2e-3, projector 1024-1024-64 and 256 SIGReg "
-           "slices; c0 is that recipe's model and views, given the epochs that fit "
-           "30 minutes on the search's clock (the first recipe ran "
-           f"{load_config(recipe_file)['optim']['epochs']}"
-           "). An empty "
-           "cell: not recorded yet.",
-           "Each run's probe chose its own learning rate on the validation split (lr "
-           f"grid {grid_text}). It took the grid's top value in {top_picks} of "
-           f"{len(done)} runs.",
-           "AoT-ADMM PFLOP in 30 min: its pretraining at full length, counted as three "
-           "times the forward FLOPs of every view, projector and loss (a multiply-add "
-           "is 2 FLOPs; matrix products and attention only), so a reader can scale the "
-           "30 minutes to another machine.",
-           "The validation split holds 5,000 images: one binomial standard error of "
-           f"the difference of two accuracies near {100 * near:.0f} % is "
-           f"{se_diff:.1f} points, so candidates closer than that are not told apart "
-           "by one run each."]))
 best, second = sorted(screened, key=lambda r: -r["mean"])[:2]
 assert best["mean"] - second["mean"] < se_diff, "the text: inside one run's noise"
 screening = phrases(
@@ -737,53 +574,18 @@ elsewhere = phrases(
 # {numref}`tbl-recipe-admm-hyperparameters`:
 
 # %% tags=["hide-input"]
-def admm_settings(cfg: dict) -> dict:
-    """η, γ, ρ, λ of the AoT-ADMM a config builds (its overrides over the model's
-    defaults), read from the built model's first layer."""
-    layer = aot_lib.create_model(cfg["model"]["name"], num_classes=0,
-                                 **cfg["model"]["overrides"]).blocks[0]
-    return dict(eta=layer.eta, gamma=layer.gamma, rho=layer.rho, lambd=layer.lambd)
-
-
 default = admm_settings({"model": {"name": "aot_admm_tiny", "overrides": {}}})
 a, b, c = admm_coefficients(default["eta"], default["gamma"], default["rho"])
 defaults = phrases(eta=f"{default['eta']:g}", gamma=f"{default['gamma']:g}",
                    rho=f"{default['rho']:g}", lambd=f"{default['lambd']:g}",
                    abc=f"({a:g}, {b:g}, {c:g})",
                    tau=f"{default['lambd'] / default['rho']:g}")
-
-admm_rows = []
-for stem, r in runs.items():
-    if stem.startswith("a") or stem == "r2_lr2e-3_proj64":
-        cfg, p, t = load_config(r["dir"] / "config.yaml"), r["probe"], first_test(r)
-        hp = admm_settings(cfg)
-        a, b, c = admm_coefficients(hp["eta"], hp["gamma"], hp["rho"])
-        admm_rows.append(dict(run=stem, eta=hp["eta"], lambd=hp["lambd"],
-                              gamma_rho=f"{hp['gamma']:g}, {hp['rho']:g}",
-                              abc=f"{a:.2f}, {b:.2f}, {c:.2f}",
-                              val=max(p["linear_val_top1"].values()),
-                              grid=grid(p["probe"]),
-                              linear=t.get("linear_top1"), knn=t.get("knn_top1"),
-                              scale=scale(cfg)))
-if len(admm_rows) > 1:
-    display(Table(
-        admm_rows,
-        [Col("run"), Col("eta", "η"), Col("gamma_rho", "γ, ρ"),
-         Col("lambd", "λ (= ρτ at start)"), Col("abc", "(a, b, c) at start"),
-         *SCORE_COLS],
-        caption=f"ADMM hyper-parameters: AoT-ADMM, {scales(admm_rows)}",
-        name="tbl-recipe-admm-hyperparameters",
-        notes=["One seed per row; scores as in the sweep table above.", UNREAD,
-               *grids(admm_rows),
-               "Every row has the same model size and FLOPs, so no wall time is shown "
-               "(each run's is in its run.json; a4's ran beside other work)."],
-    ))
-
-
-
-base = next(r for r in admm_rows if r["run"] == "r2_lr2e-3_proj64")
-moved = [r for r in admm_rows if r is not base]
-groups = {k: [r for r in moved if side(r["val"] - base["val"]) == k]
+admm = admm_rows(runs, baseline="r2_lr2e-3_proj64")
+if len(admm) > 1:
+    display(admm_table(admm))
+base = next(r for r in admm if r["run"] == "r2_lr2e-3_proj64")
+moved = [r for r in admm if r is not base]
+groups = {k: [r for r in moved if one_seed_side(r["val"] - base["val"]) == k]
           for k in ("tie", "better", "worse")}
 assert groups["tie"] and not groups["better"] and len(groups["worse"]) == 1, \
     "the text: some tie, none better, one worse"
@@ -825,7 +627,7 @@ admm_read = phrases(base=f"{base['val']:.2f}", tie_gap=f"{PAPER_LARGEST_GAP:.2f}
 # %% tags=["hide-input"]
 plain, normed = (next(r for r in rows if r["run"] == k)
                  for k in ("r2_lr2e-3_proj64", "r3_normalize"))
-assert side(normed["val"] - plain["val"]) == "worse", "the text: it hurts"
+assert one_seed_side(normed["val"] - plain["val"]) == "worse", "the text: it hurts"
 assert not load_config(None)["loss"]["sigreg_normalize"], "the text: the default is off"
 appendix_a = phrases(plain=f"{plain['val']:.2f}", normed=f"{normed['val']:.2f}",
                      diff=f"{normed['val'] - plain['val']:+.2f}",
