@@ -56,8 +56,8 @@ from aot_lib.book.pages import pick
 from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import load_recorded_run
 from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table, config_changes,
-                                  load_sweep, one_seed_side, run_scale, search_table, sweep_rows,
-                                  sweep_table)
+                                  load_sweep, one_seed_side, recipe_sweep_table, run_scale, search_table,
+                                  sweep_rows)
 from aot_lib.config_format import flatten
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import normalization_stats
@@ -105,7 +105,7 @@ for notice in notices:
     display(notice)
 rows = sweep_rows(runs)
 if rows:
-    display(sweep_table(rows, runs))
+    display(recipe_sweep_table(rows, runs))
     tested = [r for r in rows if r["linear"] is not None]
     by_test = max(tested, key=lambda r: r["linear"])
     by_val = max(rows, key=lambda r: r["val"])

@@ -66,12 +66,12 @@ from statistics import mean, median
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-import aot_lib
 from aot_lib import evidence
 from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.panels import curves_panel
+from aot_lib.book.paper_tables import encoder_sizes, table1_cpu, table3_cpu
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
@@ -131,90 +131,9 @@ sweep = phrases(picks=", ".join(f"{NAMES[f]} {lr:g}" for f, lr in final_lr.items
 # `results/cpu/baselines/`).
 
 # %% tags=["hide-input"]
-size = {}  # family -> (params in M, GFLOPs) at this chapter's width and depth
-for fam in NAMES:
-    cfg = load_config(ROOT / "configs" / "cpu" / f"{fam}_cifar10.yaml")
-    model = aot_lib.create_model(
-        cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"]
-    )
-    size[fam] = (aot_lib.count_params(model) / 1e6, aot_lib.count_flops(model) / 1e9)
-
+size = encoder_sizes(ROOT)  # family -> (params in M, GFLOPs) at this chapter's width and depth
 cells = {key: evidence.cell_runs(RESULTS, name) for key, name in CELLS.items()}
-
-
-def cell_row(fam: str, data: str) -> dict:
-    runs = cells[fam, data]
-    s = stats.summarize([r.top1 for r in runs])
-    return dict(
-        model=NAMES[fam],
-        data=DATA[data],
-        n=s.n,
-        params=size[fam][0],
-        flops=size[fam][1],
-        linear=str(s),
-        seeds=", ".join(str(r.seed) for r in runs),
-        paper=paper.LINEAR_PROBE_ACC[data].get(f"{fam}_tiny"),
-        paper_params=paper.PARAMS_M.get(f"{fam}_tiny"),
-        paper_flops=paper.FLOPS_G.get(f"{fam}_tiny"),
-    )
-
-
-def floor_table_rows(data: str, families) -> list[dict]:
-    """The probes' floor on ``data``: each family's encoders at initialisation, then raw
-    pixels (``aot baseline``; results/cpu/baselines/), probed as the pretrained runs."""
-    rows = []
-    for fam in families:
-        floor = evidence.floor_cells(RESULTS, CELLS[fam, data], data)
-        for what in ("untrained", "pixels") if fam == families[-1] else ("untrained",):
-            runs = floor[what]
-            if not runs:
-                continue
-            s = stats.summarize([r.top1 for r in runs])
-            label = f"{NAMES[fam]}, untrained" if what == "untrained" else "raw pixels"
-            rows.append(dict(
-                model=label,
-                data=DATA[data], n=s.n, linear=str(s),
-                seeds=", ".join(str(r.seed) for r in runs),
-                params=size[fam][0] if what == "untrained" else None,
-                flops=size[fam][1] if what == "untrained" else None))
-    return rows
-
-
-FLOOR_NOTE = (
-    "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
-    "encoder at its initialisation, and on the normalised pixels themselves (3,072 "
-    "values); chance is 10 % on CIFAR-10 and 1 % on CIFAR-100.")
-
-# the result and the paper's beside it first: on a phone they show before any scroll
-COLS = [
-    Col("model"),
-    Col("linear", "linear top-1 (%), mean ± std"),
-    Col("paper", "linear top-1 (%), Tiny", ".2f", paper=True),
-    Col("data"),
-    Col("seeds"),
-    Col("params", "params (M)", ".2f"),
-    Col("flops", "GFLOPs", ".3f"),
-    Col("paper_params", "params (M), Tiny", ".2f", paper=True),
-    Col("paper_flops", "GFLOPs, Tiny", ".2f", paper=True),
-]
-display(
-    Table(
-        [cell_row(f, d) for f, d in CELLS if f != "aot"]
-        + [r for d in DATA for r in floor_table_rows(d, ("aot_admm", "crate"))],
-        COLS,
-        caption="The paper's Table 1 at CPU scale: LeJEPA pretraining (width 192, "
-        "depth 6, 10 epochs), linear probe on the test split",
-        name="tbl-table1-cpu",
-        notes=[
-            "mean ± sample standard deviation over the seeds listed; one seed has no "
-            "spread.",
-            "CIFAR-100's test split is held out of the official training set (the "
-            "offline copy has no official test set), so its accuracies are not on the "
-            "paper's test images.",
-            FLOOR_NOTE,
-        ],
-    )
-)
+display(table1_cpu(RESULTS, cells, size))
 
 # %% [markdown]
 # How far pretraining lifts each cell above its floor, paired by seed (seed $k$'s
@@ -526,16 +445,7 @@ display(
 # {numref}`tbl-table3-cpu` shows the CIFAR-10 half.
 
 # %% tags=["hide-input"]
-display(
-    Table(
-        [cell_row(f, "cifar10") for f in ("aot_admm", "aot")]
-        + floor_table_rows("cifar10", ("aot_admm", "aot")),
-        [c for c in COLS if c.key != "paper_flops"],
-        caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
-        name="tbl-table3-cpu",
-        notes=["The paper's Table 3 prints no FLOPs.", FLOOR_NOTE],
-    )
-)
+display(table3_cpu(RESULTS, cells, size))
 display(verdict_table(evidence.verdict_rows([claims["t3_cifar10"]]),
                     caption="Table 3's claim at CPU scale, CIFAR-10",
                     name="tbl-table3-verdicts"))

@@ -16,8 +16,8 @@ from .pages import Admonition
 from .recorded import is_recorded, load_recorded_run
 from .tables import Col, Table
 
-__all__ = ["FAMILY_NAMES", "load_sweep", "sweep_rows", "sweep_table", "admm_settings", "admm_rows", "admm_table", "one_seed_side",
-           "config_changes", "search_table", "run_scale", "SCORE_COLS", "UNREAD"]
+__all__ = ["FAMILY_NAMES", "load_sweep", "sweep_rows", "recipe_sweep_table", "admm_settings", "admm_rows",
+           "admm_table", "one_seed_side", "config_changes", "search_table", "run_scale", "SCORE_COLS", "UNREAD"]
 
 #: The families of the recipe search, as the tables name them.
 FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
@@ -132,7 +132,7 @@ def one_seed_side(diff: float) -> str:
     return "tie" if abs(diff) < PAPER_LARGEST_GAP else "better" if diff > 0 else "worse"
 
 
-def sweep_table(rows: list[dict], runs: dict) -> Table:
+def recipe_sweep_table(rows: list[dict], runs: dict) -> Table:
     """Table ``tbl-recipe-tuning-runs``: the recipe sweep, a row per run."""
     return Table(
         rows,

@@ -1,0 +1,103 @@
+"""The paper's Tables 1 and 3 at CPU scale (chapter 8): a row per pretrained cell, the probe's floor under them,
+and the paper's own numbers beside, labelled as the paper's.
+
+A cell's runs come from :func:`aot_lib.evidence.cell_runs`; the floor (untrained encoders, raw pixels) from
+:func:`aot_lib.evidence.floor_cells`; sizes from the encoders the chapter's configs build.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..evidence import TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, paper, stats
+from .tables import Col, Table
+
+__all__ = ["encoder_sizes", "table1_cpu", "table3_cpu", "FLOOR_NOTE"]
+
+FLOOR_NOTE = (
+    "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
+    "encoder at its initialisation, and on the normalised pixels themselves (3,072 "
+    "values); chance is 10 % on CIFAR-10 and 1 % on CIFAR-100.")
+
+# the result and the paper's beside it first: on a phone they show before any scroll
+_COLS = [
+    Col("model"),
+    Col("linear", "linear top-1 (%), mean ± std"),
+    Col("paper", "linear top-1 (%), Tiny", ".2f", paper=True),
+    Col("data"),
+    Col("seeds"),
+    Col("params", "params (M)", ".2f"),
+    Col("flops", "GFLOPs", ".3f"),
+    Col("paper_params", "params (M), Tiny", ".2f", paper=True),
+    Col("paper_flops", "GFLOPs, Tiny", ".2f", paper=True),
+]
+
+
+def encoder_sizes(root: Path, families=TABLE13_NAMES) -> dict[str, tuple[float, float]]:
+    """family -> (parameters in M, GFLOPs of one image) of the encoder ``configs/cpu/<family>_cifar10.yaml``
+    builds, without the classification head, as the paper counts."""
+    from ..models.flops import count_flops
+    from ..models.params import count_params
+    from ..models.registry import create_model
+    from ..training.config import load_config
+
+    size = {}
+    for fam in families:
+        cfg = load_config(Path(root) / "configs" / "cpu" / f"{fam}_cifar10.yaml")
+        model = create_model(cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"])
+        size[fam] = (count_params(model) / 1e6, count_flops(model) / 1e9)
+    return size
+
+
+def _cell_row(cells: dict, size: dict, fam: str, data: str) -> dict:
+    runs = cells[fam, data]
+    s = stats.summarize([r.top1 for r in runs])
+    return dict(model=TABLE13_NAMES[fam], data=TABLE13_DATA[data], n=s.n, params=size[fam][0], flops=size[fam][1],
+                linear=str(s), seeds=", ".join(str(r.seed) for r in runs),
+                paper=paper.LINEAR_PROBE_ACC[data].get(f"{fam}_tiny"), paper_params=paper.PARAMS_M.get(f"{fam}_tiny"),
+                paper_flops=paper.FLOPS_G.get(f"{fam}_tiny"))
+
+
+def _floor_rows(results: Path, size: dict, data: str, families) -> list[dict]:
+    """The probes' floor on ``data``: each family's encoders at initialisation, then raw pixels (``aot baseline``;
+    results/cpu/baselines/), probed as the pretrained runs."""
+    rows = []
+    for fam in families:
+        floor = floor_cells(results, TABLE13_CELLS[fam, data], data)
+        for what in ("untrained", "pixels") if fam == families[-1] else ("untrained",):
+            runs = floor[what]
+            if not runs:
+                continue
+            s = stats.summarize([r.top1 for r in runs])
+            rows.append(dict(
+                model=f"{TABLE13_NAMES[fam]}, untrained" if what == "untrained" else "raw pixels",
+                data=TABLE13_DATA[data], n=s.n, linear=str(s), seeds=", ".join(str(r.seed) for r in runs),
+                params=size[fam][0] if what == "untrained" else None,
+                flops=size[fam][1] if what == "untrained" else None))
+    return rows
+
+
+def table1_cpu(results: Path, cells: dict, size: dict) -> Table:
+    """Table ``tbl-table1-cpu``: AoT-ADMM and CRATE on CIFAR-10 and CIFAR-100, their floors, the paper's Tiny."""
+    return Table(
+        [_cell_row(cells, size, f, d) for f, d in TABLE13_CELLS if f != "aot"]
+        + [r for d in TABLE13_DATA for r in _floor_rows(results, size, d, ("aot_admm", "crate"))],
+        _COLS,
+        caption="The paper's Table 1 at CPU scale: LeJEPA pretraining (width 192, "
+        "depth 6, 10 epochs), linear probe on the test split",
+        name="tbl-table1-cpu",
+        notes=["mean ± sample standard deviation over the seeds listed; one seed has no spread.",
+               "CIFAR-100's test split is held out of the official training set (the "
+               "offline copy has no official test set), so its accuracies are not on the "
+               "paper's test images.",
+               FLOOR_NOTE])
+
+
+def table3_cpu(results: Path, cells: dict, size: dict) -> Table:
+    """Table ``tbl-table3-cpu``: AoT-ADMM and AoT on CIFAR-10, their floors, the paper's Tiny."""
+    return Table(
+        [_cell_row(cells, size, f, "cifar10") for f in ("aot_admm", "aot")]
+        + _floor_rows(results, size, "cifar10", ("aot_admm", "aot")),
+        [c for c in _COLS if c.key != "paper_flops"],
+        caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
+        name="tbl-table3-cpu",
+        notes=["The paper's Table 3 prints no FLOPs.", FLOOR_NOTE])
