@@ -65,108 +65,17 @@ from aot_lib.book.pages import data_label
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, describe_split
+from aot_lib.book.paper_tables import table2_stages
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE"}
 DATASETS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
+CPU_T2 = ROOT / "configs" / "cpu" / "table2"
 
 # %% tags=["hide-input"]
-PAPER_T2 = ROOT / "configs" / "paper" / "table2"
-CPU_T2 = ROOT / "configs" / "cpu" / "table2"
-stage = {
-    "pre": (
-        load_config(PAPER_T2 / "aot_admm_base_in1k.yaml"),
-        load_config(CPU_T2 / "aot_admm_imagenette.yaml"),
-    ),
-    "ft": (
-        load_config(PAPER_T2 / "aot_admm_base_in1k_finetune_cifar10.yaml"),
-        load_config(CPU_T2 / "aot_admm_imagenette_ft_cifar10.yaml"),
-    ),
-}
-
-
-def setting(what, st, get, stated):
-    paper_cfg, cpu_cfg = stage[st]
-    return (what, get(paper_cfg), get(cpu_cfg), stated)
-
-
-def views(c):
-    v = c["views"]
-    return (
-        f"{v['n_global']} × {v['global_size']} px + {v['n_local']} × "
-        f"{v['local_size']} px"
-    )
-
-
-def width(c):
-    o = c["model"]["overrides"]
-    return "Base" if "embed_dim" not in o else f"{o['embed_dim']} × {o['depth']} layers"
-
-
-YES, NO = "yes", "no (assumed)"
-Table(
-    [
-        setting("pretraining: views", "pre", views, YES),
-        setting(
-            "pretraining: patch",
-            "pre",
-            lambda c: c["model"]["overrides"]["patch_size"],
-            YES,
-        ),
-        setting(
-            "pretraining: blur probability",
-            "pre",
-            lambda c: " / ".join(map(str, c["views"]["blur_p"])),
-            NO,
-        ),
-        setting(
-            "pretraining: solarisation probability",
-            "pre",
-            lambda c: " / ".join(map(str, c["views"]["solarize_p"])),
-            NO,
-        ),
-        setting("pretraining: epochs", "pre", lambda c: c["optim"]["epochs"], YES),
-        setting("pretraining: learning rate", "pre", lambda c: c["optim"]["lr"], YES),
-        setting("pretraining: batch", "pre", lambda c: c["optim"]["batch_size"], YES),
-        setting("encoder width × depth", "pre", width, YES),
-        setting(
-            "fine-tuning: image size (px)",
-            "ft",
-            lambda c: c["finetune"]["image_size"],
-            NO,
-        ),
-        setting("fine-tuning: epochs", "ft", lambda c: c["finetune"]["epochs"], NO),
-        setting("fine-tuning: learning rate", "ft", lambda c: c["finetune"]["lr"], NO),
-        setting(
-            "fine-tuning: label smoothing",
-            "ft",
-            lambda c: c["finetune"]["label_smoothing"],
-            NO,
-        ),
-        setting(
-            "fine-tuning: weight decay",
-            "ft",
-            lambda c: c["finetune"]["weight_decay"],
-            NO,
-        ),
-    ],
-    [
-        Col("what", "setting"),
-        Col("paper", "configs/paper/table2"),
-        Col("cpu", "configs/cpu/table2"),
-        Col("stated", "stated in the paper"),
-    ],
-    caption="The paper's Table 2 in two stages: the paper-scale and CPU-scale configs "
-    "(AoT-ADMM; CRATE's differ in the model and in the pretraining learning rate, "
-    "each family's own pick of one sweep)",
-    name="tbl-transfer-stages",
-    notes=[
-        "Blur and solarisation probabilities: first global view / other global "
-        "views / local views."
-    ],
-)
+table2_stages(ROOT)
 
 # %% [markdown]
 # (sec-transfer-data)=
@@ -356,6 +265,7 @@ for fam in NAMES:
         rows.append(row)
 # the superseded lr-2e-3 chain of AoT-ADMM (seed 0 only): a sensitivity row, not a cell
 lr_check = evidence.table2_lr_sensitivity(RESULTS)
+finetune = load_config(CPU_T2 / "aot_admm_imagenette_ft_cifar10.yaml")["finetune"]
 for r in lr_check["rows"]:
     rows.append(dict(model="AoT-ADMM at lr 2e-3 (superseded)", data=DATASETS[r["data"]],
                      ft=f"{r['superseded']:.2f} (seed 0)", scratch="—"))
@@ -372,8 +282,8 @@ display(
         name="tbl-transfer-table2-cpu",
         caption="The paper's Table 2 at CPU scale: Imagenette pretraining, full "
         "fine-tuning on "
-        f"CIFAR at {stage['ft'][1]['finetune']['image_size']} px for "
-        f"{stage['ft'][1]['finetune']['epochs']} epochs, beside training from "
+        f"CIFAR at {finetune['image_size']} px for "
+        f"{finetune['epochs']} epochs, beside training from "
         "scratch",
         notes=["Top-1 on the CIFAR-10 test images and on CIFAR-100's held-out split.",
                "The superseded rows: AoT-ADMM's chain at the learning rate it first "

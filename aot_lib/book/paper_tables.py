@@ -1,4 +1,4 @@
-"""The paper's Tables 1 and 3 at CPU scale (chapter 8): a row per pretrained cell, the probe's floor under them,
+"""The paper's Tables 1, 2 and 3 at CPU scale (chapters 8 and 9): a row per pretrained cell, the probe's floor under them,
 and the paper's own numbers beside, labelled as the paper's.
 
 A cell's runs come from :func:`aot_lib.evidence.cell_runs`; the floor (untrained encoders, raw pixels) from
@@ -11,7 +11,7 @@ from pathlib import Path
 from ..evidence import TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, paper, stats
 from .tables import Col, Table
 
-__all__ = ["encoder_sizes", "table1_cpu", "table3_cpu", "FLOOR_NOTE"]
+__all__ = ["encoder_sizes", "table1_cpu", "table3_cpu", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -101,3 +101,53 @@ def table3_cpu(results: Path, cells: dict, size: dict) -> Table:
         caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
         name="tbl-table3-cpu",
         notes=["The paper's Table 3 prints no FLOPs.", FLOOR_NOTE])
+
+
+def _views(c: dict) -> str:
+    v = c["views"]
+    return f"{v['n_global']} × {v['global_size']} px + {v['n_local']} × {v['local_size']} px"
+
+
+def _width(c: dict) -> str:
+    o = c["model"]["overrides"]
+    return "Base" if "embed_dim" not in o else f"{o['embed_dim']} × {o['depth']} layers"
+
+
+#: Table 2's settings in the order the table shows them: (label, stage, how to read it, stated in the paper?).
+_TABLE2_SETTINGS = [
+    ("pretraining: views", "pre", _views, True),
+    ("pretraining: patch", "pre", lambda c: c["model"]["overrides"]["patch_size"], True),
+    ("pretraining: blur probability", "pre", lambda c: " / ".join(map(str, c["views"]["blur_p"])), False),
+    ("pretraining: solarisation probability", "pre", lambda c: " / ".join(map(str, c["views"]["solarize_p"])), False),
+    ("pretraining: epochs", "pre", lambda c: c["optim"]["epochs"], True),
+    ("pretraining: learning rate", "pre", lambda c: c["optim"]["lr"], True),
+    ("pretraining: batch", "pre", lambda c: c["optim"]["batch_size"], True),
+    ("encoder width × depth", "pre", _width, True),
+    ("fine-tuning: image size (px)", "ft", lambda c: c["finetune"]["image_size"], False),
+    ("fine-tuning: epochs", "ft", lambda c: c["finetune"]["epochs"], False),
+    ("fine-tuning: learning rate", "ft", lambda c: c["finetune"]["lr"], False),
+    ("fine-tuning: label smoothing", "ft", lambda c: c["finetune"]["label_smoothing"], False),
+    ("fine-tuning: weight decay", "ft", lambda c: c["finetune"]["weight_decay"], False),
+]
+
+
+def table2_stages(root: Path) -> Table:
+    """Table ``tbl-transfer-stages``: AoT-ADMM's Table 2 settings in ``configs/paper/table2`` and
+    ``configs/cpu/table2`` side by side, each marked stated in the paper or assumed."""
+    from ..training.config import load_config
+
+    paper_dir, cpu_dir = Path(root) / "configs" / "paper" / "table2", Path(root) / "configs" / "cpu" / "table2"
+    stage = {"pre": (load_config(paper_dir / "aot_admm_base_in1k.yaml"),
+                     load_config(cpu_dir / "aot_admm_imagenette.yaml")),
+             "ft": (load_config(paper_dir / "aot_admm_base_in1k_finetune_cifar10.yaml"),
+                    load_config(cpu_dir / "aot_admm_imagenette_ft_cifar10.yaml"))}
+    return Table(
+        [dict(what=what, paper=get(stage[st][0]), cpu=get(stage[st][1]), stated="yes" if stated else "no (assumed)")
+         for what, st, get, stated in _TABLE2_SETTINGS],
+        [Col("what", "setting"), Col("paper", "configs/paper/table2"), Col("cpu", "configs/cpu/table2"),
+         Col("stated", "stated in the paper")],
+        caption="The paper's Table 2 in two stages: the paper-scale and CPU-scale configs "
+        "(AoT-ADMM; CRATE's differ in the model and in the pretraining learning rate, "
+        "each family's own pick of one sweep)",
+        name="tbl-transfer-stages",
+        notes=["Blur and solarisation probabilities: first global view / other global views / local views."])
