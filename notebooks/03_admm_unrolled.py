@@ -66,12 +66,9 @@ open_chapter(seed=0)
 # `aot_lib`'s layer computes exactly the iterates of {eq}`eq-layer-updates`.
 
 # %% tags=["hide-input"]
-import inspect
-import textwrap
 
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import Markdown
 
 from aot_lib.book.inline import phrases
 from aot_lib.book.panels import admm_panel
@@ -84,15 +81,9 @@ from aot_lib.theory.admm import (
     mixture_of_subspaces,
     mssa_compression_gradient,
 )
-from aot_lib.book.pages import pick
+from aot_lib.book.pages import pick, show_source
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_admm_history
 from aot_lib.book.tables import Col, Table
-
-
-
-def show_source(obj) -> Markdown:
-    """The package's own code for ``obj``, as this page shows it."""
-    return Markdown(f"```python\n{textwrap.dedent(inspect.getsource(obj))}```")
 
 # %% [markdown]
 # ## Data: a mixture of low-rank Gaussians

@@ -43,27 +43,20 @@ open_chapter(seed=0)
 # of {ref}`ch-tables-1-3`, both read from the configs.
 
 # %% tags=["hide-input"]
-import inspect
 import math
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import torch
-from IPython.display import Markdown
 from scipy import integrate
 
+from aot_lib.book.pages import show_source
 from aot_lib.book.tables import Col, Table
 from aot_lib.objectives.lejepa import LeJEPALoss, alpha_from_lejepa_lambda
 from aot_lib.objectives.sigreg import SIGReg, epps_pulley, quadrature, sample_directions
 from aot_lib.training.config import DEFAULTS, load_config
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
-
-
-def show_source(obj) -> Markdown:
-    """The package's own code for ``obj``, as this page shows it."""
-    return Markdown(f"```python\n{textwrap.dedent(inspect.getsource(obj))}```")
 
 
 # %% [markdown]

@@ -19,7 +19,7 @@ from ..runtime import git_commit, hardware_summary
 from .tables import key_value_table
 
 __all__ = ["PROFILE", "pick", "run_record", "open_chapter", "run_record_box", "Dropdown", "Admonition",
-           "equation", "equations", "data_label", "data_missing_note"]
+           "equation", "equations", "data_label", "data_missing_note", "show_source"]
 
 T = TypeVar("T")
 
@@ -41,6 +41,17 @@ def run_record(seed: int | None = None) -> dict:
 
 
 # ----------------------------------------------------------------------------- page furniture
+
+def show_source(obj):
+    """The package's own code for ``obj`` (a function or class of ``aot_lib``), shown as the page's code listing:
+    read from the installed source when the chapter runs, so the page cannot show code the package no longer has."""
+    import inspect
+    import textwrap
+
+    from IPython.display import Markdown
+
+    return Markdown(f"```python\n{textwrap.dedent(inspect.getsource(obj))}```")
+
 
 class Dropdown:
     """A collapsed box (HTML ``<details>``): a sphinx-design dropdown in the book, a plain
