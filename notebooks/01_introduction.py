@@ -176,12 +176,13 @@ o = outcomes(ROOT)
 display(Table(
     [dict(goal="The paper's claims, judged by a plan written before their runs",
           outcome=f"{o.planned_reproduced} of {o.planned} reproduced, "
-                  f"{o.planned_unsettled} not settled, "
+                  f"{o.planned_unsettled} not settled ({o.planned_unsettled_ahead}), "
                   f"{o.planned_contradicted} contradicted",
           basis=f"the 30-minute recipe; {o.planned_seeds}"),
      dict(goal="The paper's claims and our controls, judged post hoc",
           outcome=f"{o.post_hoc_reproduced} of {o.post_hoc} reproduced or confirmed, "
-                  f"{o.post_hoc_unsettled} not settled, {o.post_hoc_contradicted} "
+                  f"{o.post_hoc_unsettled} not settled ({o.post_hoc_unsettled_ahead}), "
+                  f"{o.post_hoc_contradicted} "
                   "contradicted",
           basis=f"the first recipe, Tables 2 and 4; {o.post_hoc_seeds} seeds each, as "
                 "recorded"),

@@ -1,6 +1,7 @@
 """The goals and outcomes the introduction and chapter 1 state up front (aot_lib.book.outcomes), against the plan
 and the run records read here on their own."""
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -19,6 +20,9 @@ def test_the_claims_counted_up_front_are_the_plans():
     assert (int(o.claims), int(o.post_hoc), int(o.planned)) == (len(plan), len(post_hoc), len(plan) - len(post_hoc))
     assert int(o.planned_reproduced) + int(o.planned_unsettled) + int(o.planned_contradicted) == int(o.planned)
     assert int(o.post_hoc_reproduced) + int(o.post_hoc_unsettled) + int(o.post_hoc_contradicted) == int(o.post_hoc)
+    for ahead, unsettled in ((o.planned_unsettled_ahead, o.planned_unsettled),
+                             (o.post_hoc_unsettled_ahead, o.post_hoc_unsettled)):  # every unsettled one has a side
+        assert sum(int(n) for n in re.findall(r" in (\d+)", str(ahead))) == int(unsettled), ahead
     asked = sorted({c["seeds"] for k, c in plan.items() if not c.get("post_hoc")})
     assert o.planned_seeds.endswith(f"({' or '.join(map(str, asked))} per claim)")
 

@@ -2,6 +2,7 @@
 up front (issue 59), as :func:`aot_lib.book.inline.phrases` for their ``{eval}`` roles."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,14 @@ def _range(values, fmt: str = "") -> str:
     return low if low == high else f"{low}–{high}"
 
 
+def _unsettled_directions(group: list[dict]) -> str:
+    """Where the not-settled verdicts of ``group`` (:func:`aot_lib.evidence.verdict_rows`) point: "the interval puts
+    AoT-ADMM ahead in 1, neither side in 3" ("" when none is unsettled)."""
+    ahead = Counter(r["ahead"] for r in group if r["verdict"].split(" (")[0] == "not settled")
+    parts = [f"{'neither side' if who == 'neither' else who} in {n}" for who, n in ahead.most_common()]
+    return f"the interval puts {', '.join(parts)}".replace(" in ", " ahead in ", 1) if parts else ""
+
+
 def outcomes(root: str | Path) -> SimpleNamespace:
     """The book's goals against the records under the checkout ``root``:
 
@@ -30,20 +39,24 @@ def outcomes(root: str | Path) -> SimpleNamespace:
       runs (``planned``) and after (``post_hoc``), each group's verdict counts and seeds;
     * the 30-minute goal (:func:`aot_lib.evidence.goal_30min`): its target, outcome, the seeds' mean and interval,
       the best seed, the modelled minutes and whose clock they are, the recorded wall times, CRATE's side's minutes;
+    * where each group's not-settled verdicts point (``planned_unsettled_ahead``, ``post_hoc_unsettled_ahead``);
     * the second search round (issue 55): screening runs recorded of those configured.
     """
     root = Path(root)
     results = root / "results" / "cpu"
-    rows = evidence.verdict_rows(evidence.all_claim_rows(results))
+    claim_rows = evidence.all_claim_rows(results)
+    rows = evidence.verdict_rows(claim_rows)
     planned = [r for r in rows if not r["post_hoc"]]
     post_hoc = [r for r in rows if r["post_hoc"]]
 
     def count(group, *words):
         return sum(r["verdict"].split(" (")[0] in words for r in group)
 
-    recorded_of = [tuple(map(int, r["seeds"].split(" of "))) for r in planned]  # "5 of 5": recorded, asked
-    complete = all(n == asked for n, asked in recorded_of)
-    plan_seeds = sorted({asked for _, asked in recorded_of})
+    # seeds recorded (the difference's n) against the plan's, for the claims judged by the plan
+    planned_seeds = [(0 if r["diff"] is None else r["diff"].n, r["plan"].seeds)
+                     for r in claim_rows if not r["plan"].post_hoc]
+    complete = all(n == asked for n, asked in planned_seeds)
+    plan_seeds = sorted({asked for _, asked in planned_seeds})
     goal = evidence.goal_30min(root)
     target = evidence.GOAL_30MIN
     clock = evidence.step_clock(root)
@@ -61,7 +74,9 @@ def outcomes(root: str | Path) -> SimpleNamespace:
         + f" ({' or '.join(map(str, plan_seeds))} per claim)",
         post_hoc_reproduced=count(post_hoc, "reproduced", "confirmed"),
         post_hoc_unsettled=count(post_hoc, "not settled"), post_hoc_contradicted=count(post_hoc, "contradicted"),
-        post_hoc_seeds=_range([int(r["seeds"].split(",")[0]) for r in post_hoc]),
+        post_hoc_seeds=_range([r["diff"].n for r in claim_rows if r["plan"].post_hoc and r["diff"] is not None]),
+        planned_unsettled_ahead=_unsettled_directions(planned),
+        post_hoc_unsettled_ahead=_unsettled_directions(post_hoc),
         goal_top1=f"{target['top1']:.0f}", goal_minutes=f"{target['minutes']:.0f}",
         goal_moonshot=f"{target['moonshot']:.0f}",
         goal_outcome="reached" if goal["reached"] else "not reached",
