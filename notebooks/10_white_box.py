@@ -61,7 +61,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import Markdown, display
+from IPython.display import display
 
 import aot_lib
 from aot_lib.book.panels import attention_panel
@@ -264,19 +264,6 @@ if drawn is not None:
                   notes=[f"{p.title}: {p.measure}." for p in
                          {v["prediction"].key: v["prediction"]
                           for v in verdicts}.values()]))
-
-# %% [markdown]
-# Read prediction by prediction, the same verdicts in words:
-
-# %% tags=["hide-input"]
-if drawn is not None:
-    by_prediction = {}
-    for v in verdicts:
-        by_prediction.setdefault(v["prediction"].title, []).append(v)
-    lines = [" · ".join(f"{v['family']}: {v['verdict']}" for v in vs)
-             for vs in by_prediction.values()]
-    display(Markdown("\n".join(f"* **{title}** {line}."
-                               for title, line in zip(by_prediction, lines))))
 
 # %% [markdown]
 # A verdict of "fails" is as much a result as "holds": the reading of the trained
