@@ -55,8 +55,9 @@ from aot_lib.book.inline import phrases
 from aot_lib.book.pages import pick
 from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import load_recorded_run
-from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table, config_changes,
-                                  load_sweep, one_seed_side, recipe_sweep_table, run_scale, search_table,
+from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table,
+                                  config_changes, load_sweep, one_seed_side,
+                                  recipe_sweep_table, run_scale, search_table,
                                   sweep_rows)
 from aot_lib.config_format import flatten
 from aot_lib.training.config import load_config
@@ -130,7 +131,8 @@ if not recipe_file.exists():
 if "r0_paper_lr" in runs:
     r0_against = phrases(file=recipe_file.relative_to(ROOT), changes=", ".join(
         f"{k} {ours} (recipe: {theirs})"
-        for k, ours, theirs in config_changes(runs["r0_paper_lr"]["dir"] / "config.yaml", recipe_file)))
+        for k, ours, theirs in config_changes(
+            runs["r0_paper_lr"]["dir"] / "config.yaml", recipe_file)))
 
 # %% [markdown]
 # {eval}`ranked.tested` of the {eval}`ranked.n` runs were first probed with the test
@@ -177,7 +179,8 @@ if (main_dir / "probe.json").exists():
          Col("probe", "probes (min)", ".1f"),
          Col("linear", "linear top-1 (%)", ".2f"), Col("knn", "k-NN top-1 (%)", ".2f"),
          Col("bar", "≥ 50 % in ≤ 35 min"), Col("commit")],
-        caption=f"AoT-ADMM, {run_scale(load_config(main_dir / 'config.yaml'))}, the tuned "
+        caption=f"AoT-ADMM, {run_scale(load_config(main_dir / 'config.yaml'))}, the "
+                "tuned "
                 "recipe",
         name="tbl-recipe-ten-epoch-run",
         notes=[f"Wall times on {main['run']['hardware']['cpu_count']} CPU cores: "
@@ -222,7 +225,8 @@ else:
 # %% tags=["hide-input"]
 table, facts = search_table(ROOT, load_config(recipe_file)["optim"]["epochs"])
 display(table)
-search, done, screened, se_diff = facts["rows"], facts["done"], facts["screened"], facts["se_diff"]
+search, done = facts["rows"], facts["done"]
+screened, se_diff = facts["screened"], facts["se_diff"]
 # the rule as the text states it: screening runs 30 % of the full epochs; 10 % held out
 assert all(r["epochs"] == max(1, round(0.3 * r["full_epochs"])) for r in search)
 assert {r[f + "_val_images"] for r, f in done} <= {5000}, "the split the note states"

@@ -114,8 +114,10 @@ assert all(final_lr[fam] == picks["Tables 1/3", fam] for fam in NAMES), (
 )
 sweep = phrases(picks=", ".join(f"{NAMES[f]} {lr:g}" for f, lr in final_lr.items()))
 picks_read_test = {r["family"] for r in evidence.sweep_rows(RESULTS)
-                   if r["table"] == "Tables 1/3" and r["read_test"] and r["lr"] == final_lr[r["family"]]}
-assert picks_read_test == {"aot_admm"}, "the text: of the picks, only AoT-ADMM's ever read the test split"
+                   if r["table"] == "Tables 1/3" and r["read_test"]
+                   and r["lr"] == final_lr[r["family"]]}
+assert picks_read_test == {"aot_admm"}, \
+    "the text: of the picks, only AoT-ADMM's ever read the test split"
 
 # %% [markdown]
 # Each family trains its final runs below at its own best point: {eval}`sweep.picks`.
@@ -139,7 +141,7 @@ assert picks_read_test == {"aot_admm"}, "the text: of the picks, only AoT-ADMM's
 # `results/cpu/baselines/`).
 
 # %% tags=["hide-input"]
-size = encoder_sizes(ROOT)  # family -> (params in M, GFLOPs) at this chapter's width and depth
+size = encoder_sizes(ROOT)  # family -> (params in M, GFLOPs) at this chapter's scale
 cells = {key: evidence.cell_runs(RESULTS, name) for key, name in CELLS.items()}
 display(table1_cpu(RESULTS, cells, size))
 
@@ -419,13 +421,15 @@ def tail_mean(values: list, n: int = 20) -> float:
 
 
 # Eq. (19): total = prediction + alpha * SIGReg, alpha from the runs' own LeJEPA lambda
-lejepa_lambda = {load_config(r.folder / "config.yaml")["loss"]["lejepa_lambda"] for r in seed0.values()}
+lejepa_lambda = {load_config(r.folder / "config.yaml")["loss"]["lejepa_lambda"]
+                 for r in seed0.values()}
 assert len(lejepa_lambda) == 1, "the note: one alpha for the three runs"
 (lam,) = lejepa_lambda
 alpha = alpha_from_lejepa_lambda(lam)
-for r in seed0.values():  # the logged total is that sum at every step (float32 logging: 1e-5 relative)
-    c = read_curve(r.folder)
-    assert all(abs(t - (p + alpha * g)) <= 1e-5 * max(1.0, abs(t)) for t, p, g in zip(c["loss"], c["pred"], c["sigreg"]))
+for r in seed0.values():  # the logged total is that sum at every step
+    c = read_curve(r.folder)  # float32 logging: within 1e-5 relative
+    assert all(abs(t - (p + alpha * g)) <= 1e-5 * max(1.0, abs(t))
+               for t, p, g in zip(c["loss"], c["pred"], c["sigreg"]))
 display(
     Table(
         [
@@ -445,8 +449,9 @@ display(
         ],
         caption="Final losses on CIFAR-10, seed 0 (mean of the last 20 logged steps)",
         name="tbl-figure3-final-losses",
-        notes=[f"Total = prediction + α · SIGReg (Eq. (19)), α = λ/(1 − λ) = {alpha:.4f} for the runs' "
-               f"LeJEPA λ = {lam:g} (loss.lejepa_lambda); each logged step satisfies it."],
+        notes=[f"Total = prediction + α · SIGReg (Eq. (19)), α = λ/(1 − λ) = "
+               f"{alpha:.4f} for the runs' LeJEPA λ = {lam:g} (loss.lejepa_lambda); "
+               "each logged step satisfies it."],
     )
 )
 
