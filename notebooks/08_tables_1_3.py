@@ -123,8 +123,8 @@ assert picks_read_test == {"aot_admm"}, \
 # Each family trains its final runs below at its own best point: {eval}`sweep.picks`.
 # AoT-ADMM's point has a history the others lack: it is the recipe sweep's r2, which was
 # first probed with the test split read and first picked with those scores in view
-# ({ref}`sec-recipe`); this sweep scored it again on validation only. CRATE's and AoT's
-# points never read the test split.
+# ({ref}`sec-recipe`); this sweep scored it again on validation only. No probe of
+# CRATE's or AoT's points had the test split.
 
 # %% [markdown]
 # (sec-table1-cpu)=
@@ -706,6 +706,9 @@ learned = phrases(
 # :enumerator: 8.1
 # The equal learning-rate sweep: 3 epochs, validation scores only
 # :::
+#
+# (sec-recipe)=
+# ###### Which knobs matter: the tuning runs
 #
 # :::{figure}
 # :label: tbl-table1-cpu
