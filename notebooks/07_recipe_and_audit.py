@@ -58,7 +58,7 @@ from aot_lib.book.recorded import load_recorded_run
 from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table,
                                   config_changes, load_sweep, one_seed_side,
                                   recipe_sweep_table, run_scale, search_table,
-                                  sweep_rows)
+                                  recipe_sweep_rows)
 from aot_lib.config_format import flatten
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import normalization_stats
@@ -104,7 +104,7 @@ ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 runs, notices = load_sweep(ROOT, smoke_steps=pick(30, 150))
 for notice in notices:
     display(notice)
-rows = sweep_rows(runs)
+rows = recipe_sweep_rows(runs)
 if rows:
     display(recipe_sweep_table(rows, runs))
     tested = [r for r in rows if r["linear"] is not None]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from aot_lib.book.sweeps import admm_rows, config_changes, load_sweep, one_seed_side, sweep_rows
+from aot_lib.book.sweeps import admm_rows, config_changes, load_sweep, one_seed_side, recipe_sweep_rows
 from aot_lib.evidence.stats import PAPER_LARGEST_GAP
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def test_a_sweep_row_reads_validation_from_the_newest_probe(runs):
     score the first probe's (the only one that read the test split)."""
     import json
 
-    r2 = next(r for r in sweep_rows(runs) if r["run"] == "r2_lr2e-3_proj64")
+    r2 = next(r for r in recipe_sweep_rows(runs) if r["run"] == "r2_lr2e-3_proj64")
     folder = runs["r2_lr2e-3_proj64"]["dir"]
     first = json.loads((folder / "probe.json").read_text())
     newest = json.loads(max((folder / "reprobes").glob("*.json"), key=lambda f: int(f.stem)).read_text())

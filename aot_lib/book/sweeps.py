@@ -11,16 +11,17 @@ from pathlib import Path
 from statistics import mean
 
 from ..config_format import flatten
+from ..evidence import TABLE13_NAMES
 from ..evidence.stats import PAPER_LARGEST_GAP
 from .pages import Admonition
 from .recorded import is_recorded, load_recorded_run
 from .tables import Col, Table
 
-__all__ = ["FAMILY_NAMES", "load_sweep", "sweep_rows", "recipe_sweep_table", "admm_settings", "admm_rows",
+__all__ = ["FAMILY_NAMES", "load_sweep", "recipe_sweep_rows", "recipe_sweep_table", "admm_settings", "admm_rows",
            "admm_table", "one_seed_side", "config_changes", "search_table", "run_scale", "SCORE_COLS", "UNREAD"]
 
-#: The families of the recipe search, as the tables name them.
-FAMILY_NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE", "aot": "AoT"}
+#: The families of the recipe search, as the tables name them (the families of Tables 1 and 3).
+FAMILY_NAMES = TABLE13_NAMES
 
 SCORE_COLS = [Col("val", "linear top-1 (%), validation", ".2f"),
               Col("linear", "linear top-1 (%), test", ".2f"),  # first probe: UNREAD
@@ -87,7 +88,7 @@ def _scores(stem: str, r: dict, cfg: dict) -> dict:
                 scale=run_scale(cfg))
 
 
-def sweep_rows(runs: dict) -> list[dict]:
+def recipe_sweep_rows(runs: dict) -> list[dict]:
     """One row per recipe-sweep run (``r*``): what it changed and its scores."""
     from ..training.config import load_config
 
