@@ -31,19 +31,27 @@
 #             recorded runs); results/cpu/
 #   baselines the probes' floor (issue 36): every Tables 1/3 config's encoder at its initialisation seed, and raw
 #             pixels at each of those seeds, probed alike (aot baseline); results/cpu/baselines/
+#   floors30  the 30-minute cells' floors (issue 55, post hoc; the plan's addendum): every cpu30 config's encoder at
+#             its initialisation seed, and raw pixels at each seed, probed as the cells with the lr grid widened to
+#             1e-4 .. 1e-1; results/cpu/baselines_cpu30/
+#   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run() { scripts/run_configs.sh "$@" || echo "== FAILED: scripts/run_configs.sh $*"; }
-baseline() {  # KIND CONFIG: probe the baseline and record it in results/cpu/baselines/ (skipped once recorded)
-  local py=${PYTHON:-.venv/bin/python} name
-  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$1" "$2")
-  if [ -f "results/cpu/baselines/$name/run.json" ]; then echo "== $1 $2: recorded in results/cpu/baselines/$name, skipped"; return; fi
-  echo "== $1 $2 -> runs/$name ($(date -u +%H:%M:%S))"
-  { $py -m aot_lib.cli baseline "$1" -c "$2" run.progress=false && $py -m aot_lib.cli record "runs/$name" "results/cpu/baselines/$name"; } \
-    || echo "== FAILED: baseline $1 $2"
+baseline() {  # KIND CONFIG [DIR [OVERRIDE...]]: probe the baseline into runs/DIR and record it in results/cpu/DIR/
+  local py=${PYTHON:-.venv/bin/python} kind=$1 cfg=$2 dir=${3:-baselines} name
+  shift 2; shift $(( $# > 0 ))  # what is left: overrides of the probe, the same for every seed of a floor
+  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$kind" "$cfg")
+  if [ -f "results/cpu/$dir/$name/run.json" ]; then echo "== $kind $cfg: recorded in results/cpu/$dir/$name, skipped"; return; fi
+  echo "== $kind $cfg -> runs/$dir/$name ($(date -u +%H:%M:%S))"
+  { $py -m aot_lib.cli baseline "$kind" -c "$cfg" run.progress=false "run.out_dir=runs/$dir" "$@" \
+      && $py -m aot_lib.cli record "runs/$dir/$name" "results/cpu/$dir/$name"; } || echo "== FAILED: baseline $kind $cfg"
 }
+# The floors' learning-rate grid when their probe is widened at both ends (the plan's addendum on the 30-minute
+# cells' floors, results/cpu/plan.yaml: issue 36's floors picked their grid's bottom or top)
+FLOOR_WIDE_LR='probe.lr=[0.0001,0.0003,0.001,0.003,0.01,0.03,0.1]'
 
 for group in "$@"; do
   case $group in
@@ -91,12 +99,31 @@ for group in "$@"; do
       for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
         baseline pixels "$cfg"
       done ;;
+    floors30)
+      # the 30-minute cells' floors (issue 55, post hoc), seed by seed as the cells ran: each family's encoder
+      # untrained, then raw pixels, at the cells' probe with the wide grid
+      for data in cifar10 cifar100; do
+        for s in 0 1 2 3 4; do
+          if [ "$data" = cifar100 ] && [ "$s" -gt 2 ]; then continue; fi
+          sfx=$([ "$s" = 0 ] || echo "_seed$s")
+          for fam in aot_admm crate aot; do baseline init "configs/cpu/cpu30/cpu30_${fam}_${data}$sfx.yaml" baselines_cpu30 "$FLOOR_WIDE_LR"; done
+          baseline pixels "configs/cpu/cpu30/cpu30_aot_admm_${data}$sfx.yaml" baselines_cpu30 "$FLOOR_WIDE_LR"
+        done
+      done ;;
+    floors_wide)
+      # issue 36's floors (group baselines) probed again on the wide grid, written beside them (post hoc)
+      for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
+        baseline init "$cfg" baselines_wide "$FLOOR_WIDE_LR"
+      done
+      for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
+        baseline pixels "$cfg" baselines_wide "$FLOOR_WIDE_LR"
+      done ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, finalists, whitebox, baselines, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, cpu30, whitebox, baselines, floors30, floors_wide, controls)" >&2; exit 2 ;;
   esac
 done

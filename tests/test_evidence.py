@@ -523,6 +523,20 @@ def test_floor_rows_pair_each_pretrained_seed_with_its_floor(tmp_path):
     assert evidence.floor_cells(tmp_path, "cpu_y_cifar10", "cifar10")["untrained"] is None
 
 
+def test_floor_rows_read_a_recipes_own_floors_folder(tmp_path):
+    """Raw pixels' names carry no recipe (baseline_pixels_<data>_seed<k>), so a recipe probed otherwise keeps its floors
+    in its own folder: the rows read that folder and only it (the default folder's pixels, 30.0, are another
+    probe's)."""
+    _record(tmp_path, "cpu30_x_cifar10", 0, 50.0)
+    _record(tmp_path / "baselines", "baseline_pixels_cifar10_seed0", 0, 30.0, kind="baseline-pixels")
+    _record(tmp_path / "baselines_cpu30", "baseline_pixels_cifar10_seed0", 0, 36.5, kind="baseline-pixels")
+    cells, names, data = {("x", "cifar10"): "cpu30_x_cifar10"}, {"x": "X"}, {"cifar10": "CIFAR-10"}
+    (own,) = evidence.floor_rows(tmp_path, cells, names, data, baselines="baselines_cpu30")
+    (default,) = evidence.floor_rows(tmp_path, cells, names, data)
+    assert (own["floor"], own["diff"].mean, default["diff"].mean) == ("pixels", pytest.approx(13.5), pytest.approx(20.0))
+    assert evidence.floor_cells(tmp_path, "cpu30_x_cifar10", "cifar10", "baselines_cpu30")["untrained"] is None
+
+
 def test_numerics_label_says_what_was_not_recorded():
     run = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"),
                            (("torch", "2.14.1+cu130"), ("cpu_model", "Intel(R) Xeon(R) Processor"), ("cpu_isa", "AVX512")))

@@ -225,14 +225,17 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 
 #: Where the probes' floor is recorded under ``results/cpu`` (``aot baseline``; scripts/evidence_runs.sh baselines):
 #: ``baseline_init_<cell>[_seed<k>]``, a pretrained cell's encoders at initialisation, and
-#: ``baseline_pixels_<data set>_seed<k>``, raw pixels, each probed as the cell's runs are.
+#: ``baseline_pixels_<data set>_seed<k>``, raw pixels, each probed as the cell's runs are. A recipe whose floors are
+#: probed otherwise keeps them in a folder of its own (the 30-minute cells': ``baselines_cpu30``), since raw pixels'
+#: names carry no recipe.
 BASELINES_DIR = "baselines"
 
 
-def floor_cells(root: str | Path, name: str, dataset: str) -> dict[str, list[SeedRun] | None]:
+def floor_cells(root: str | Path, name: str, dataset: str,
+                baselines: str = BASELINES_DIR) -> dict[str, list[SeedRun] | None]:
     """The floor under pretrained cell ``name`` (on ``dataset``): ``{"untrained": its encoders at initialisation,
-    "pixels": raw pixels}``, each its seeds' runs, or None while not recorded."""
-    base = Path(root) / BASELINES_DIR
+    "pixels": raw pixels}``, each its seeds' runs from ``root/baselines``, or None while not recorded."""
+    base = Path(root) / baselines
     out: dict[str, list[SeedRun] | None] = {}
     for what, cell_name in (("untrained", f"baseline_init_{name}"), ("pixels", f"baseline_pixels_{dataset}")):
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from . import paper, plan, stats
-from .cells import PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe
+from .cells import BASELINES_DIR, PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe
 
 __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
            "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
@@ -81,16 +81,17 @@ TABLE13_CELLS = {(fam, data): f"cpu_{fam}_{data}" for fam in TABLE13_NAMES for d
 
 
 def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Mapping[str, str],
-               datasets: Mapping[str, str]) -> list[dict]:
-    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor, paired by seed
-    (pretrained − untrained encoder of the same seed; pretrained − raw pixels probed with the same seed's split):
-    ``{"label", "family", "data", "floor", "diff"}``, a row per floor recorded. Descriptive: no claim is judged."""
+               datasets: Mapping[str, str], baselines: str = BASELINES_DIR) -> list[dict]:
+    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor (recorded under
+    ``root/baselines``), paired by seed (pretrained − untrained encoder of the same seed; pretrained − raw pixels
+    probed with the same seed's split): ``{"label", "family", "data", "floor", "diff"}``, a row per floor recorded.
+    Descriptive: no claim is judged."""
     rows = []
     for (fam, data), name in cells.items():
         if not (Path(root) / name).exists():
             continue
         trained = cell(root, name)
-        for floor, runs in floor_cells(root, name, data).items():
+        for floor, runs in floor_cells(root, name, data, baselines).items():
             if runs:
                 what = "untrained encoder" if floor == "untrained" else "raw pixels"
                 rows.append(dict(label=f"{names[fam]} {datasets[data]}: pretrained − {what}", family=fam, data=data,
