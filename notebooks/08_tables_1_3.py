@@ -402,7 +402,8 @@ knn = phrases(seed=seed, target=f"{target:.2f}", admm=f"{reach['aot_admm']:.1f}"
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of the seed-0 CIFAR-10 runs of the three families, against the training step.", "name": "fig-figure3-cpu"}}
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}
-plot_training_curves({NAMES[fam]: read_curve(r.folder) for fam, r in seed0.items()})
+curves0 = {fam: read_curve(r.folder) for fam, r in seed0.items()}  # the figure, the α check, the table
+plot_training_curves({NAMES[fam]: c for fam, c in curves0.items()})
 plt.show()
 
 # %% [markdown]
@@ -426,8 +427,8 @@ lejepa_lambda = {load_config(r.folder / "config.yaml")["loss"]["lejepa_lambda"]
 assert len(lejepa_lambda) == 1, "the note: one alpha for the three runs"
 (lam,) = lejepa_lambda
 alpha = alpha_from_lejepa_lambda(lam)
-for r in seed0.values():  # the logged total is that sum at every step
-    c = read_curve(r.folder)  # float32 logging: within 1e-5 relative
+for c in curves0.values():  # the logged total is that sum at every step
+    # float32 logging: within 1e-5 relative
     assert all(abs(t - (p + alpha * g)) <= 1e-5 * max(1.0, abs(t))
                for t, p, g in zip(c["loss"], c["pred"], c["sigreg"]))
 display(
@@ -439,7 +440,7 @@ display(
                 pred=tail_mean(c["pred"]),
                 sigreg=tail_mean(c["sigreg"]),
             )
-            for fam, c in ((fam, read_curve(r.folder)) for fam, r in seed0.items())
+            for fam, c in curves0.items()
         ],
         [
             Col("model"),

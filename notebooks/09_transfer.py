@@ -57,7 +57,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-import aot_lib
 from aot_lib import evidence
 from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
@@ -65,7 +64,7 @@ from aot_lib.book.pages import data_label
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, describe_split
-from aot_lib.book.paper_tables import table2_stages
+from aot_lib.book.paper_tables import encoder_size, table2_stages
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
 
@@ -173,13 +172,8 @@ t2 = phrases(picks=", ".join(f"{NAMES[f]} at {lr:g}" for f, lr in configured.ite
 # {numref}`fig-imagenette-curves`.
 
 # %% tags=["hide-input"]
-size = {}  # family -> parameters (M) of the encoder as pretrained (128 px, patch 16)
-for fam in NAMES:
-    cfg = load_config(CPU_T2 / f"{fam}_imagenette.yaml")
-    model = aot_lib.create_model(
-        cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"]
-    )
-    size[fam] = aot_lib.count_params(model) / 1e6
+# family -> parameters (M) of the encoder as pretrained (128 px, patch 16)
+size = {f: encoder_size(CPU_T2 / f"{f}_imagenette.yaml", flops=False)[0] for f in NAMES}
 pre_name = {
     f: load_config(CPU_T2 / f"{f}_imagenette.yaml")["run"]["name"] for f in NAMES
 }

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..evidence import TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, paper, stats
 from .tables import Col, Table
 
-__all__ = ["encoder_sizes", "table1_cpu", "table3_cpu", "table2_stages", "FLOOR_NOTE"]
+__all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -32,20 +32,22 @@ _COLS = [
 ]
 
 
-def encoder_sizes(root: Path, families=TABLE13_NAMES) -> dict[str, tuple[float, float]]:
-    """family -> (parameters in M, GFLOPs of one image) of the encoder ``configs/cpu/<family>_cifar10.yaml``
-    builds, without the classification head, as the paper counts."""
+def encoder_size(config: Path, flops: bool = True) -> tuple[float, float | None]:
+    """(parameters in M, GFLOPs of one image or None without ``flops``) of the encoder ``config`` builds, without
+    the classification head, as the paper counts."""
     from ..models.flops import count_flops
     from ..models.params import count_params
     from ..models.registry import create_model
     from ..training.config import load_config
 
-    size = {}
-    for fam in families:
-        cfg = load_config(Path(root) / "configs" / "cpu" / f"{fam}_cifar10.yaml")
-        model = create_model(cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"])
-        size[fam] = (count_params(model) / 1e6, count_flops(model) / 1e9)
-    return size
+    cfg = load_config(config)
+    model = create_model(cfg["model"]["name"], num_classes=0, **cfg["model"]["overrides"])
+    return count_params(model) / 1e6, count_flops(model) / 1e9 if flops else None
+
+
+def encoder_sizes(root: Path, families=TABLE13_NAMES) -> dict[str, tuple[float, float]]:
+    """family -> :func:`encoder_size` of ``configs/cpu/<family>_cifar10.yaml``."""
+    return {fam: encoder_size(Path(root) / "configs" / "cpu" / f"{fam}_cifar10.yaml") for fam in families}
 
 
 def _cell_row(cells: dict, size: dict, fam: str, data: str) -> dict:

@@ -72,11 +72,14 @@ def _first_test(r: dict) -> dict:
     return next((e for e in r["evaluations"] if e.get("test_images")), {})
 
 
+def _slashed(values) -> str:
+    """A probe grid's values as the tables write them: ``0.001/0.003/0.01`` (one value alone as it is)."""
+    return "/".join(f"{x:g}" for x in (values if isinstance(values, (list, tuple)) else [values]))
+
+
 def _grid(probe: dict) -> str:
     """The probe's grid of learning rates and weight decays (probe.json)."""
-    def values(v):
-        return "/".join(f"{x:g}" for x in (v if isinstance(v, list) else [v]))
-    return f"lr {values(probe['lr'])} × weight decay {values(probe['weight_decay'])}"
+    return f"lr {_slashed(probe['lr'])} × weight decay {_slashed(probe['weight_decay'])}"
 
 
 def _scores(stem: str, r: dict, cfg: dict) -> dict:
@@ -218,7 +221,7 @@ def search_table(root: Path, first_recipe_epochs: int) -> tuple[Table, dict]:
         r["pflops"] = cost["total"] * r["full_epochs"] / r["epochs"] / 1e15
     done = [(r, f) for r in search for f in FAMILY_NAMES if r[f] is not None]
     lr_grids = {r[f + "_grid"] for r, f in done}
-    grid_text = ", ".join("/".join(f"{x:g}" for x in g) for g in sorted(lr_grids))
+    grid_text = ", ".join(_slashed(g) for g in sorted(lr_grids))
     top_picks = sum(r[f + "_lr"] == max(r[f + "_grid"]) for r, f in done)
     near = mean(r[f] for r, f in done) / 100 if done else 0.45
     se_diff = 100 * math.sqrt(2 * near * (1 - near) / 5000)

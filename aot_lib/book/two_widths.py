@@ -114,7 +114,7 @@ def narrow_layout(fig) -> None:
     legends = _legends_under(fig) if fig.legends else 0.0
     if legends:  # the panels keep their height; the figure grows by the legends'
         fig.set_size_inches(NARROW_WIDTH_IN, panel_height * len(order) + legends)
-        _legends_under(fig)
+        _legends_under(fig)  # again: their anchors are fractions of the height, which just changed
     fig.set_layout_engine(None)
     with warnings.catch_warnings():
         # a colour bar placed by hand (fig.add_axes) is not in the grid: it keeps its place, and says so on stderr
