@@ -71,7 +71,8 @@ from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.panels import curves_panel
-from aot_lib.book.paper_tables import encoder_sizes, table1_cpu, table3_cpu
+from aot_lib.book.paper_tables import (encoder_sizes, floor_gains_table, table1_cpu,
+                                       table3_cpu)
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
@@ -152,27 +153,11 @@ display(table1_cpu(RESULTS, cells, size))
 # is judged on it.
 
 # %% tags=["hide-input"]
-floors = evidence.floor_rows(RESULTS, CELLS, NAMES, DATA)
-
-
-def gain(f) -> str:
-    d = f["diff"]
-    ci = f" [{d.low:+.2f}, {d.high:+.2f}]" if d.n > 1 else " (one seed)"
-    return f"{d.mean:+.2f}{ci}"
-
-
-gains = {}
-for f in floors:
-    row = gains.setdefault((f["family"], f["data"]), dict(
-        model=NAMES[f["family"]], data=DATA[f["data"]], seeds=f["diff"].n))
-    row[f["floor"]] = gain(f)
-display(Table(
-    list(gains.values()),
-    [Col("model"), Col("data"), Col("untrained", "over its untrained encoder (points)"),
-     Col("pixels", "over raw pixels (points)"), Col("seeds")],
+gains, floors = floor_gains_table(
+    RESULTS, CELLS, name="tbl-table1-floor-gains",
     caption="What pretraining adds over the floor: mean of the per-seed differences "
-    "with its 95 % CI",
-    name="tbl-table1-floor-gains"))
+    "with its 95 % CI")
+display(gains)
 assert floors, "the floor's runs ship with the records: results/cpu/baselines/"
 above = [f for f in floors if f["diff"].n > 1 and f["diff"].low > 0]
 floor = phrases(above=len(above), n=len(floors),

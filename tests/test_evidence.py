@@ -101,15 +101,26 @@ def test_seeds_probed_with_different_settings_are_refused_naming_the_setting(tmp
         evidence.cell(tmp_path, "a")
 
 
-def test_probe_lr_picks_flag_a_pick_at_the_top_of_its_grid(tmp_path):
-    for seed, picked in ((0, 0.01), (1, 0.003)):
-        folder = _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, 50.0,
-                         probed={"lr": [0.001, 0.003, 0.01]})
+def test_probe_lr_picks_flag_a_pick_at_either_end_of_its_grid(tmp_path):
+    grid = [0.001, 0.003, 0.01]
+    for seed, picked in ((0, 0.01), (1, 0.003), (2, 0.001)):
+        folder = _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, 50.0, probed={"lr": grid})
         result = json.loads((folder / "probe.json").read_text())
         (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked}))
     assert evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "a")) == [
-        {"run": "a", "lr": 0.01, "grid": [0.001, 0.003, 0.01], "at_top": True},
-        {"run": "a_seed1", "lr": 0.003, "grid": [0.001, 0.003, 0.01], "at_top": False}]
+        {"run": "a", "lr": 0.01, "grid": grid, "at_top": True, "at_bottom": False},
+        {"run": "a_seed1", "lr": 0.003, "grid": grid, "at_top": False, "at_bottom": False},
+        {"run": "a_seed2", "lr": 0.001, "grid": grid, "at_top": False, "at_bottom": True}]
+
+
+def test_probe_lr_picks_read_a_floors_probe(tmp_path):
+    """A floor (aot baseline) is a run of another kind: its pick is read from its own probe.json."""
+    folder = _record(tmp_path, "baseline_pixels_cifar10_seed0", 0, 39.0, kind="baseline-pixels",
+                     probed={"lr": [0.0001, 0.001]})
+    result = json.loads((folder / "probe.json").read_text())
+    (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": 0.0001}))
+    (pick,) = evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "baseline_pixels_cifar10"))
+    assert (pick["lr"], pick["at_bottom"], pick["at_top"]) == (0.0001, True, False)
 
 
 def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encoder_or_grid(tmp_path):
@@ -535,6 +546,25 @@ def test_floor_rows_read_a_recipes_own_floors_folder(tmp_path):
     (default,) = evidence.floor_rows(tmp_path, cells, names, data)
     assert (own["floor"], own["diff"].mean, default["diff"].mean) == ("pixels", pytest.approx(13.5), pytest.approx(20.0))
     assert evidence.floor_cells(tmp_path, "cpu30_x_cifar10", "cifar10", "baselines_cpu30")["untrained"] is None
+
+
+def test_floor_gains_table_shows_each_side_and_the_paired_gain(tmp_path):
+    """The book's floor table (aot_lib.book.paper_tables): a cell's and its floors' accuracies over their seeds and
+    the mean per-seed gain with its t interval, worked out by hand: trained 50, 52; untrained 30, 31 (gains 20, 21:
+    mean 20.5, std 0.707, t(0.975, 1) = 12.706, half-width 12.706 * 0.707 / sqrt 2 = 6.35)."""
+    from aot_lib.book.paper_tables import floor_gains_table
+
+    for seed, (trained, init) in enumerate([(50.0, 30.0), (52.0, 31.0)]):
+        sfx = "" if seed == 0 else f"_seed{seed}"
+        _record(tmp_path, f"cpu30_aot_admm_cifar10{sfx}", seed, trained)
+        _record(tmp_path / "baselines_cpu30", f"baseline_init_cpu30_aot_admm_cifar10{sfx}", seed, init,
+                kind="baseline-init")
+    table, floors = floor_gains_table(tmp_path, {("aot_admm", "cifar10"): "cpu30_aot_admm_cifar10"}, caption="c",
+                                      name="tbl-floors", baselines="baselines_cpu30", levels=True)
+    assert [f["floor"] for f in floors] == ["untrained"]  # no pixels recorded: no column value, no row of its own
+    assert table.rows == [dict(model="AoT-ADMM", data="CIFAR-10", seeds=2, trained="51.00 ± 1.41",
+                               untrained_level="30.50 ± 0.71", untrained="+20.50 [+14.15, +26.85]",
+                               pixels_level=None, pixels=None)]  # None: an empty cell
 
 
 def test_numerics_label_says_what_was_not_recorded():

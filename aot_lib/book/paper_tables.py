@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evidence import TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, paper, stats
+from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, cell_runs, floor_cells, floor_rows,
+                        paper, stats)
 from .tables import Col, Table
 
-__all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "table2_stages", "FLOOR_NOTE"]
+__all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "table2_stages",
+           "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -103,6 +105,35 @@ def table3_cpu(results: Path, cells: dict, size: dict) -> Table:
         caption="The paper's Table 3 at CPU scale: AoT-ADMM and AoT, CIFAR-10",
         name="tbl-table3-cpu",
         notes=["The paper's Table 3 prints no FLOPs.", FLOOR_NOTE])
+
+
+def _gain(d: stats.Difference) -> str:
+    return f"{d.mean:+.2f} [{d.low:+.2f}, {d.high:+.2f}]" if d.n > 1 else f"{d.mean:+.2f} (one seed)"
+
+
+def floor_gains_table(results: Path, cells: dict, caption: str, name: str, baselines: str = BASELINES_DIR,
+                      levels: bool = False) -> tuple[Table, list[dict]]:
+    """What pretraining adds over the floor (:func:`aot_lib.evidence.floor_rows`, the floors recorded under
+    ``results/baselines``): a row per pretrained cell of ``cells`` recorded, the mean of the per-seed differences
+    with its 95 % CI over the untrained encoder and over raw pixels. With ``levels``, each side's accuracy too (the
+    cell's and each floor's mean ± std over their seeds), for a recipe with no other table of them. Returns the
+    table and ``floor_rows``' rows, for the chapter's sentences."""
+    floors = floor_rows(results, cells, TABLE13_NAMES, TABLE13_DATA, baselines)
+    rows: dict[tuple, dict] = {}
+    for f in floors:
+        key = f["family"], f["data"]
+        row = rows.setdefault(key, dict(model=TABLE13_NAMES[key[0]], data=TABLE13_DATA[key[1]], seeds=f["diff"].n))
+        row[f["floor"]] = _gain(f["diff"])
+        if levels:
+            row.setdefault("trained", str(stats.summarize([r.top1 for r in cell_runs(results, cells[key])])))
+            runs = floor_cells(results, cells[key], key[1], baselines)[f["floor"]]
+            row[f["floor"] + "_level"] = str(stats.summarize([r.top1 for r in runs]))
+    cols = [Col("model"), Col("data"), Col("untrained", "over its untrained encoder (points)"),
+            Col("pixels", "over raw pixels (points)"), Col("seeds")]
+    if levels:
+        cols[2:2] = [Col("trained", "pretrained (%)"), Col("untrained_level", "untrained (%)"),
+                     Col("pixels_level", "raw pixels (%)")]
+    return Table(list(rows.values()), cols, caption=caption, name=name), floors
 
 
 def _views(c: dict) -> str:

@@ -174,15 +174,15 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
 
 
 def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
-    """Each pretraining run's linear-probe learning rate as picked on validation, beside the grid it was picked from
-    (its ``probe.json``): ``{"run", "lr", "grid", "at_top"}``. A pick at the top of the grid says the grid may stop
-    short of that encoder's best rate."""
+    """Each run's linear-probe learning rate as picked on validation, beside the grid it was picked from (its newest
+    probe; a pretraining run's or a floor's): ``{"run", "lr", "grid", "at_top", "at_bottom"}``. A pick at either end
+    of the grid says the grid may stop short of that encoder's best rate."""
     picks = []
     for r in runs:
-        probe = newest_result(r.folder, "pretrain")[1]
+        probe = newest_result(r.folder, read_json(r.folder / "run.json").get("kind", "pretrain"))[1]
         grid = [float(x) for x in probe["probe"]["lr"]]
         lr = float(probe["linear_lr"])
-        picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid)})
+        picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid), "at_bottom": lr == min(grid)})
     return picks
 
 

@@ -11,7 +11,8 @@ from typing import Mapping
 from . import paper, plan, stats
 from .cells import BASELINES_DIR, PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe
 
-__all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS",
+__all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS", "CELLS_30MIN",
+           "BASELINES_30MIN",
            "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
            "MARGINS_SHOWN", "margin_sensitivity", "seeds_label", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF",
            "PLAN_DEFINED", "plan_claims",
@@ -78,6 +79,11 @@ TABLE13_DATA = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 
 TABLE13_CELLS = {(fam, data): f"cpu_{fam}_{data}" for fam in TABLE13_NAMES for data in TABLE13_DATA
                  if (fam, data) != ("aot", "cifar100")}
+
+#: The 30-minute recipe's cells (issue 37; every family on both data sets) and where their floors are recorded
+#: (issue 55: probed on a grid wider than the cells', so apart from the first recipe's; results/cpu/plan.yaml)
+CELLS_30MIN = {(fam, data): f"cpu30_{fam}_{data}" for fam in TABLE13_NAMES for data in TABLE13_DATA}
+BASELINES_30MIN = "baselines_cpu30"
 
 
 def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Mapping[str, str],
