@@ -387,7 +387,8 @@ knn = phrases(seed=seed, target=f"{target:.2f}", admm=f"{reach['aot_admm']:.1f}"
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The paper's Figure 3 at CPU scale: total loss, prediction loss and SIGReg statistic of the seed-0 CIFAR-10 runs of the three families, against the training step.", "name": "fig-figure3-cpu"}}
 seed0 = {fam: next(r for r in cells[fam, "cifar10"] if r.seed == 0) for fam in NAMES}
-curves0 = {fam: read_curve(r.folder) for fam, r in seed0.items()}  # the figure, the α check, the table
+# read once: the figure, the α check and the final-losses table
+curves0 = {fam: read_curve(r.folder) for fam, r in seed0.items()}
 plot_training_curves({NAMES[fam]: c for fam, c in curves0.items()})
 plt.show()
 

@@ -320,3 +320,22 @@ def test_the_recorded_suite_runs_match_their_record():
     for call in record["calls"]:
         got = pytest_log_summary((folder / call["folder"] / "pytest.log").read_text())
         assert {k: got[k] for k in call["counts"]} == call["counts"] and got["failed_tests"] == call["failed"]
+
+
+def test_precision_table_reads_each_familys_ratio_and_loss_gap():
+    """A hand-made bench_precision.py record: the ratio and its range are the record's own (bf16 over fp32, paired
+    repeat by repeat, as the benchmark computes them), the loss gap the largest step-by-step difference (0.5 here, at
+    the second step), the hardware named in the caption."""
+    from aot_lib.book.benchmarks import precision_table
+
+    fam = {"fp32": {"median_s": 0.5, "losses": [4.0, 3.0, 2.0]}, "bf16": {"median_s": 1.0, "losses": [4.0, 3.5, 2.25]},
+           "bf16_over_fp32": {"median": 2.0, "min": 1.5, "max": 2.5}}
+    bench = {"results": {"aot_admm": fam}, "hardware": {"cpu_model": "AMD EPYC", "cpu_isa": "AVX512"},
+             "config": "configs/cpu/cpu30/cpu30_aot_admm_cifar10.yaml", "repeats": 9, "batch": 256, "threads": 2,
+             "commit": "8cf998a5" + "0" * 32, "date": "2026-11-28T10:33:59+0000", "cpu_bf16_flags": ["avx512_bf16"]}
+    table = precision_table(bench, name="tbl-bf16")
+    assert table.rows == [dict(model="AoT-ADMM", fp32=0.5, bf16=1.0, ratio=2.0, spread="1.50–2.50", drift=0.5,
+                               steps=3)]
+    assert table.caption == ("bf16-mixed against fp32 on the AMD EPYC AVX512: one pretraining step of "
+                             "cpu30_aot_admm_cifar10.yaml, per family")
+    assert "at commit 8cf998a (2026-11-28); the CPU's bf16 flags: avx512_bf16." in table.notes[0]

@@ -130,6 +130,26 @@ def test_the_books_screening_rows_read_configs_and_records(tmp_path):
         search_rows(tmp_path)
 
 
+def test_round_2_rows_follow_the_searchs_order_and_read_each_runs_newest_probe():
+    """search_rows(round=2) on the recorded round: candidates in recipe_search2.CANDIDATES' order (r10 after r9, not
+    after r1), each setting from the resolved config, and a widened run's score from its re-probe, not its first
+    probe (records are never rewritten, so these stay)."""
+    from aot_lib.evidence import search_rows
+
+    spec2 = importlib.util.spec_from_file_location("recipe_search2", ROOT / "scripts" / "recipe_search2.py")
+    rs2 = importlib.util.module_from_spec(spec2)
+    spec2.loader.exec_module(rs2)
+    rows = {r["candidate"]: r for r in search_rows(ROOT, round=2)}
+    assert list(rows) == list(rs2.CANDIDATES)
+    assert (rows["r4_lambda0.02"]["lejepa_lambda"], rows["r3_batch128"]["batch"], rows["r2_lr4e-3"]["lr"]) \
+        == (0.02, 128, 4e-3)
+    run = ROOT / "results" / "cpu" / "search2" / "search2_r2_lr4e-3_aot"
+    first, newest = (json.loads(p.read_text()) for p in (run / "probe.json", run / "reprobes" / "1.json"))
+    assert first["linear_lr"] == 0.1 and newest["linear_lr"] == 0.3  # the edge pick, probed again one step wider
+    assert rows["r2_lr4e-3"]["aot"] == newest["linear_val_best"] != first["linear_val_best"]
+    assert rows["r2_lr4e-3"]["aot_grid"] == tuple(newest["probe"]["lr"])
+
+
 def test_pretraining_flops_are_the_views_encoder_projector_and_loss():
     """evidence.pretraining_flops against its parts counted apart: the encoder per view size
     (aot_lib.count_flops), the projector's three layers, SIGReg's projection onto its slices; what is left is

@@ -57,3 +57,23 @@ def test_one_seed_ties_are_gaps_under_the_papers_largest_comparable_gap():
     assert PAPER_LARGEST_GAP == pytest.approx(1.39)  # the paper's Tiny CIFAR-10 gap (Tables 1 and 2)
     assert [one_seed_side(d) for d in (PAPER_LARGEST_GAP - eps, PAPER_LARGEST_GAP + eps, -PAPER_LARGEST_GAP - eps)] \
         == ["tie", "better", "worse"]
+
+
+def test_round_2_screening_names_each_change_and_every_edge_left():
+    """Chapter 7's round-2 table (search2_table) on the recorded round: each candidate's change is read from its
+    resolved config against r0's, and AoT's r1 pick, still at the widened grid's top (3e-1) after its re-probe, is
+    reported as an edge (the rule: ranked as it is, the edge said). Records are never rewritten, so these stay."""
+    import json
+
+    from aot_lib.book.sweeps import search2_table
+
+    table, facts = search2_table(ROOT)
+    change = {r["candidate"]: r["change"] for r in table.rows}
+    assert (change["r0_base"], change["r3_batch128"], change["r4_lambda0.02"], change["r7_proj2048"],
+            change["r11_w256_d4"]) == ("none (round 1's recipe)", "batch 128", "λ 0.02", "projector (hidden, out) 2048–128",
+                                       "depth 4, width 256")
+    newest = json.loads((ROOT / "results" / "cpu" / "search2" / "search2_r1_lr1e-3_aot" / "reprobes" / "1.json")
+                        .read_text())
+    assert newest["linear_lr"] == max(newest["probe"]["lr"]) == 0.3
+    assert ("r1_lr1e-3", "aot", 0.3) in facts["edges"] and ("r1_lr1e-3", "aot") in facts["widened"]
+    assert "AoT r1_lr1e-3 still at 0.3" in table.notes[1]

@@ -11,7 +11,7 @@ from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
 from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
-           "search_rows", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
+           "SEARCH_ROUNDS", "search_rows", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
 
 
 #: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
@@ -125,33 +125,46 @@ SEARCH_FAMILIES = ("aot_admm", "crate", "aot")
 _SEARCH_EPOCHS = re.compile(r"\((?P<proxy>\d+) of (?P<full>\d+) epochs\)")
 
 
-def search_rows(root: str | Path) -> list[dict]:
-    """The recipe search's screening, a row per candidate of ``configs/cpu/search/`` in order: its setting (width,
-    depth, patch, local views, from the resolved config; batch, lr, projector and SIGReg slices, which no candidate
-    changes), its nominal full length and screening length (epochs),
+#: The recipe searches: round -> (its configs under ``configs/cpu``, its records under ``results/cpu``, its runs'
+#: name prefix). Round 1 (issue 37) set the 30-minute recipe; round 2 (issue 55) searches what round 1 held fixed,
+#: on the slower CPU's wall time.
+SEARCH_ROUNDS = {1: ("search", "search", "search_"), 2: ("search2", "search2", "search2_")}
+
+
+def _candidate_order(path: Path) -> tuple:
+    """Candidates in the order their search lists them: ``c2`` before ``c10``, ``r2`` before ``r10``."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name))
+
+
+def search_rows(root: str | Path, round: int = 1) -> list[dict]:
+    """A recipe search's screening (:data:`SEARCH_ROUNDS`), a row per candidate of its configs in the search's order:
+    its setting (width, depth, patch, local views, batch, lr, projector, SIGReg slices, LeJEPA lambda and the probe's
+    configured lr grid ``probe_lr``, from the resolved config), its nominal full length and screening length (epochs),
     and per family ``<family>`` the recorded validation linear top-1 (None: not recorded yet), ``<family>_lr`` the
     probe's pick, ``<family>_grid`` its lr grid, ``<family>_val_images`` its validation split and ``<family>_knn``
-    the final validation k-NN; ``mean`` over the three families (None until all three are recorded). ``root`` is
-    the checkout."""
+    the final validation k-NN (each from the run's newest probe); ``mean`` over the three families (None until all
+    three are recorded). ``root`` is the checkout."""
     from ..training.config import load_config
 
     root = Path(root)
+    configs, records, prefix = SEARCH_ROUNDS[round]
     rows = []
-    for first in sorted((root / "configs" / "cpu" / "search").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+    for first in sorted((root / "configs" / "cpu" / configs).glob(f"*_{SEARCH_FAMILIES[0]}.yaml"), key=_candidate_order):
         cand = first.name[: -len(f"_{SEARCH_FAMILIES[0]}.yaml")]
         cfg = load_config(first)
         lengths = _SEARCH_EPOCHS.search(cfg.get("description") or "")
         if not lengths:
             raise ValueError(f"{first}: its description names no '(N of M epochs)': write the search's configs "
-                             "again (python scripts/recipe_search.py configs)")
+                             f"again (python scripts/recipe_search{'' if round == 1 else round}.py configs)")
         ov, views = cfg["model"]["overrides"], cfg["views"]
         row = dict(candidate=cand, width=ov["embed_dim"], depth=ov["depth"], patch=ov.get("patch_size", 8),
                    local=views["n_local"], full_epochs=int(lengths["full"]), epochs=int(lengths["proxy"]),
                    batch=cfg["optim"]["batch_size"], lr=cfg["optim"]["lr"],
                    projector=(cfg["projector"]["hidden_dim"], cfg["projector"]["out_dim"]),
-                   slices=cfg["loss"]["num_slices"])
+                   slices=cfg["loss"]["num_slices"], lejepa_lambda=cfg["loss"]["lejepa_lambda"],
+                   probe_lr=tuple(cfg["probe"]["lr"]))
         for fam in SEARCH_FAMILIES:
-            got = validation_scores(root / "results" / "cpu" / "search" / f"search_{cand}_{fam}")
+            got = validation_scores(root / "results" / "cpu" / records / f"{prefix}{cand}_{fam}")
             for key, value in (got or dict.fromkeys(("linear", "lr", "knn", "grid", "val_images"))).items():
                 row[fam if key == "linear" else f"{fam}_{key}"] = value
         vals = [row[f] for f in SEARCH_FAMILIES]
