@@ -567,6 +567,26 @@ def test_floor_gains_table_shows_each_side_and_the_paired_gain(tmp_path):
                                pixels_level=None, pixels=None)]  # None: an empty cell
 
 
+def test_floor_picks_read_each_floor_once_and_how_far_an_edge_pick_still_climbs(tmp_path):
+    """Raw pixels are shared by every cell of a data set: read once. A pick at the top of the grid reports its
+    validation score minus the next rate in (36.0 - 35.5 = 0.5 points); a pick inside the grid reports None."""
+    from aot_lib.book.paper_tables import floor_picks
+
+    grid = [0.001, 0.01, 0.1]
+    for name, kind, picked, val in (
+            ("baseline_init_cpu30_x_cifar10", "baseline-init", 0.1, [30.0, 35.5, 36.0]),
+            ("baseline_pixels_cifar10_seed0", "baseline-pixels", 0.01, [38.0, 39.0, 37.0])):
+        folder = _record(tmp_path / "baselines_cpu30", name, 0, 40.0, kind=kind, probed={"lr": grid})
+        result = json.loads((folder / "probe.json").read_text())
+        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked, "linear_val_top1": {
+            f"lr={lr:g},wd=0": v for lr, v in zip(grid, val)}}))
+    cells = {("x", "cifar10"): "cpu30_x_cifar10", ("y", "cifar10"): "cpu30_y_cifar10"}
+    picks = {p["run"]: p for p in floor_picks(tmp_path, cells, "baselines_cpu30")}
+    assert sorted(picks) == ["baseline_init_cpu30_x_cifar10", "baseline_pixels_cifar10_seed0"]
+    assert picks["baseline_init_cpu30_x_cifar10"]["edge_gain"] == pytest.approx(0.5)
+    assert picks["baseline_pixels_cifar10_seed0"]["edge_gain"] is None
+
+
 def test_numerics_label_says_what_was_not_recorded():
     run = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"),
                            (("torch", "2.14.1+cu130"), ("cpu_model", "Intel(R) Xeon(R) Processor"), ("cpu_isa", "AVX512")))
