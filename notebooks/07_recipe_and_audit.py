@@ -208,9 +208,11 @@ else:
 #   same budget. Tuning on AoT-ADMM alone and handing the result to the others is what
 #   the first recipe did ({ref}`sec-recipe`); the search does not repeat it.
 # * **A fixed half hour.** A candidate's full length is the number of epochs
-#   AoT-ADMM's training steps fill in 30 minutes on this machine. The step time is
+#   AoT-ADMM's training steps fill in 30 minutes on the search's clock: the step time
 #   measured idle, with the candidates and families interleaved
-#   (`python scripts/recipe_search.py time`). Its screening run is that schedule
+#   (`python scripts/recipe_search.py time`), on the machine the search ran on
+#   ({numref}`tbl-recipe-machines` names its CPU and times the same steps on the other
+#   kind). Its screening run is that schedule
 #   compressed to 30 % of the epochs, warm-up and cosine included.
 # * **Validation only.** A screening run reads no test image. It is scored by the
 #   linear probe's validation accuracy (10 % of the training set, held out) and the
