@@ -125,10 +125,10 @@ SEARCH_FAMILIES = ("aot_admm", "crate", "aot")
 _SEARCH_EPOCHS = re.compile(r"\((?P<proxy>\d+) of (?P<full>\d+) epochs\)")
 
 
-#: The recipe searches: round -> (its configs under ``configs/cpu``, its records under ``results/cpu``, its runs'
-#: name prefix). Round 1 (issue 37) set the 30-minute recipe; round 2 (issue 55) searches what round 1 held fixed,
-#: on the slower CPU's wall time.
-SEARCH_ROUNDS = {1: ("search", "search", "search_"), 2: ("search2", "search2", "search2_")}
+#: The recipe searches: round -> its folder, under ``configs/cpu`` for its configs and ``results/cpu`` for its records,
+#: whose runs are named ``<folder>_<candidate>_<family>``. Round 1 (issue 37) set the 30-minute recipe; round 2
+#: (issue 55) searches what round 1 held fixed, on the slower CPU's wall time.
+SEARCH_ROUNDS = {1: "search", 2: "search2"}
 
 
 def _candidate_order(path: Path) -> tuple:
@@ -147,9 +147,9 @@ def search_rows(root: str | Path, round: int = 1) -> list[dict]:
     from ..training.config import load_config
 
     root = Path(root)
-    configs, records, prefix = SEARCH_ROUNDS[round]
+    folder = SEARCH_ROUNDS[round]
     rows = []
-    for first in sorted((root / "configs" / "cpu" / configs).glob(f"*_{SEARCH_FAMILIES[0]}.yaml"), key=_candidate_order):
+    for first in sorted((root / "configs" / "cpu" / folder).glob(f"*_{SEARCH_FAMILIES[0]}.yaml"), key=_candidate_order):
         cand = first.name[: -len(f"_{SEARCH_FAMILIES[0]}.yaml")]
         cfg = load_config(first)
         lengths = _SEARCH_EPOCHS.search(cfg.get("description") or "")
@@ -164,7 +164,7 @@ def search_rows(root: str | Path, round: int = 1) -> list[dict]:
                    slices=cfg["loss"]["num_slices"], lejepa_lambda=cfg["loss"]["lejepa_lambda"],
                    probe_lr=tuple(cfg["probe"]["lr"]))
         for fam in SEARCH_FAMILIES:
-            got = validation_scores(root / "results" / "cpu" / records / f"{prefix}{cand}_{fam}")
+            got = validation_scores(root / "results" / "cpu" / folder / f"{folder}_{cand}_{fam}")
             for key, value in (got or dict.fromkeys(("linear", "lr", "knn", "grid", "val_images"))).items():
                 row[fam if key == "linear" else f"{fam}_{key}"] = value
         vals = [row[f] for f in SEARCH_FAMILIES]
