@@ -1004,6 +1004,13 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
+# :label: tbl-recipe-machines
+# :kind: table
+# :enumerator: 7.6
+# The recipe's 4,290 steps (c1_local2) by each idle measurement, in minutes per family
+# :::
+#
+# :::{figure}
 # :label: tbl-recipe-search-screening
 # :kind: table
 # :enumerator: 7.3
@@ -1046,16 +1053,25 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-recipe-machines
+# :label: tbl-bf16-cpu
 # :kind: table
-# :enumerator: 7.6
-# The recipe's 4,290 steps (c1_local2) by each idle measurement, in minutes per family
+# :enumerator: 7.7
+# bf16-mixed against fp32 on the AMD EPYC AVX512: one pretraining step of
+# cpu30_aot_admm_cifar10.yaml, per family
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-search2-screening
+# :kind: table
+# :enumerator: 7.8
+# Round 2 of the recipe search, screening: validation linear top-1 per family, the runs
+# recorded so far
 # :::
 #
 # :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
-# :enumerator: 7.7
+# :enumerator: 7.9
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -1080,7 +1096,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.8
+# :enumerator: 7.10
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -1104,7 +1120,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.9
+# :enumerator: 7.11
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::

@@ -860,6 +860,16 @@ learned = phrases(
 # :::
 #
 # :::{figure}
+# :label: tbl-recipe-machines
+# :kind: table
+# :enumerator: 7.6
+# The recipe's 4,290 steps (c1_local2) by each idle measurement, in minutes per family
+# :::
+#
+# (sec-recipe-search2)=
+# ###### Round 2: the slower CPU’s wall time
+#
+# :::{figure}
 # :label: tbl-two-recipes-holm
 # :kind: table
 # :enumerator: 8.9
@@ -871,6 +881,14 @@ learned = phrases(
 # :kind: table
 # :enumerator: 8.10
 # The 30-minute claims re-read with every run probed on the wider grid
+# :::
+#
+# :::{figure}
+# :label: tbl-floors-30
+# :kind: table
+# :enumerator: 8.11
+# The 30-minute cells over their floor: each side's linear top-1 (mean ± std over its
+# seeds) and the mean of the per-seed gains with its 95 % CI
 # :::
 #
 # :::{figure}
