@@ -945,6 +945,10 @@ if encoder is not None:
 #    fit in 30 minutes there, and how many PFLOP a second does your machine sustain on
 #    this workload (`aot_lib.book.benchmarks.pretraining_flops`)? Redraw
 #    {numref}`fig-time-to-accuracy` on your clock.
+# 6. **What bf16 costs on your CPU.** Run `benchmarks/bench_precision.py` (it writes a
+#    record like the one behind {numref}`tbl-bf16-cpu`) and read it with
+#    `aot_lib.book.benchmarks.precision_table`. Does your CPU list `avx512_bf16` or
+#    `amx_bf16` among its flags, and is bf16-mixed faster there for any family?
 
 # %% [markdown]
 # ## What we learned
