@@ -3,8 +3,9 @@
     .venv/bin/python scripts/recipe_search2.py time        # step times of every candidate x family, interleaved, idle
     .venv/bin/python scripts/recipe_search2.py configs     # configs/cpu/search2/*.yaml from the recorded step times
     nice -n 10 scripts/evidence_runs.sh search2            # the screening runs, one at a time (resumable)
-    .venv/bin/python scripts/recipe_search2.py finalists   # rank; configs/cpu/search2/final/ (the top two)
-    nice -n 10 scripts/evidence_runs.sh finalists2         # the two finalists at full length, every family
+    .venv/bin/python scripts/recipe_search2.py widen       # a screening probe that picked an end: one step wider
+    # then, once every screening run is recorded (not written yet): rank, write configs/cpu/search2/final/ (the top
+    # two), and train them at full length on every family
 
 **The rule, fixed before any screening run (2026-11-28, committed before the first one).**
 

@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("recipe_search", ROOT / "scripts" / "recipe_search.py")
 RS = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(RS)
+spec2 = importlib.util.spec_from_file_location("recipe_search2", ROOT / "scripts" / "recipe_search2.py")
+RS2 = importlib.util.module_from_spec(spec2)  # round 2 (issue 55); it puts scripts/ on sys.path itself
+spec2.loader.exec_module(RS2)
 
 
 def _records(tmp_path: Path, scores: dict) -> Path:  # screening probes, as recorded
@@ -136,11 +139,8 @@ def test_round_2_rows_follow_the_searchs_order_and_read_each_runs_newest_probe()
     probe (records are never rewritten, so these stay)."""
     from aot_lib.evidence import search_rows
 
-    spec2 = importlib.util.spec_from_file_location("recipe_search2", ROOT / "scripts" / "recipe_search2.py")
-    rs2 = importlib.util.module_from_spec(spec2)
-    spec2.loader.exec_module(rs2)
     rows = {r["candidate"]: r for r in search_rows(ROOT, round=2)}
-    assert list(rows) == list(rs2.CANDIDATES)
+    assert list(rows) == list(RS2.CANDIDATES)
     assert (rows["r4_lambda0.02"]["lejepa_lambda"], rows["r3_batch128"]["batch"], rows["r2_lr4e-3"]["lr"]) \
         == (0.02, 128, 4e-3)
     run = ROOT / "results" / "cpu" / "search2" / "search2_r2_lr4e-3_aot"
@@ -443,12 +443,6 @@ def test_round_two_widens_an_edge_pick_once_and_ranks_by_the_wider_probe(tmp_pat
     """Round 2's rule (scripts/recipe_search2.py): a pick at the grid's low or high edge is probed again on the grid
     one step wider on that side; a pick inside, or on a side already widened, is not. validation_scores then reads
     the newest probe (reprobes/1.json), which is what the ranking reads."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec2 = importlib.util.spec_from_file_location("recipe_search2", ROOT / "scripts" / "recipe_search2.py")
-    RS2 = importlib.util.module_from_spec(spec2)
-    spec2.loader.exec_module(RS2)
     from aot_lib.evidence import validation_scores
 
     grid = RS2.PROBE_LR
