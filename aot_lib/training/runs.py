@@ -65,6 +65,10 @@ def run_dir(cfg: dict) -> Path:
 
 # ----------------------------------------------------------------------------- configs on resume
 
+#: What each launch writes of itself into run.json; every other key an earlier launch wrote is carried over.
+LAUNCH_KEYS = ("kind", "commit", "launch_commits", "seed", "hardware", "fabric", "started", "launches",
+               "wall_time_s_before", "status", "wall_time_s", "updated", "finished")
+
 # Keys that may differ between the launches of one run: where things are, how often to log and save,
 # how the work is spread over devices. Anything else changes what is trained.
 RESUMABLE_KEYS = ("description", "model.compile", "run.out_dir", "run.ckpt_every", "run.log_every", "run.resume", "run.overwrite",
@@ -210,7 +214,10 @@ class RunFolder:
         # "commit" is this launch's; "launch_commits" keeps every launch's, so a run resumed from a later commit
         # still names the one it started from (records from before this key have the last launch's alone)
         before = previous.get("launch_commits") or ([previous["commit"]] if previous.get("commit") else [])
-        self.record = {"kind": self.kind, "commit": commit, "launch_commits": [*before, commit],
+        # what earlier launches recorded of the run itself (its step, metrics, totals) stays until this launch
+        # replaces it: a launch that finds the run finished trains nothing, and must not erase them
+        carried = {k: v for k, v in previous.items() if k not in LAUNCH_KEYS}
+        self.record = {**carried, "kind": self.kind, "commit": commit, "launch_commits": [*before, commit],
                        "seed": self.cfg["run"]["seed"],
                        "hardware": hardware_summary(), "fabric": resolve_fabric_kwargs(self.cfg["fabric"]),
                        "started": previous.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
