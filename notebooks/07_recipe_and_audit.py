@@ -57,8 +57,8 @@ from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import load_recorded_run
 from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table,
                                   config_changes, load_sweep, one_seed_side,
-                                  recipe_sweep_table, run_scale, search2_table,
-                                  search_table, recipe_sweep_rows)
+                                  recipe_sweep_table, run_scale, search_table,
+                                  recipe_sweep_rows)
 from aot_lib.config_format import flatten
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import normalization_stats
@@ -69,7 +69,8 @@ from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_cls_attention, plot_moni
 from aot_lib.evidence.stats import PAPER_LARGEST_GAP
 from aot_lib.training.probe import load_encoder
 from aot_lib.book.tables import Col, Table
-from aot_lib.book.benchmarks import precision_table, pretraining_flops
+from aot_lib.book.benchmarks import pretraining_flops
+from aot_lib.book.round2 import precision_table, search2_table
 from aot_lib.book.whitebox import initial_encoder
 from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 
@@ -947,7 +948,7 @@ if encoder is not None:
 #    {numref}`fig-time-to-accuracy` on your clock.
 # 6. **What bf16 costs on your CPU.** Run `benchmarks/bench_precision.py` (it writes a
 #    record like the one behind {numref}`tbl-bf16-cpu`) and read it with
-#    `aot_lib.book.benchmarks.precision_table`. Does your CPU list `avx512_bf16` or
+#    `aot_lib.book.round2.precision_table`. Does your CPU list `avx512_bf16` or
 #    `amx_bf16` among its flags, and is bf16-mixed faster there for any family?
 
 # %% [markdown]

@@ -326,7 +326,7 @@ def test_precision_table_reads_each_familys_ratio_and_loss_gap():
     """A hand-made bench_precision.py record: the ratio and its range are the record's own (bf16 over fp32, paired
     repeat by repeat, as the benchmark computes them), the loss gap the largest step-by-step difference (0.5 here, at
     the second step), the hardware named in the caption."""
-    from aot_lib.book.benchmarks import precision_table
+    from aot_lib.book.round2 import precision_table
 
     fam = {"fp32": {"median_s": 0.5, "losses": [4.0, 3.0, 2.0]}, "bf16": {"median_s": 1.0, "losses": [4.0, 3.5, 2.25]},
            "bf16_over_fp32": {"median": 2.0, "min": 1.5, "max": 2.5}}

@@ -65,7 +65,7 @@ def test_round_2_screening_names_each_change_and_every_edge_left():
     reported as an edge (the rule: ranked as it is, the edge said). Records are never rewritten, so these stay."""
     import json
 
-    from aot_lib.book.sweeps import search2_table
+    from aot_lib.book.round2 import search2_table
 
     table, facts = search2_table(ROOT)
     change = {r["candidate"]: r["change"] for r in table.rows}

@@ -25,8 +25,7 @@ __all__ = ["FAMILY_NAMES", "pretraining_flops", "current", "setting_label", "fam
            "family_targets", "KERNEL_CHANGES", "kernel_history_rows", "trainer_records_table", "trainer_phase_table",
            "plot_family_ratios", "cuda_paper_rows", "cuda_paper_table", "cuda_trainer_rows", "cuda_trainer_table",
            "cuda_check_summary", "cuda_checks_table",
-           "device_call_commit", "cpu_kind_rows", "step_ratio_cols", "pytest_log_summary", "suite_runs_table",
-           "precision_table"]
+           "device_call_commit", "cpu_kind_rows", "step_ratio_cols", "pytest_log_summary", "suite_runs_table"]
 
 #: The white-box families the paper compares in Tables 1 and 3 (from the registry, in its order), by prefix: the
 #: families benchmarks/bench_families.py times.
@@ -460,31 +459,6 @@ def suite_runs_table(runs: Sequence[tuple[str, Mapping]], name: str | None = Non
     return Table(rows, [Col("what", "tests"), *(Col(f"c{i}", label) for i, (label, _) in enumerate(runs))],
                  caption="The test suite on a machine with a GPU", name=name,
                  notes=["Counted from each run's pytest log (its last summary line and its FAILED lines)."])
-
-
-def precision_table(bench: Mapping, name: str | None = None) -> Table:
-    """``benchmarks/bench_precision.py``'s record (fp32 against bf16-mixed, the families interleaved on one CPU) as a
-    table: per family the median step in each precision, bf16's time over fp32's (median over the interleaved
-    repeats, with their range), and how far the two precisions' losses drift apart over the timed steps."""
-    rows = []
-    for fam, r in bench["results"].items():
-        drift = max(abs(a - b) for a, b in zip(r["fp32"]["losses"], r["bf16"]["losses"]))
-        ratio = r["bf16_over_fp32"]
-        rows.append(dict(model=FAMILY_NAMES.get(fam, fam), fp32=r["fp32"]["median_s"], bf16=r["bf16"]["median_s"],
-                         ratio=ratio["median"], spread=f"{ratio['min']:.2f}–{ratio['max']:.2f}", drift=drift,
-                         steps=len(r["fp32"]["losses"])))
-    return Table(rows, [Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"), Col("spread", "range"),
-                        Col("fp32", "fp32 step (s)", ".3f"), Col("bf16", "bf16-mixed step (s)", ".3f"),
-                        Col("drift", "largest loss gap", ".3f"), Col("steps", "steps compared")],
-                 caption=f"bf16-mixed against fp32 on the {cpu_label(bench['hardware'])}: one pretraining step of "
-                         f"{bench['config'].rsplit('/', 1)[-1]}, per family",
-                 name=name,
-                 notes=[f"Median of {bench['repeats']} interleaved repeats after warm-up, batch {bench['batch']}, "
-                        f"{bench['threads']} threads, at commit {bench['commit'][:7]} "
-                        f"({bench['date'][:10]}); the CPU's bf16 flags: "
-                        f"{', '.join(bench['cpu_bf16_flags']) or 'none'}. Largest loss gap: the two precisions' "
-                        "losses step by step from the same start, a check that bf16 trains the same thing, not "
-                        "an accuracy comparison."])
 
 
 def pretraining_flops(cfg: Mapping) -> dict:

@@ -18,8 +18,7 @@ from .recorded import is_recorded, load_recorded_run
 from .tables import Col, Table
 
 __all__ = ["FAMILY_NAMES", "load_sweep", "recipe_sweep_rows", "recipe_sweep_table", "admm_settings", "admm_rows",
-           "admm_table", "one_seed_side", "config_changes", "search_table", "search2_table", "run_scale", "SCORE_COLS",
-           "UNREAD"]
+           "admm_table", "one_seed_side", "config_changes", "search_table", "run_scale", "SCORE_COLS", "UNREAD"]
 
 #: The families of the recipe search, as the tables name them (the families of Tables 1 and 3).
 FAMILY_NAMES = TABLE13_NAMES
@@ -253,53 +252,3 @@ def search_table(root: Path, first_recipe_epochs: int) -> tuple[Table, dict]:
                f"{se_diff:.1f} points, so candidates closer than that are not told apart "
                "by one run each."])
     return table, dict(rows=search, done=done, screened=[r for r in search if r["mean"] is not None], se_diff=se_diff)
-
-
-#: What a round-2 candidate may change from round 1's recipe (its first row), as the screening table names it.
-_SEARCH2_SETTINGS = {"lr": "lr", "batch": "batch", "lejepa_lambda": "λ", "slices": "SIGReg slices",
-                     "projector": "projector (hidden, out)", "local": "local views", "depth": "depth",
-                     "width": "width"}
-
-
-def _change(row: dict, base: dict) -> str:
-    """What a candidate changes from the base candidate, in the table's words (``"batch 128"``; the base itself:
-    ``"none (round 1's recipe)"``)."""
-    def shown(v):
-        return "–".join(str(x) for x in v) if isinstance(v, tuple) else f"{v:g}"
-    changed = [f"{label} {shown(row[k])}" for k, label in _SEARCH2_SETTINGS.items() if row[k] != base[k]]
-    return ", ".join(changed) or "none (round 1's recipe)"
-
-
-def search2_table(root: Path) -> tuple[Table, dict]:
-    """Table ``tbl-recipe-search2-screening`` (:func:`aot_lib.evidence.search_rows` of round 2): per candidate what
-    it changes from round 1's recipe, its length on the slower CPU's clock, each family's validation linear top-1
-    from the run's newest probe and their mean; and the facts the chapter's sentences state: ``rows``, ``done``
-    (row, family) pairs recorded, ``screened`` (rows with all three), ``edges`` (runs whose pick still sits at an
-    end of its grid: ``(candidate, family, lr)``), ``widened`` (runs probed again on a wider grid)."""
-    from .. import evidence
-
-    search = evidence.search_rows(root, round=2)
-    base = search[0]
-    for r in search:
-        r["change"] = _change(r, base)
-    done = [(r, f) for r in search for f in FAMILY_NAMES if r[f] is not None]
-    widened = [(r["candidate"], f) for r, f in done if len(r[f + "_grid"]) > len(r["probe_lr"])]
-    edges = [(r["candidate"], f, r[f + "_lr"]) for r, f in done
-             if r[f + "_lr"] in (min(r[f + "_grid"]), max(r[f + "_grid"]))]
-    screened = [r for r in search if r["mean"] is not None]
-    table = Table(
-        search,
-        [Col("candidate"), Col("change", "change from round 1's recipe"), Col("mean", "mean (%)", ".2f"),
-         *[Col(f, f"{n}, val. linear (%)", ".2f") for f, n in FAMILY_NAMES.items()],
-         Col("full_epochs", "epochs in 27 min"), Col("epochs", "screening epochs")],
-        caption="Round 2 of the recipe search, screening: validation linear top-1 per family, the runs recorded so far",
-        name="tbl-recipe-search2-screening",
-        notes=["One seed per candidate and family (seed 0), validation only. Epochs in 27 min: AoT-ADMM's steps on "
-               "the AMD EPYC's idle step time (results/cpu/search2/step_times_amd.json); the screening run is 30 % of "
-               "them. An empty cell: not recorded yet; the mean waits for all three families.",
-               f"Each probe chose its learning rate on the validation split from "
-               f"{', '.join(sorted({_slashed(r['probe_lr']) for r in search}))}; {len(widened)} of the {len(done)} "
-               "runs picked an end and were probed again one step wider (the score shown is that probe's)"
-               + (", and " + ", ".join(f"{TABLE13_NAMES[f]} {c} still at {lr:g}" for c, f, lr in edges)
-                             + ": ranked as they are, as the rule says" if edges else "") + "."])
-    return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened)

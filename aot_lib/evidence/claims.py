@@ -12,8 +12,7 @@ from . import paper, plan, stats
 from .cells import BASELINES_DIR, PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe
 
 __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS", "CELLS_30MIN",
-           "BASELINES_30MIN",
-           "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
+           "BASELINES_30MIN", "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
            "MARGINS_SHOWN", "margin_sensitivity", "seeds_label", "one_sided_tally", "one_sided_sentence", "CHAPTER_OF",
            "PLAN_DEFINED", "plan_claims",
            "all_claim_rows", "verdicts", "verdict_rows", "holm_rows"]
@@ -80,18 +79,15 @@ TABLE13_DATA = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 TABLE13_CELLS = {(fam, data): f"cpu_{fam}_{data}" for fam in TABLE13_NAMES for data in TABLE13_DATA
                  if (fam, data) != ("aot", "cifar100")}
 
-#: The 30-minute recipe's cells (issue 37; every family on both data sets) and where their floors are recorded
-#: (issue 55: probed on a grid wider than the cells', so apart from the first recipe's; results/cpu/plan.yaml)
-CELLS_30MIN = {(fam, data): f"cpu30_{fam}_{data}" for fam in TABLE13_NAMES for data in TABLE13_DATA}
-BASELINES_30MIN = "baselines_cpu30"
+#: The 30-minute cells (every family, both data sets) and their floors' folder (a wider probe grid: plan.yaml)
+CELLS_30MIN, BASELINES_30MIN = {(f, d): f"cpu30_{f}_{d}" for f in TABLE13_NAMES for d in TABLE13_DATA}, "baselines_cpu30"
 
 
 def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Mapping[str, str],
                datasets: Mapping[str, str], baselines: str = BASELINES_DIR) -> list[dict]:
-    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor (recorded under
-    ``root/baselines``), paired by seed (pretrained − untrained encoder of the same seed; pretrained − raw pixels
-    probed with the same seed's split): ``{"label", "family", "data", "floor", "diff"}``, a row per floor recorded.
-    Descriptive: no claim is judged."""
+    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor (under
+    ``root/baselines``), paired by seed (pretrained − untrained encoder of the same seed; pretrained − raw pixels probed
+    with the same seed's split): ``{"label", "family", "data", "floor", "diff"}``, a row per floor; not judged."""
     rows = []
     for (fam, data), name in cells.items():
         if not (Path(root) / name).exists():

@@ -1,0 +1,92 @@
+"""Round 2 of the recipe search (issue 55) as chapter 7 shows it: the screening so far
+(``configs/cpu/search2/``, ``results/cpu/search2/``) and the bf16 measurement behind its fp32
+(``benchmarks/bench_precision.py``, ``results/benchmarks/precision_*.json``).
+
+Every number comes from the records; the chapter keeps only what its sentences claim.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from ..evidence import TABLE13_NAMES
+from ..runtime import cpu_label
+from .sweeps import _slashed
+from .tables import Col, Table
+
+__all__ = ["search2_table", "precision_table"]
+
+
+#: What a round-2 candidate may change from round 1's recipe (its first row), as the screening table names it.
+_SEARCH2_SETTINGS = {"lr": "lr", "batch": "batch", "lejepa_lambda": "λ", "slices": "SIGReg slices",
+                     "projector": "projector (hidden, out)", "local": "local views", "depth": "depth",
+                     "width": "width"}
+
+
+def _change(row: dict, base: dict) -> str:
+    """What a candidate changes from the base candidate, in the table's words (``"batch 128"``; the base itself:
+    ``"none (round 1's recipe)"``)."""
+    def shown(v):
+        return "–".join(str(x) for x in v) if isinstance(v, tuple) else f"{v:g}"
+    changed = [f"{label} {shown(row[k])}" for k, label in _SEARCH2_SETTINGS.items() if row[k] != base[k]]
+    return ", ".join(changed) or "none (round 1's recipe)"
+
+
+def search2_table(root: Path) -> tuple[Table, dict]:
+    """Table ``tbl-recipe-search2-screening`` (:func:`aot_lib.evidence.search_rows` of round 2): per candidate what
+    it changes from round 1's recipe, its length on the slower CPU's clock, each family's validation linear top-1
+    from the run's newest probe and their mean; and the facts the chapter's sentences state: ``rows``, ``done``
+    (row, family) pairs recorded, ``screened`` (rows with all three), ``edges`` (runs whose pick still sits at an
+    end of its grid: ``(candidate, family, lr)``), ``widened`` (runs probed again on a wider grid)."""
+    from .. import evidence
+
+    search = evidence.search_rows(root, round=2)
+    base = search[0]
+    for r in search:
+        r["change"] = _change(r, base)
+    done = [(r, f) for r in search for f in TABLE13_NAMES if r[f] is not None]
+    widened = [(r["candidate"], f) for r, f in done if len(r[f + "_grid"]) > len(r["probe_lr"])]
+    edges = [(r["candidate"], f, r[f + "_lr"]) for r, f in done
+             if r[f + "_lr"] in (min(r[f + "_grid"]), max(r[f + "_grid"]))]
+    screened = [r for r in search if r["mean"] is not None]
+    table = Table(
+        search,
+        [Col("candidate"), Col("change", "change from round 1's recipe"), Col("mean", "mean (%)", ".2f"),
+         *[Col(f, f"{n}, val. linear (%)", ".2f") for f, n in TABLE13_NAMES.items()],
+         Col("full_epochs", "epochs in 27 min"), Col("epochs", "screening epochs")],
+        caption="Round 2 of the recipe search, screening: validation linear top-1 per family, the runs recorded so far",
+        name="tbl-recipe-search2-screening",
+        notes=["One seed per candidate and family (seed 0), validation only. Epochs in 27 min: AoT-ADMM's steps on "
+               "the AMD EPYC's idle step time (results/cpu/search2/step_times_amd.json); the screening run is 30 % of "
+               "them. An empty cell: not recorded yet; the mean waits for all three families.",
+               f"Each probe chose its learning rate on the validation split from "
+               f"{', '.join(sorted({_slashed(r['probe_lr']) for r in search}))}; {len(widened)} of the {len(done)} "
+               "runs picked an end and were probed again one step wider (the score shown is that probe's)"
+               + (", and " + ", ".join(f"{TABLE13_NAMES[f]} {c} still at {lr:g}" for c, f, lr in edges)
+                             + ": ranked as they are, as the rule says" if edges else "") + "."])
+    return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened)
+
+
+def precision_table(bench: Mapping, name: str | None = None) -> Table:
+    """``benchmarks/bench_precision.py``'s record (fp32 against bf16-mixed, the families interleaved on one CPU) as a
+    table: per family the median step in each precision, bf16's time over fp32's (median over the interleaved
+    repeats, with their range), and how far the two precisions' losses drift apart over the timed steps."""
+    rows = []
+    for fam, r in bench["results"].items():
+        drift = max(abs(a - b) for a, b in zip(r["fp32"]["losses"], r["bf16"]["losses"]))
+        ratio = r["bf16_over_fp32"]
+        rows.append(dict(model=TABLE13_NAMES.get(fam, fam), fp32=r["fp32"]["median_s"], bf16=r["bf16"]["median_s"],
+                         ratio=ratio["median"], spread=f"{ratio['min']:.2f}–{ratio['max']:.2f}", drift=drift,
+                         steps=len(r["fp32"]["losses"])))
+    return Table(rows, [Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"), Col("spread", "range"),
+                        Col("fp32", "fp32 step (s)", ".3f"), Col("bf16", "bf16-mixed step (s)", ".3f"),
+                        Col("drift", "largest loss gap", ".3f"), Col("steps", "steps compared")],
+                 caption=f"bf16-mixed against fp32 on the {cpu_label(bench['hardware'])}: one pretraining step of "
+                         f"{bench['config'].rsplit('/', 1)[-1]}, per family",
+                 name=name,
+                 notes=[f"Median of {bench['repeats']} interleaved repeats after warm-up, batch {bench['batch']}, "
+                        f"{bench['threads']} threads, at commit {bench['commit'][:7]} "
+                        f"({bench['date'][:10]}); the CPU's bf16 flags: "
+                        f"{', '.join(bench['cpu_bf16_flags']) or 'none'}. Largest loss gap: the two precisions' "
+                        "losses step by step from the same start, a check that bf16 trains the same thing, not "
+                        "an accuracy comparison."])
