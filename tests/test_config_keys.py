@@ -723,10 +723,11 @@ def _quick_key(index: int, old_value, new_value):
 
 pins("probe.lr", 0.02)(_quick_key(2, [1e-3, 3e-3, 1e-2], 0.02))
 pins("probe.weight_decay", [0.0, 0.1])(_quick_key(3, 0.0, [0.0, 0.1]))
-pins("probe.epochs", 3)(_quick_key(5, {"epochs": 5, "batch_size": 1024, "seed": 0}, {"epochs": 3, "batch_size": 1024,
-                                                                                     "seed": 0}))
-pins("probe.batch_size", 7)(_quick_key(5, {"epochs": 5, "batch_size": 1024, "seed": 0}, {"epochs": 5, "batch_size": 7,
-                                                                                         "seed": 0}))
+_KW = {"epochs": 5, "batch_size": 1024, "seed": 0, "lr_below": None, "lr_above": None}
+pins("probe.epochs", 3)(_quick_key(5, _KW, {**_KW, "epochs": 3}))
+pins("probe.batch_size", 7)(_quick_key(5, _KW, {**_KW, "batch_size": 7}))
+pins("probe.lr_below", [1e-4])(_quick_key(5, _KW, {**_KW, "lr_below": [1e-4]}))
+pins("probe.lr_above", [0.1, 0.3])(_quick_key(5, _KW, {**_KW, "lr_above": [0.1, 0.3]}))
 
 
 @pins("probe.val_fraction", 0.25)

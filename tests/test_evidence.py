@@ -103,14 +103,33 @@ def test_seeds_probed_with_different_settings_are_refused_naming_the_setting(tmp
 
 def test_probe_lr_picks_flag_a_pick_at_either_end_of_its_grid(tmp_path):
     grid = [0.001, 0.003, 0.01]
+    val = {"lr=0.001,wd=0": 40.0, "lr=0.003,wd=0": 41.5, "lr=0.01,wd=0": 42.25}
     for seed, picked in ((0, 0.01), (1, 0.003), (2, 0.001)):
         folder = _record(tmp_path, "a" if seed == 0 else f"a_seed{seed}", seed, 50.0, probed={"lr": grid})
         result = json.loads((folder / "probe.json").read_text())
-        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked}))
+        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked, "linear_val_top1": val}))
+    # edge_gain: the pick's validation score minus the next rate inward's (42.25 - 41.5; 40.0 - 41.5)
     assert evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "a")) == [
-        {"run": "a", "lr": 0.01, "grid": grid, "at_top": True, "at_bottom": False},
-        {"run": "a_seed1", "lr": 0.003, "grid": grid, "at_top": False, "at_bottom": False},
-        {"run": "a_seed2", "lr": 0.001, "grid": grid, "at_top": False, "at_bottom": True}]
+        {"run": "a", "lr": 0.01, "grid": grid, "at_top": True, "at_bottom": False, "edge_gain": 0.75},
+        {"run": "a_seed1", "lr": 0.003, "grid": grid, "at_top": False, "at_bottom": False, "edge_gain": None},
+        {"run": "a_seed2", "lr": 0.001, "grid": grid, "at_top": False, "at_bottom": True, "edge_gain": -1.5}]
+
+
+def test_probe_lr_picks_read_the_rates_a_probe_tried_beyond_its_configured_grid(tmp_path):
+    """probe.lr_above tried 0.03 after 0.01 won; the pick there sits at the top of what was tried, not inside the
+    configured grid, and a pick the probe never scored is refused as damaged."""
+    folder = _record(tmp_path, "a", 0, 50.0, probed={"lr": [0.001, 0.01], "lr_above": [0.03, 0.1]})
+    result = json.loads((folder / "probe.json").read_text())
+    val = {"lr=0.001,wd=0": 30.0, "lr=0.01,wd=0": 35.0, "lr=0.03,wd=0": 35.5}
+    (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": 0.03, "linear_val_top1": val}))
+    (pick,) = evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "a"))
+    assert pick == {"run": "a", "lr": 0.03, "grid": [0.001, 0.01, 0.03], "at_top": True, "at_bottom": False,
+                    "edge_gain": 0.5}
+    (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": 0.1, "linear_val_top1": val}))
+    with raises_exactly(ValueError, f"{folder / 'probe.json'}: the probe picked lr 0.1, which is not among the "
+                                    "rates it scored [0.001, 0.01, 0.03]; the record is damaged: restore it from "
+                                    f"git (git checkout -- {folder / 'probe.json'}) or record the run again"):
+        evidence.probe_lr_picks(evidence.cell_runs(tmp_path, "a"))
 
 
 def test_probe_lr_picks_read_a_floors_probe(tmp_path):

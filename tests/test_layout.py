@@ -48,10 +48,10 @@ def test_nothing_in_the_package_imports_the_books_build_plumbing_or_sphinx():
 
 
 def test_the_evidence_engine_imports_only_the_base_modules_at_import_time():
-    """aot_lib.evidence: at module level only files, config_format and its own modules; the one exception, inside
-    the search readers, is the trainer's config loader, and the step-time reader's CPU label (the docstring says
-    so)."""
-    allowed = ("aot_lib.files", "aot_lib.config_format", "aot_lib.evidence")
+    """aot_lib.evidence: at module level only files, config_format, probe_grid (torch-free) and its own modules; the
+    one exception, inside the search readers, is the trainer's config loader, and the step-time reader's CPU label
+    (the docstring says so)."""
+    allowed = ("aot_lib.files", "aot_lib.config_format", "aot_lib.probe_grid", "aot_lib.evidence")
     for path in sorted((PACKAGE / "evidence").glob("*.py")):
         for name, at_top in _module_imports(path):
             if name.startswith("aot_lib") and not name.startswith(allowed):
@@ -84,6 +84,6 @@ def test_reading_the_verdicts_loads_no_trainer_book_or_sphinx_module():
     loaded = out["before"] + out["added"]
     assert not [m for m in loaded if m.split(".")[0] in ("sphinx", "docutils", "myst_nb", "aot_book_build")]
     ours = [m for m in out["added"] if m.startswith("aot_lib")]
-    assert ours and all(m == "aot_lib.evidence" or m.startswith(("aot_lib.evidence.", "aot_lib.config_format"))
-                        for m in ours), ours
+    assert ours and all(m == "aot_lib.evidence" or m.startswith(("aot_lib.evidence.", "aot_lib.config_format",
+                                                                 "aot_lib.probe_grid")) for m in ours), ours
     assert not [m for m in loaded if m.startswith("aot_lib.book")]

@@ -318,11 +318,12 @@ def test_probe_passes_its_settings_on(pretrained, monkeypatch):
     c = copy.deepcopy(cfg)
     c["model"]["name"] = "no_such_model"  # probing never builds the config's model
     c["probe"].update(lr=[0.1, 0.2], weight_decay=[0.0, 0.3], val_fraction=0.25, epochs=3, batch_size=7, knn_k=4,
-                      knn_t=0.3, standard_lr=0.05, standard_batch_size=6)
+                      knn_t=0.3, standard_lr=0.05, standard_batch_size=6, lr_below=[0.05], lr_above=[0.4, 0.8])
     c["run"]["seed"] = 11
     r = P.probe(c)
     args, kw = calls["quick"]
-    assert args[4:] == ([0.1, 0.2], [0.0, 0.3], 0.25) and kw == {"epochs": 3, "batch_size": 7, "seed": 11}
+    assert args[4:] == ([0.1, 0.2], [0.0, 0.3], 0.25)
+    assert kw == {"epochs": 3, "batch_size": 7, "seed": 11, "lr_below": [0.05], "lr_above": [0.4, 0.8]}
     assert calls["knn"][1] == {"k": 4, "temperature": 0.3} and r["linear_top1"] == 1.0 and r["knn_top1"] == 3.0
     for key in ("linear_probe_s", "wall_time_s"):
         assert isinstance(r[key], float) and r[key] == round(r[key], 2)
@@ -378,6 +379,50 @@ def test_select_linear_probe_chooses_on_the_validation_split(monkeypatch):
     calls.clear()
     r = P.select_linear_probe(x, y, x, y, [0.1, 0.2], 0.0, epochs=1)
     assert len(calls) == 3 and r["linear_lr"] == 0.2 and r["linear_val_fraction"] == 0.1
+
+
+@pytest.mark.parametrize("peak, tried, pick", [
+    (0.03, [0.01, 0.03, 0.1], 0.03),                  # inside: nothing added
+    (0.3, [0.01, 0.03, 0.1, 0.3, 1.0], 0.3),          # at the top: 0.3, then 1.0 (0.3 still at the top), then inside
+    (3.0, [0.01, 0.03, 0.1, 0.3, 1.0], 1.0),          # still rising where lr_above ends: the pick stays at the edge
+    (0.001, [0.001, 0.003, 0.01, 0.03, 0.1], 0.001),  # at the bottom: one rate further down each time
+])
+def test_select_linear_probe_extends_the_grid_while_the_pick_sits_at_an_end(monkeypatch, peak, tried, pick):
+    """probe.lr_below / lr_above: one rate further out at a time, in order, while the validation pick sits at that
+    end of the rates tried so far, all on the validation split; the test split is read once, at the final pick."""
+    import math
+    import aot_lib.training.probe as P
+
+    calls = []
+
+    def fake(trf, try_, tef, tey, *, epochs, lr, weight_decay, batch_size, seed):
+        calls.append((len(tef), lr))
+        return {"linear_top1": 50.0 - abs(math.log10(lr / peak))}  # one peak, at `peak`
+
+    monkeypatch.setattr(P, "linear_probe", fake)
+    y = torch.arange(4).repeat_interleave(10)
+    x = torch.randn(40, 3)
+    r = P.select_linear_probe(x, y, torch.randn(7, 3), torch.zeros(7, dtype=torch.long), [0.01, 0.03, 0.1], 0.0,
+                              lr_below=[0.003, 0.001], lr_above=[0.3, 1.0])
+    val = len(P.stratified_split(y, 0.1, 0)[1])
+    extra = [t for t in (0.003, 0.001, 0.3, 1.0) if t in tried]  # in the order each side lists them
+    assert calls == [(val, lr) for lr in [0.01, 0.03, 0.1, *extra]] + [(7, pick)]
+    assert r["linear_lr"] == pick and r["linear_lr_grid"] == tried
+    assert sorted(r["linear_val_top1"]) == sorted(f"lr={t:g},wd=0" for t in tried)
+
+
+def test_probe_lr_extension_must_lead_outward_from_the_grid():
+    from aot_lib.training.config import ConfigError, load_config
+
+    for key, value, msg in (
+            ("lr_above", "[0.003]", "probe.lr_above=[0.003] must be strictly increasing above the grid probe.lr="
+                                    "[0.001, 0.003, 0.01] (e.g. probe.lr_above=[0.03])"),
+            ("lr_below", "[0.0001,0.0003]", "probe.lr_below=[0.0001, 0.0003] must be strictly decreasing below the "
+                                            "grid probe.lr=[0.001, 0.003, 0.01] (e.g. probe.lr_below=[0.000333333])")):
+        with pytest.raises(ConfigError) as e:
+            load_config(None, [f"probe.{key}={value}"])
+        assert str(e.value) == msg
+    assert load_config(None, ["probe.lr_above=0.03"])["probe"]["lr_above"] == [0.03]  # one rate: a list of one
 
 
 def test_standard_probe_protocol_settings(monkeypatch):

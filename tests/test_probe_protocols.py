@@ -57,7 +57,7 @@ def test_validation_only_probe_reads_no_test_image_and_scores_the_probes_split(t
     pc = cfg["probe"]
     want = select_linear_probe(trf, y, None, None, pc["lr"], 0.0, 0.25, epochs=pc["epochs"], batch_size=pc["batch_size"])
     assert {k: r[k] for k in want} == want and set(want) == {"linear_lr", "linear_weight_decay", "linear_val_top1",
-                                                            "linear_val_best", "linear_val_fraction"}
+                                                            "linear_val_best", "linear_val_fraction", "linear_lr_grid"}
     assert r["linear_val_best"] == max(r["linear_val_top1"].values()) and len(r["linear_val_top1"]) == 3
     tr, va = stratified_split(y, 0.25, seed=0)
     assert r["knn_val_top1"] == knn_probe(trf[tr], y[tr], trf[va], y[va], k=3, temperature=pc["knn_t"])["knn_top1"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, cell_runs, floor_cells, floor_rows,
-                        paper, probe_lr_picks, read_json, stats)
+                        paper, probe_lr_picks, stats)
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
@@ -138,24 +138,13 @@ def floor_gains_table(results: Path, cells: dict, caption: str, name: str, basel
 
 def floor_picks(results: Path, cells: dict, baselines: str = BASELINES_DIR) -> list[dict]:
     """Every floor run under ``cells`` (raw pixels once per data set and seed, however many cells share them), its
-    probe's pick as :func:`aot_lib.evidence.probe_lr_picks` reads it, plus ``edge_gain``: for a pick at an end of
-    the grid, its validation top-1 minus that of the next rate inward (points; None inside the grid), which says
-    whether the accuracy was still rising where the grid stops."""
+    probe's pick as :func:`aot_lib.evidence.probe_lr_picks` reads it, with ``edge_gain`` (how far the validation
+    accuracy still climbed at an end of the grid)."""
     runs = {}
     for (_, data), name in cells.items():
         for floor in floor_cells(results, name, data, baselines).values():
             runs.update({r.name: r for r in floor or ()})
-    picks = []
-    for pick in probe_lr_picks(list(runs.values())):
-        pick["edge_gain"] = None
-        if pick["at_top"] or pick["at_bottom"]:
-            val = read_json(runs[pick["run"]].folder / "probe.json")["linear_val_top1"]
-            grid = sorted(pick["grid"])
-            inward = grid[-2] if pick["at_top"] else grid[1]
-            score = {float(k.split(",")[0].removeprefix("lr=")): v for k, v in val.items()}
-            pick["edge_gain"] = score[pick["lr"]] - score[inward]
-        picks.append(pick)
-    return picks
+    return probe_lr_picks(list(runs.values()))
 
 
 def _views(c: dict) -> str:

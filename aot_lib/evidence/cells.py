@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..config_format import built_model, flatten
+from ..probe_grid import grid_pick
 from .records import (TOP1_KEY, checked_accuracy, damaged, newest_result, probe_of, probe_settings, read_json,
                       read_yaml)
 
@@ -67,6 +68,7 @@ class SeedRun:
     wall_time_s: float
     folder: Path
     hardware: tuple = ()  # (field, value) pairs of what changes float results: NUMERICS recorded in run.json
+    kind: str = "pretrain"  # run.json's kind: which result file holds its probe (TOP1_KEY)
 
 
 #: What a run's float results depend on besides its config, commit and seed, as run.json records it: torch's
@@ -166,7 +168,7 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
         hardware = record.get("hardware") if isinstance(record.get("hardware"), dict) else {}
         runs.append(SeedRun(folder.name, int(record["seed"]), top1, str(record.get("commit", "")),
                             float(record.get("wall_time_s", math.nan)), folder,
-                            tuple((k, str(hardware[k])) for k in NUMERICS if k in hardware)))
+                            tuple((k, str(hardware[k])) for k in NUMERICS if k in hardware), kind))
     seeds = [r.seed for r in runs]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"cell {name} has two runs with one seed: {[(r.name, r.seed) for r in runs]}")
@@ -175,14 +177,16 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
 
 def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
     """Each run's linear-probe learning rate as picked on validation, beside the grid it was picked from (its newest
-    probe; a pretraining run's or a floor's): ``{"run", "lr", "grid", "at_top", "at_bottom"}``. A pick at either end
-    of the grid says the grid may stop short of that encoder's best rate."""
+    probe; a pretraining run's or a floor's): ``{"run"}`` and :func:`aot_lib.probe_grid.grid_pick`'s ``"lr", "grid"``
+    (the rates it tried), ``"at_top", "at_bottom", "edge_gain"``. A pick at either end of the grid says the grid may
+    stop short of that encoder's best rate."""
     picks = []
     for r in runs:
-        probe = newest_result(r.folder, read_json(r.folder / "run.json").get("kind", "pretrain"))[1]
-        grid = [float(x) for x in probe["probe"]["lr"]]
-        lr = float(probe["linear_lr"])
-        picks.append({"run": r.name, "lr": lr, "grid": grid, "at_top": lr == max(grid), "at_bottom": lr == min(grid)})
+        path, probe = newest_result(r.folder, r.kind)
+        try:
+            picks.append({"run": r.name, **grid_pick(probe)})
+        except ValueError as e:
+            raise damaged(path, str(e)) from None
     return picks
 
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
+from ..probe_grid import lr_scores
 from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
 from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
 
@@ -97,7 +98,7 @@ def validation_scores(folder: str | Path) -> dict | None:
     """A validation-only run's scores, from its newest probe (``probe.json``, or the last of ``reprobes/``: a pick at
     the grid's edge probed again on a wider grid, round 2's rule; None: not recorded yet): ``linear`` (the linear
     probe's best validation top-1 over its learning-rate grid), ``lr`` (the pick), ``knn`` (the final validation
-    k-NN), ``grid`` (the probe's lr grid) and ``val_images`` (its validation split); a score the record does not
+    k-NN), ``grid`` (the rates the probe tried) and ``val_images`` (its validation split); a score the record does not
     hold is None. Refuses a record without the linear score, and a probe of another run's encoder."""
     if not (Path(folder) / "probe.json").is_file():
         return None
@@ -114,8 +115,14 @@ def validation_scores(folder: str | Path) -> dict | None:
     settings = probe.get("probe") or {}
     val_images = (round(probe["linear_val_fraction"] * probe["train_images"])
                   if "linear_val_fraction" in probe and "train_images" in probe else None)
-    return {"linear": linear, "lr": probe.get("linear_lr"), "knn": probe.get("knn_val_top1"),
-            "grid": tuple(settings["lr"]) if "lr" in settings else None, "val_images": val_images}
+    grid = tuple(settings["lr"]) if "lr" in settings else None
+    if isinstance(probe.get("linear_val_top1"), Mapping) and probe["linear_val_top1"]:
+        try:  # the rates it tried: probe.lr_below / lr_above may have added some to the configured grid
+            grid = tuple(sorted(lr_scores(probe["linear_val_top1"])))
+        except ValueError as e:
+            raise damaged(path, str(e)) from None
+    return {"linear": linear, "lr": probe.get("linear_lr"), "knn": probe.get("knn_val_top1"), "grid": grid,
+            "val_images": val_images}
 
 
 #: The families every candidate is screened on, in the order the search runs them.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import difflib
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,152 +21,12 @@ import yaml
 
 from ..config_format import config_stage, flatten  # noqa: F401  (they live with the config format)
 from ..data.augment import MultiCropConfig
+from ..probe_grid import check_extension
+from .config_spec import ConfigError, _Free, _Spec, _bool, _choice, _int, _num, _prob, _str  # the key table's shorthands
 
 __all__ = ["DEFAULTS", "SCHEMA", "load_config", "config_stage", "apply_overrides", "validate_config", "ConfigError", "flatten",
            "dump_config", "describe_keys"]
 
-
-class ConfigError(ValueError):
-    """A config value that cannot be right; the message names the key and the fix."""
-
-
-# ----------------------------------------------------------------------------- types and ranges
-
-_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-
-
-class _Spec:
-    """One config key: its default, and what its value may be (a type, a range or a set of choices, and
-    whether null is allowed)."""
-
-    def __init__(self, kind: str, lo=None, hi=None, *, default: Any = None, lo_open: bool = False,
-                 hi_open: bool = False, choices: tuple = (), nullable: bool = False, example: str = ""):
-        self.kind, self.lo, self.hi, self.lo_open, self.hi_open = kind, lo, hi, lo_open, hi_open
-        self.choices, self.nullable, self.example, self.default = choices, nullable, example, default
-
-    def describe(self) -> str:
-        if self.choices:
-            what = "one of " + ", ".join(map(str, self.choices))
-        else:
-            what = {"int": "an integer", "float": "a number", "bool": "true or false", "switch": "true, false or auto", "str": "a non-empty string", "text": "a string",
-                    "name": "one folder name (not empty, '.' or '..'; no '/', '\\' or control character)",
-                    "prob": "a probability in [0, 1], or a list [first global, other globals, locals] of them",
-                    "range": "a pair [low, high] with 0 < low <= high <= 1",
-                    "grid": "a number or a list of numbers",
-                    "modules": "a list of importable module names, e.g. [mypkg.models]"}[self.kind]
-            bounds = []
-            if self.lo is not None:
-                bounds.append(f"{'>' if self.lo_open else '>='} {self.lo}")
-            if self.hi is not None:
-                bounds.append(f"{'<' if self.hi_open else '<='} {self.hi}")
-            if bounds:
-                what += " " + " and ".join(bounds)
-        return what + (" (or null)" if self.nullable else "")
-
-    def check(self, key: str, v: Any) -> Any:
-        if v is None:
-            if self.nullable:
-                return v
-            raise self._error(key, v)
-        if self.choices:
-            if v not in self.choices:
-                close = difflib.get_close_matches(str(v), [str(c) for c in self.choices], n=1)
-                raise self._error(key, v, f" Did you mean {close[0]!r}?" if close else "")
-            return v
-        if self.kind == "bool":
-            if not isinstance(v, bool):
-                raise self._error(key, v)
-            return v
-        if self.kind == "switch":
-            if not (isinstance(v, bool) or v == "auto"):
-                raise self._error(key, v)
-            return v
-        if self.kind == "name":  # one path component, so <out_dir>/<name> stays inside out_dir
-            if (not isinstance(v, str) or v in ("", ".", "..") or "/" in v or "\\" in v
-                    or any(ord(c) < 32 or ord(c) == 127 for c in v)):
-                raise self._error(key, v, " The run's folder is <run.out_dir>/<run.name>: to write it elsewhere, set "
-                                          "run.out_dir.")
-            return v
-        if self.kind == "modules":  # dotted Python module names (model.imports)
-            if not isinstance(v, list) or not all(isinstance(m, str) and _MODULE_NAME.fullmatch(m) for m in v):
-                raise self._error(key, v)
-            return v
-        if self.kind in ("str", "text"):  # "text" may be empty
-            if not isinstance(v, str) or (self.kind == "str" and not v):
-                raise self._error(key, v)
-            return v
-        if self.kind == "prob":
-            items = v if isinstance(v, list) else [v]
-            if isinstance(v, list) and len(v) != 3:
-                raise self._error(key, v)
-            for x in items:
-                if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1:
-                    raise self._error(key, v)
-            return v
-        if self.kind == "range":
-            ok = (isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                                       for x in v) and 0 < v[0] <= v[1] <= 1)
-            if not ok:
-                raise self._error(key, v)
-            return [float(x) for x in v]
-        if self.kind == "grid":  # a number or a non-empty list of numbers, each in range
-            items = v if isinstance(v, list) else [v]
-            if not items:
-                raise self._error(key, v)
-            checked = [_Spec("float", self.lo, self.hi, lo_open=self.lo_open, hi_open=self.hi_open).check(key, x)
-                       for x in items]
-            return checked if isinstance(v, list) else checked[0]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise self._error(key, v)
-        if self.kind == "int":
-            if isinstance(v, float) and not v.is_integer():
-                raise self._error(key, v)
-            v = int(v)
-        else:
-            v = float(v)
-        if v != v or v in (float("inf"), float("-inf")):
-            raise self._error(key, v)
-        if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
-            raise self._error(key, v)
-        if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
-            raise self._error(key, v)
-        return v
-
-    def _error(self, key: str, v: Any, hint: str = "") -> "ConfigError":
-        example = f" (e.g. {key}={self.example})" if self.example else ""
-        return ConfigError(f"{key} must be {self.describe()}, got {v!r}.{hint} Fix it in the config file or "
-                           f"override it{example}.")
-
-
-class _Free:
-    """A free-form mapping (``model.overrides``): a default, no spec; checked where it is used."""
-
-    def __init__(self, default: dict):
-        self.default = default
-
-
-def _int(default, lo=None, hi=None, **kw) -> _Spec:
-    return _Spec("int", lo, hi, default=default, **kw)
-
-
-def _num(default, lo=None, hi=None, **kw) -> _Spec:
-    return _Spec("float", lo, hi, default=default, **kw)
-
-
-def _bool(default: bool) -> _Spec:
-    return _Spec("bool", default=default)
-
-
-def _str(default, **kw) -> _Spec:
-    return _Spec("str", default=default, **kw)
-
-
-def _choice(default: str, *choices: str) -> _Spec:
-    return _Spec("str", choices=choices, default=default)
-
-
-def _prob() -> _Spec:
-    return _Spec("prob")
 
 
 def _views(specs: dict[str, _Spec]) -> dict[str, _Spec]:
@@ -256,6 +115,10 @@ _KEYS: dict[str, Any] = {
         # The grid brackets the best lr of the recorded encoders (3e-3 was the old grid's top edge in 17
         # of 19); weight decay 0: the probe underfits (train ~ val accuracy), and 5e-4 changed no score
         "lr": _Spec("grid", 0, lo_open=True, default=[1e-3, 3e-3, 1e-2]), "weight_decay": _Spec("grid", 0, default=0.0),
+        # rates tried one at a time, outward, while the pick sits at that end of the grid (null: none; on the
+        # validation split, before the test split is read): aot_lib.probe_grid
+        "lr_below": _Spec("grid", 0, lo_open=True, default=None, nullable=True),
+        "lr_above": _Spec("grid", 0, lo_open=True, default=None, nullable=True),
         "val_fraction": _num(0.1, 0, 1, lo_open=True, hi_open=True), "batch_size": _int(1024, 1),
         "test": _bool(True),  # false: read no test image; report validation scores only (sweeps)
         # standard protocol (SGD on augmented images)
@@ -323,6 +186,16 @@ def validate_config(cfg: dict, check_model: bool = True) -> dict:
         for part in section.split(".") if section else []:
             node = node[part]
         node[leaf] = spec.check(key, value)
+    pc = cfg["probe"]
+    for key in ("lr_below", "lr_above"):  # one rate or a list of them: a list, in the order they are tried
+        if isinstance(pc.get(key), (int, float)):
+            pc[key] = [pc[key]]
+    if pc.get("lr_below") or pc.get("lr_above"):
+        try:
+            check_extension(pc["lr"] if isinstance(pc["lr"], list) else [pc["lr"]], pc["lr_below"] or (),
+                            pc["lr_above"] or ())
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     dc = cfg["data"]
     if dc["name"] == "stream":
         for key, ok in (("image_size", dc["image_size"] is None), ("download", not dc["download"]),

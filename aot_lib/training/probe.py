@@ -28,6 +28,7 @@ from .optim import warmup_cosine
 from ..models.registry import create_model
 from .builders import load_data, load_train_test, normalization_for
 from ..files import torch_save, write_json
+from ..probe_grid import check_extension, grid_key, next_rate
 from .runs import CheckpointError, WeightsMismatch, checkpoint_model, load_checkpoint, load_weights, run_dir
 from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
 
@@ -93,29 +94,45 @@ def linear_probe(train_f: torch.Tensor, train_y: torch.Tensor, test_f: torch.Ten
 
 
 def select_linear_probe(train_f, train_y, test_f, test_y, lrs, weight_decays, val_fraction: float = 0.1,
-                        epochs: int = 100, batch_size: int = 1024, seed: int = 0) -> dict:
+                        epochs: int = 100, batch_size: int = 1024, seed: int = 0, lr_below=(), lr_above=()) -> dict:
     """The quick linear probe with its learning rate and weight decay chosen on a validation split carved
     from the training set (never the test set): every ``(lr, wd)`` is trained on the rest of the training
     set and scored on the validation split (``linear_val_top1``; the best score is ``linear_val_best``); the
     best is retrained on the whole training set and tested. With ``test_f=None`` nothing is tested: the
-    result holds the validation scores alone (what a hyper-parameter sweep may look at)."""
+    result holds the validation scores alone (what a hyper-parameter sweep may look at).
+
+    ``lr_below`` / ``lr_above``: rates tried one at a time, in order, while the pick sits at the bottom / top of
+    the rates tried so far (:func:`aot_lib.probe_grid.next_rate`), all on the validation split before the test
+    split is read; ``linear_lr_grid`` lists every rate tried."""
     lrs = [lrs] if isinstance(lrs, (int, float)) else list(lrs)
     wds = [weight_decays] if isinstance(weight_decays, (int, float)) else list(weight_decays)
+    below, above = list(lr_below or ()), list(lr_above or ())
+    check_extension(lrs, below, above)
     scores = {}
-    if len(lrs) * len(wds) > 1 or test_f is None:
+    if len(lrs) * len(wds) > 1 or below or above or test_f is None:
         tr, va = stratified_split(train_y, val_fraction, seed)
-        for lr in lrs:
+
+        def score(lr: float) -> None:
             for wd in wds:
                 r = linear_probe(train_f[tr], train_y[tr], train_f[va], train_y[va], epochs=epochs, lr=lr,
                                  weight_decay=wd, batch_size=batch_size, seed=seed)
                 scores[(lr, wd)] = r["linear_top1"]
-        lr, wd = max(scores, key=lambda k: (scores[k], -k[1], -k[0]))  # ties: less decay, smaller lr
+
+        def best() -> tuple[float, float]:
+            return max(scores, key=lambda k: (scores[k], -k[1], -k[0]))  # ties: less decay, smaller lr
+
+        for lr in lrs:
+            score(lr)
+        while (extra := next_rate([k[0] for k in scores], best()[0], below, above)) is not None:
+            score(extra)  # the pick sat at an end: one rate further out on that side
+        lr, wd = best()
     else:
         lr, wd = lrs[0], wds[0]
     result = {} if test_f is None else linear_probe(train_f, train_y, test_f, test_y, epochs=epochs, lr=lr,
                                                     weight_decay=wd, batch_size=batch_size, seed=seed)
     result.update(linear_lr=lr, linear_weight_decay=wd,
-                  linear_val_top1={f"lr={k[0]:g},wd={k[1]:g}": v for k, v in scores.items()} or None,
+                  linear_val_top1={grid_key(*k): v for k, v in scores.items()} or None,
+                  linear_lr_grid=sorted({k[0] for k in scores}) or None,
                   linear_val_best=scores[(lr, wd)] if scores else None,
                   linear_val_fraction=val_fraction if scores else None)
     return result
@@ -266,7 +283,8 @@ def probe_features(cfg: dict, encoder: nn.Module, size: int, mean, std, folder: 
                                             seed=seed, device=device, progress=cfg["run"]["progress"]))
     else:
         result.update(select_linear_probe(trf, try_, tef, tey, pc["lr"], pc["weight_decay"], pc["val_fraction"],
-                                          epochs=pc["epochs"], batch_size=pc["batch_size"], seed=seed))
+                                          epochs=pc["epochs"], batch_size=pc["batch_size"], seed=seed,
+                                          lr_below=pc["lr_below"], lr_above=pc["lr_above"]))
     result["linear_probe_s"] = round(time.time() - t1, 2)
     knn = dict(k=pc["knn_k"], temperature=pc["knn_t"])
     result.update(knn_val_probe(trf, try_, pc["val_fraction"], seed, **knn))
