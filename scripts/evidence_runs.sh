@@ -35,6 +35,9 @@
 #             its initialisation seed, and raw pixels at each seed, probed as the cells with the lr grid widened to
 #             1e-4 .. 1e-1; results/cpu/baselines_cpu30/
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
+#   floors30_edge  every floors30 floor whose pick sat at an end of the wide grid, probed again with the grid extended
+#             outward on that side a rate at a time (probe.lr_below / lr_above), plus one floor whose pick was inside,
+#             which must come out the same; post hoc (the plan's second addendum); results/cpu/baselines_cpu30_edge/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -52,6 +55,24 @@ baseline() {  # KIND CONFIG [DIR [OVERRIDE...]]: probe the baseline into runs/DI
 # The floors' learning-rate grid when their probe is widened at both ends (the plan's addendum on the 30-minute
 # cells' floors, results/cpu/plan.yaml: issue 36's floors picked their grid's bottom or top)
 FLOOR_WIDE_LR='probe.lr=[0.0001,0.0003,0.001,0.003,0.01,0.03,0.1]'
+# ... and outward from it, a rate at a time while the pick sits at that end (the plan's second addendum)
+FLOOR_EDGE_LR=('probe.lr_below=[3e-5,1e-5,3e-6,1e-6]' 'probe.lr_above=[0.3,1.0,3.0,10.0]')
+# the one floors30 floor whose pick was inside the wide grid that floors30_edge probes again: the same numbers
+# must come back (the extension only acts at an end), which is what lets the edge records replace the others
+FLOOR_EDGE_CONTROL=baseline_init_cpu30_aot_admm_cifar10
+floor_at_edge() {  # RECORDED_FOLDER: whether its probe's pick sits at an end of the rates it tried
+  ${PYTHON:-.venv/bin/python} -c "import json, sys; from aot_lib.probe_grid import grid_pick
+p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); sys.exit(0 if p['at_top'] or p['at_bottom'] else 1)" "$1"
+}
+edge_floor() {  # KIND CONFIG: probed again into baselines_cpu30_edge if its floors30 record sits at an edge
+  local py=${PYTHON:-.venv/bin/python} name
+  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$1" "$2")
+  if [ "$name" = "$FLOOR_EDGE_CONTROL" ] || floor_at_edge "results/cpu/baselines_cpu30/$name"; then
+    baseline "$1" "$2" baselines_cpu30_edge "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
+  else
+    echo "== $1 $2: its pick is inside the wide grid; not probed again"
+  fi
+}
 
 for group in "$@"; do
   case $group in
@@ -110,6 +131,15 @@ for group in "$@"; do
           baseline pixels "configs/cpu/cpu30/cpu30_aot_admm_${data}$sfx.yaml" baselines_cpu30 "$FLOOR_WIDE_LR"
         done
       done ;;
+    floors30_edge)
+      for data in cifar10 cifar100; do
+        for s in 0 1 2 3 4; do
+          if [ "$data" = cifar100 ] && [ "$s" -gt 2 ]; then continue; fi
+          sfx=$([ "$s" = 0 ] || echo "_seed$s")
+          for fam in aot_admm crate aot; do edge_floor init "configs/cpu/cpu30/cpu30_${fam}_${data}$sfx.yaml"; done
+          edge_floor pixels "configs/cpu/cpu30/cpu30_aot_admm_${data}$sfx.yaml"
+        done
+      done ;;
     floors_wide)
       # issue 36's floors (group baselines) probed again on the wide grid, written beside them (post hoc)
       for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
@@ -124,6 +154,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, cpu30, whitebox, baselines, floors30, floors_wide, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, cpu30, whitebox, baselines, floors30, floors30_edge, floors_wide, controls)" >&2; exit 2 ;;
   esac
 done
