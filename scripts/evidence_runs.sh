@@ -24,6 +24,11 @@
 #   finalists the search's two best candidates at full length on every family (configs/cpu/search/final/, written
 #             by scripts/recipe_search.py finalists once the screening is recorded), validation scores only;
 #             results/cpu/search/final/
+#   finalists2  round 2's two best candidates at full length on every family (configs/cpu/search2/final/, written
+#             by scripts/recipe_search2.py finalists once the screening is recorded and widened), validation scores
+#             only; results/cpu/search2/final/
+#   goal2     the round-2 goal: AoT-ADMM CIFAR-10 at the round-2 recipe (configs/cpu/cpu30b/, written by
+#             scripts/recipe_search2.py recipe), seeds 0-4, on an idle machine; results/cpu/
 #   cpu30     Tables 1/3 at the 30-minute recipe (issue 37; configs/cpu/cpu30/, written by scripts/recipe_search.py
 #             recipe once the finalists are recorded): AoT-ADMM, CRATE and AoT, seeds 0-4 on CIFAR-10 and 0-2 on
 #             CIFAR-100, seed by seed, the test split read once per run by its probe; results/cpu/
@@ -104,6 +109,14 @@ for group in "$@"; do
       for c in $(ls configs/cpu/search/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search/final "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
       done ;;
+    goal2)
+      # the round-2 goal's runs (results/cpu/plan.yaml, round2.goal): AoT-ADMM on CIFAR-10 at the round-2 recipe,
+      # seeds 0-4, one at a time on an idle machine (nothing else running: their wall time is the goal's clock)
+      run results/cpu configs/cpu/cpu30b/cpu30b_aot_admm_cifar10{,_seed1,_seed2,_seed3,_seed4}.yaml ;;
+    finalists2)
+      for c in $(ls configs/cpu/search2/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
+        run results/cpu/search2/final "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
+      done ;;
     cpu30)
       # seed by seed, so that every seed recorded pairs the three families (the plan's cells need whole pairs)
       for s in 0 1 2 3 4; do
@@ -154,6 +167,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, cpu30, whitebox, baselines, floors30, floors30_edge, floors_wide, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, floors_wide, controls)" >&2; exit 2 ;;
   esac
 done

@@ -4,8 +4,9 @@
     .venv/bin/python scripts/recipe_search2.py configs     # configs/cpu/search2/*.yaml from the recorded step times
     nice -n 10 scripts/evidence_runs.sh search2            # the screening runs, one at a time (resumable)
     .venv/bin/python scripts/recipe_search2.py widen       # a screening probe that picked an end: one step wider
-    # then, once every screening run is recorded (not written yet): rank, write configs/cpu/search2/final/ (the top
-    # two), and train them at full length on every family
+    .venv/bin/python scripts/recipe_search2.py finalists   # rank the screening; configs/cpu/search2/final/ (top two)
+    nice -n 10 scripts/evidence_runs.sh finalists2         # the two finalists at full length, every family
+    .venv/bin/python scripts/recipe_search2.py recipe      # the better finalist: configs/cpu/cpu30b/ (commit them)
 
 **The rule, fixed before any screening run (2026-11-28, committed before the first one).**
 
@@ -42,6 +43,16 @@
   points) goes to the candidate earlier in ``CANDIDATES`` (the base first). The top two are trained at full length
   on every family (finalists); the better of those by the same score is the recipe of the round-2 cells
   (results/cpu/plan.yaml, ``round2``).
+
+How the commands carry the rule out (written 2026-11-29, after 11 of the 36 screening runs were recorded and before
+any ranking; the rule above is unchanged). ``finalists`` refuses until every candidate is screened on every family
+and no screening pick still sits at an edge it could be widened past (``widen`` first). "Equal to 0.01 points" is
+read as equal when rounded to 0.01 points, the precision the book shows. A finalist is its screening config at its
+full length (``full_epochs`` of its step time), validation only; its probe takes the widening step itself
+(``probe.lr_below`` 3e-4, ``probe.lr_above`` 3e-1: tried only if the pick sits at that end), which is what ``widen``
+does to a screening run. ``recipe`` writes ``configs/cpu/cpu30b/``: the picked finalist at full length with the
+plan's round-2 probe (the same grid and widening step, the test split read once), and the plan's cells
+``cpu30b_<family>_<data>[_seed<k>]``, seeds 0-4 on CIFAR-10 and 0-2 on CIFAR-100.
 """
 from __future__ import annotations
 
@@ -59,7 +70,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from aot_lib.files import loads_json, write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
-from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config  # noqa: E402
+from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, write_cells  # noqa: E402
 from recipe_search import time_steps as _time_steps  # noqa: E402
 
 STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
@@ -186,9 +197,67 @@ def widen(dry_run: bool = False) -> list[tuple[Path, list[float]]]:
     return todo
 
 
+FINAL = OUT / "final"
+N_FINALISTS = 2
+#: The finalists' and the recipe's probe: the screening grid, with the widening step taken by the probe itself.
+EDGE_PROBE = {"lr": PROBE_LR, "lr_below": [WIDER["low"]], "lr_above": [WIDER["high"]]}
+CPU30B = ROOT / "configs" / "cpu" / "cpu30b"
+#: The plan's probe of the round-2 cells (results/cpu/plan.yaml, round2.probe_lr): the test split read once.
+CPU30B_PROBE = {**EDGE_PROBE, "weight_decay": 0.0, "test": True}
+
+
+def ranked(rows: list[dict]) -> list[dict]:
+    """The screening rows (:func:`aot_lib.evidence.search_rows` of round 2) by the rule: the mean over the three
+    families rounded to 0.01 points, best first, a tie to the earlier candidate. Refuses a screening that is not
+    complete, or has a pick at an edge ``widen`` would still probe, naming the first such run and the fix."""
+    from aot_lib.evidence import SEARCH_FAMILIES
+
+    missing = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES if r[f] is None]
+    if missing:
+        raise SystemExit(f"recipe_search2: {len(missing)} screening runs are not recorded (the first: {missing[0]}): "
+                         "run nice -n 10 scripts/evidence_runs.sh search2, record them, then rank")
+    edges = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES
+             if widened_grid({"grid": r[f"{f}_grid"], "lr": r[f"{f}_lr"]})]
+    if edges:
+        raise SystemExit(f"recipe_search2: {len(edges)} screening picks sit at an edge not yet widened (the first: "
+                         f"{edges[0]}): run recipe_search2.py widen from a clean checkout, record it, then rank")
+    order = {r["candidate"]: i for i, r in enumerate(rows)}
+    return sorted(rows, key=lambda r: (-round(r["mean"], 2), order[r["candidate"]]))
+
+
+def write_finalists(rows: list[dict], out: Path = FINAL) -> list[Path]:
+    """The top :data:`N_FINALISTS` of :func:`ranked` at their full length (the screening config's ``M`` of "(N of M
+    epochs)"), every family, validation only, the probe of :data:`EDGE_PROBE`, the k-NN monitor once an epoch."""
+    order = ranked(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for place, row in enumerate(order[:N_FINALISTS], 1):
+        cand, epochs = row["candidate"], row["full_epochs"]
+        for fam in FAMILIES:
+            body = _merge(CANDIDATES[cand], {
+                "description": f"recipe search round 2 finalist {place} ({cand}): {fam} at full length ({epochs} "
+                               "epochs)",
+                "inherit": "../" + BASE, "model": {"name": FAMILIES[fam]}, "run": {"name": f"final2_{cand}_{fam}"},
+                "optim": {"epochs": epochs, "warmup_epochs": round(epochs / 10, 2)},
+                "probe": {"test": False, **EDGE_PROBE},
+                "monitor": {"every": TRAIN_IMAGES // row["batch"], "knn": True}})
+            head = (f"# Generated by scripts/recipe_search2.py finalists: place {place} of {len(order)} by mean "
+                    f"validation linear {row['mean']:.2f} % over the three families' screening runs; {epochs} "
+                    f"epochs, its full length on the AMD EPYC clock. The rule: the script's docstring.\n")
+            written.append(_write_config(out / f"{cand}_{fam}.yaml", head, body))
+    return written
+
+
+def write_recipe(root: Path = ROOT, out: Path = CPU30B) -> list[Path]:
+    """Round 2's recipe and the plan's round-2 cells (``recipe_search.write_cells``), once both finalists are
+    recorded on every family."""
+    return write_cells(root, out, 2, CANDIDATES, "cpu30b", CPU30B_PROBE, "../cpu30/recipe.yaml",
+                       "recipe_search2.py", "the round-2 CPU recipe", "round-2", "finalists2")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=["time", "configs", "widen"])
+    p.add_argument("what", choices=["time", "configs", "widen", "finalists", "recipe"])
     p.add_argument("--dry-run", action="store_true", help="widen: list the runs and grids, probe nothing")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
@@ -196,6 +265,17 @@ def main() -> None:
     a = p.parse_args()
     if a.what == "widen":
         widen(a.dry_run)
+        return
+    if a.what in ("finalists", "recipe"):
+        from aot_lib.evidence import search_rows
+
+        if a.what == "finalists":
+            for r in ranked(search_rows(ROOT, round=2)):
+                print(f"{r['candidate']:16s} mean {r['mean']:6.2f}  "
+                      + "  ".join(f"{f} {r[f]:6.2f}" for f in FAMILIES))
+        paths = write_finalists(search_rows(ROOT, round=2)) if a.what == "finalists" else write_recipe()
+        for path in paths:
+            print(path.relative_to(ROOT))
         return
     if a.what == "time":
         if a.out.exists():  # a record is never rewritten: a new measurement goes beside it

@@ -17,9 +17,9 @@ One module, one job:
 * :mod:`~aot_lib.evidence.timing` — time to accuracy: k-NN curves, the step clock, the 30-minute goal;
 * :mod:`~aot_lib.evidence.paper` — the paper's own numbers, transcribed from its tables.
 
-Layering: imports the base modules (:mod:`aot_lib.files`, :mod:`aot_lib.config_format`) and nothing from
-``training``, ``data``, ``models`` or ``book`` at import time; reading the verdicts loads none of them (tested). One
-exception, inside the functions that need it: the recipe search's readers read candidate config files with the
+Layering: imports the base modules (:mod:`aot_lib.files`, :mod:`aot_lib.config_format`, :mod:`aot_lib.probe_grid`)
+and nothing from ``training``, ``data``, ``models`` or ``book`` at import time; reading the verdicts loads none of
+them (tested). One exception, inside the functions that need it: the recipe search's readers read candidate config files with the
 trainer's own loader (:func:`aot_lib.training.config.load_config`: inheritance and defaults), so that a config is
 never read two ways; and the step-time reader labels a CPU as every page does (:func:`aot_lib.runtime.cpu_label`). Within it: ``records`` < ``cells`` < ``search`` < ``timing``, and
 ``paper`` < ``stats``, ``plan`` < ``claims``.

@@ -3,6 +3,7 @@ screening runs' validation scores (range-checked before anything ranks them), th
 """
 from __future__ import annotations
 
+import builtins
 import re
 from pathlib import Path
 from typing import Mapping
@@ -12,7 +13,7 @@ from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
 from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
-           "SEARCH_ROUNDS", "search_rows", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
+           "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
 
 
 #: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
@@ -180,29 +181,32 @@ def search_rows(root: str | Path, round: int = 1) -> list[dict]:
     return rows
 
 
-_FINALIST = re.compile(r"recipe search finalist (?P<place>\d+) \((?P<cand>[\w-]+)\): \w+ at full length "
-                       r"\((?P<epochs>\d+) epochs\)")
+_FINALIST = re.compile(r"recipe search (?:round 2 )?finalist (?P<place>\d+) \((?P<cand>[\w.-]+)\): \w+ at full "
+                       r"length \((?P<epochs>\d+) epochs\)")
+#: The run names of a round's finalists: ``<prefix>_<candidate>_<family>``.
+FINAL_PREFIX = {1: "final", 2: "final2"}
 
 
-def finalist_rows(root: str | Path) -> list[dict]:
-    """The search's finalists at full length (``configs/cpu/search/final/``, written by ``recipe_search.py
-    finalists``), in their place: per family ``<family>`` the full run's validation linear top-1 and ``<family>_knn``
-    its validation k-NN (None: not recorded yet), ``<family>_screen`` the candidate's screening score; ``mean`` and
-    ``mean_screen`` over the three families (None until all three are recorded). ``root`` is the checkout."""
+def finalist_rows(root: str | Path, round: int = 1) -> list[dict]:
+    """A recipe search's finalists at full length (``configs/cpu/<round's folder>/final/``, written by the round's
+    ``recipe_search*.py finalists``), in their place: per family ``<family>`` the full run's validation linear top-1
+    and ``<family>_knn`` its validation k-NN (None: not recorded yet), ``<family>_screen`` the candidate's screening
+    score; ``mean`` and ``mean_screen`` over the three families (None until all three are recorded). ``root`` is the
+    checkout."""
     from ..training.config import load_config
 
-    root = Path(root)
-    screening = {r["candidate"]: r for r in search_rows(root)}
+    root, folder = Path(root), SEARCH_ROUNDS[round]
+    screening = {r["candidate"]: r for r in search_rows(root, round)}
     rows = []
-    for first in sorted((root / "configs" / "cpu" / "search" / "final").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
+    for first in sorted((root / "configs" / "cpu" / folder / "final").glob(f"*_{SEARCH_FAMILIES[0]}.yaml")):
         m = _FINALIST.fullmatch(load_config(first).get("description") or "")
         if not m:
             raise ValueError(f"{first}: its description is not a finalist's: write the finalists' configs again "
-                             "(python scripts/recipe_search.py finalists)")
+                             f"(python scripts/recipe_search{'' if round == 1 else round}.py finalists)")
         cand = m["cand"]
         row = dict(candidate=cand, place=int(m["place"]), epochs=int(m["epochs"]))
         for fam in SEARCH_FAMILIES:
-            got = validation_scores(root / "results" / "cpu" / "search" / "final" / f"final_{cand}_{fam}")
+            got = validation_scores(root / "results" / "cpu" / folder / "final" / f"{FINAL_PREFIX[round]}_{cand}_{fam}")
             row[fam], row[f"{fam}_knn"] = (got["linear"], got["knn"]) if got else (None, None)
             row[f"{fam}_screen"] = screening[cand][fam] if cand in screening else None
         full = [row[f] for f in SEARCH_FAMILIES]
@@ -212,14 +216,16 @@ def finalist_rows(root: str | Path) -> list[dict]:
     return sorted(rows, key=lambda r: r["place"])
 
 
-def recipe_pick(root: str | Path) -> dict | None:
-    """The finalist that becomes the 30-minute recipe, by the search's rule (``scripts/recipe_search.py``): the
-    best mean validation linear top-1 over the three families at full length (a tie: the better screening
-    place). None until every finalist is recorded on every family. ``root`` is the checkout."""
-    rows = finalist_rows(root)
+def recipe_pick(root: str | Path, round: int = 1) -> dict | None:
+    """The finalist that becomes the round's recipe, by the search's rule (``scripts/recipe_search*.py``): the best
+    mean validation linear top-1 over the three families at full length (a tie: the better screening place; round
+    2's rule counts means equal to 0.01 points as tied). None until every finalist is recorded on every family.
+    ``root`` is the checkout."""
+    rows = finalist_rows(root, round)
     if not rows or any(r["mean"] is None for r in rows):
         return None
-    return max(rows, key=lambda r: r["mean"])  # rows are in screening place order: max keeps the first of a tie
+    score = (lambda r: builtins.round(r["mean"], 2)) if round == 2 else (lambda r: r["mean"])
+    return max(rows, key=score)  # rows are in screening place order: max keeps the first of a tie
 
 
 #: The candidate of the search that is the first recipe itself (configs/cpu/recipe.yaml, 10 epochs).
