@@ -567,6 +567,35 @@ def test_floor_rows_read_a_recipes_own_floors_folder(tmp_path):
     assert evidence.floor_cells(tmp_path, "cpu30_x_cifar10", "cifar10", "baselines_cpu30")["untrained"] is None
 
 
+def test_a_floor_probed_again_stands_in_for_its_first_record_seed_by_seed(tmp_path):
+    """baselines=(newer, base): each seed's run from the first folder that records it; the base decides which seeds
+    the floor has (a newer record of a seed the base lacks is not added)."""
+    for seed, top1 in enumerate([30.0, 31.0, 32.0]):
+        sfx = "" if seed == 0 else f"_seed{seed}"
+        _record(tmp_path / "base", f"baseline_init_cpu30_x_cifar10{sfx}", seed, top1, kind="baseline-init")
+    _record(tmp_path / "edge", "baseline_init_cpu30_x_cifar10_seed1", 1, 33.5, kind="baseline-init")
+    _record(tmp_path / "edge", "baseline_init_cpu30_x_cifar10_seed7", 7, 99.0, kind="baseline-init")
+    floor = evidence.floor_cells(tmp_path, "cpu30_x_cifar10", "cifar10", ("edge", "base"))
+    assert [(r.seed, r.top1, r.folder.parent.name) for r in floor["untrained"]] == [
+        (0, 30.0, "base"), (1, 33.5, "edge"), (2, 32.0, "base")]
+    assert floor["pixels"] is None
+    assert [r.top1 for r in evidence.floor_cells(tmp_path, "cpu30_x_cifar10", "cifar10", "base")["untrained"]] == [
+        30.0, 31.0, 32.0]
+
+
+def test_same_probe_asks_for_every_shared_rate_and_the_test_scores_to_the_last_digit(tmp_path):
+    first = {"linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.0}, "linear_lr": 0.1, "linear_top1": 30.5,
+             "knn_top1": 28.0, "knn_val_top1": 27.0}
+    again = {**first, "linear_val_top1": {**first["linear_val_top1"], "lr=0.3,wd=0": 30.9}}  # one more rate tried
+    for name, probe in (("a", first), ("b", again), ("c", {**again, "linear_top1": 30.500001}),
+                        ("d", {**again, "linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.01}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "probe.json").write_text(json.dumps(probe))
+    assert evidence.same_probe(tmp_path / "a", tmp_path / "b")
+    assert not evidence.same_probe(tmp_path / "a", tmp_path / "c")  # the test score moved
+    assert not evidence.same_probe(tmp_path / "a", tmp_path / "d")  # a shared rate's score moved
+
+
 def test_floor_gains_table_shows_each_side_and_the_paired_gain(tmp_path):
     """The book's floor table (aot_lib.book.paper_tables): a cell's and its floors' accuracies over their seeds and
     the mean per-seed gain with its t interval, worked out by hand: trained 50, 52; untrained 30, 31 (gains 20, 21:

@@ -18,7 +18,7 @@ from .records import (TOP1_KEY, checked_accuracy, damaged, newest_result, probe_
 
 __all__ = ["SEED_FREE_KEYS", "CHAIN_KEYS", "UNRECORDED_PROBE_SETTINGS", "seed_variant_path", "SeedRun", "NUMERICS",
            "numerics_label", "mixed_numerics", "cell_runs", "cell", "probe_lr_picks", "wide_probe", "BASELINES_DIR",
-           "floor_cells", "seed_free", "PRETRAIN_SUFFIX", "SUPERSEDED_T2_CHAIN"]
+           "floor_cells", "same_probe", "BASELINES_30MIN_EDGE", "seed_free", "PRETRAIN_SUFFIX", "SUPERSEDED_T2_CHAIN"]
 
 
 #: Config keys in which the seeds of one cell may differ: the seed itself, the name, the prose, the online k-NN
@@ -233,20 +233,41 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 #: probed otherwise keeps them in a folder of its own (the 30-minute cells': ``baselines_cpu30``), since raw pixels'
 #: names carry no recipe.
 BASELINES_DIR = "baselines"
+#: The 30-minute cells' floors with those that sat at an edge of the wide grid probed again, the grid extended
+#: outward (the plan's second addendum, post hoc): the edge records first, the first records under them.
+BASELINES_30MIN_EDGE = ("baselines_cpu30_edge", "baselines_cpu30")
 
 
 def floor_cells(root: str | Path, name: str, dataset: str,
-                baselines: str = BASELINES_DIR) -> dict[str, list[SeedRun] | None]:
+                baselines: str | tuple[str, ...] = BASELINES_DIR) -> dict[str, list[SeedRun] | None]:
     """The floor under pretrained cell ``name`` (on ``dataset``): ``{"untrained": its encoders at initialisation,
-    "pixels": raw pixels}``, each its seeds' runs from ``root/baselines``, or None while not recorded."""
-    base = Path(root) / baselines
+    "pixels": raw pixels}``, each its seeds' runs from ``root/baselines``, or None while not recorded.
+    ``baselines`` may be folders, newest first, the last holding every seed: a seed's run is read from the first
+    that records it (a floor probed again, e.g. with its grid extended at an edge, stands in for its first record)."""
+    *newer, base = (baselines,) if isinstance(baselines, str) else tuple(baselines)
     out: dict[str, list[SeedRun] | None] = {}
     for what, cell_name in (("untrained", f"baseline_init_{name}"), ("pixels", f"baseline_pixels_{dataset}")):
         try:
-            out[what] = cell_runs(base, cell_name)
+            runs = {r.name: r for r in cell_runs(Path(root) / base, cell_name)}
         except FileNotFoundError:
             out[what] = None
+            continue
+        for folder in reversed(newer):  # the newest last, so it wins
+            try:
+                runs.update({r.name: r for r in cell_runs(Path(root) / folder, cell_name) if r.name in runs})
+            except FileNotFoundError:
+                pass
+        out[what] = sorted(runs.values(), key=lambda r: r.seed)
     return out
+
+
+def same_probe(first: str | Path, again: str | Path) -> bool:
+    """Whether a floor probed again gave its first record's numbers (``probe.json`` of each folder): the same
+    validation score at every rate both tried, the same pick, and the same test scores, to the last digit."""
+    a, b = read_json(Path(first) / "probe.json"), read_json(Path(again) / "probe.json")
+    shared = set(a.get("linear_val_top1") or {}) & set(b.get("linear_val_top1") or {})
+    return bool(shared) and all(a["linear_val_top1"][k] == b["linear_val_top1"][k] for k in shared) and all(
+        a.get(k) == b.get(k) for k in ("linear_lr", "linear_top1", "knn_top1", "knn_val_top1"))
 
 
 #: Table 2's pretraining run names carry the learning rate when it is not the recipe's 2e-3 (the equal sweep picked
