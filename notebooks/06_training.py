@@ -248,6 +248,13 @@ probe = phrases(epochs=pc["epochs"], batch=pc["batch_size"], lr=pc["lr"],
 # {eval}`probe.batch`; learning rate chosen from {eval}`probe.lr` and weight decay
 # {eval}`probe.wd`; validation split {eval}`probe.val` of the training set, stratified;
 # k-NN with k = {eval}`probe.k`, temperature {eval}`probe.t`.
+#
+# A grid has ends, and a pick at an end says only that the best rate may lie beyond it.
+# `probe.lr_below` and `probe.lr_above` list rates to try outward, in order: while the
+# validation pick sits at the bottom (or top) of the rates tried so far, the next rate
+# below (or above) is tried too, all before the test split is read. `probe.json` lists
+# every rate tried (`linear_lr_grid`) and its validation score (`linear_val_top1`), and
+# `aot_lib.probe_grid.grid_pick` says where a recorded pick sits.
 
 # %% [markdown]
 # The three families (AoT-ADMM, CRATE and AoT) under this same recipe, with the paper's
@@ -431,6 +438,11 @@ if kinds:
 #    {numref}`tbl-training-cpu-kinds`. Does the target hold on it? Record it again at
 #    another row's commit (`git checkout`): how much of the difference between your
 #    CPU and that row's was the code's?
+# 6. **Past the grid's end.** Probe an untrained encoder (`aot baseline init -c
+#    configs/cpu/cpu30/cpu30_aot_cifar10.yaml run.out_dir=runs/mine`) with
+#    `'probe.lr_above=[0.3,1.0,3.0]'`. How many rates past 0.1 does the probe try
+#    before the pick comes back inside, and how much does the validation score gain
+#    (`aot_lib.probe_grid.grid_pick` of its `probe.json`)?
 
 # %% [markdown]
 # ## What we learned
