@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, cell_runs, floor_cells, floor_rows,
+from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
                         paper, probe_lr_picks, stats)
 from .tables import Col, Table
 
@@ -125,9 +125,8 @@ def floor_gains_table(results: Path, cells: dict, caption: str, name: str, basel
         row = rows.setdefault(key, dict(model=TABLE13_NAMES[key[0]], data=TABLE13_DATA[key[1]], seeds=f["diff"].n))
         row[f["floor"]] = _gain(f["diff"])
         if levels:
-            row.setdefault("trained", str(stats.summarize([r.top1 for r in cell_runs(results, cells[key])])))
-            runs = floor_cells(results, cells[key], key[1], baselines)[f["floor"]]
-            row[f["floor"] + "_level"] = str(stats.summarize([r.top1 for r in runs]))
+            row.setdefault("trained", str(stats.summarize(list(f["trained"].values()))))
+            row[f["floor"] + "_level"] = str(stats.summarize(list(f["floor_top1"].values())))
     cols = [Col("model"), Col("data"), Col("untrained", "over its untrained encoder (points)"),
             Col("pixels", "over raw pixels (points)"), Col("seeds")]
     if levels:

@@ -85,9 +85,9 @@ CELLS_30MIN, BASELINES_30MIN = {(f, d): f"cpu30_{f}_{d}" for f in TABLE13_NAMES 
 
 def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Mapping[str, str],
                datasets: Mapping[str, str], baselines: str = BASELINES_DIR) -> list[dict]:
-    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor (under
-    ``root/baselines``), paired by seed (pretrained − untrained encoder of the same seed; pretrained − raw pixels probed
-    with the same seed's split): ``{"label", "family", "data", "floor", "diff"}``, a row per floor; not judged."""
+    """For each pretrained cell ``cells[(family, data set)]``: what pretraining adds over its floor (``root/baselines``),
+    paired by seed (pretrained − untrained encoder of the same seed; pretrained − raw pixels probed with the same seed's
+    split): ``{"label", "family", "data", "floor", "diff", "trained", "floor_top1"}`` (each side by seed); not judged."""
     rows = []
     for (fam, data), name in cells.items():
         if not (Path(root) / name).exists():
@@ -95,9 +95,9 @@ def floor_rows(root: str | Path, cells: Mapping[tuple[str, str], str], names: Ma
         trained = cell(root, name)
         for floor, runs in floor_cells(root, name, data, baselines).items():
             if runs:
-                what = "untrained encoder" if floor == "untrained" else "raw pixels"
+                what, low = "untrained encoder" if floor == "untrained" else "raw pixels", {r.seed: r.top1 for r in runs}
                 rows.append(dict(label=f"{names[fam]} {datasets[data]}: pretrained − {what}", family=fam, data=data,
-                                 floor=floor, diff=stats.paired_difference(trained, {r.seed: r.top1 for r in runs})))
+                                 floor=floor, diff=stats.paired_difference(trained, low), trained=trained, floor_top1=low))
     return rows
 
 
