@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["resolve_fabric_kwargs", "make_fabric", "compile_enabled", "full_precision", "hardware_summary", "cpu_label", "cpu_cores",
-           "git_commit"]
+           "git_commit", "machine_cpu_s", "process_tree_cpu_s"]
 
 
 def resolve_fabric_kwargs(fab: dict) -> dict:
@@ -120,3 +120,50 @@ def git_commit(root: str | os.PathLike | None = None) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head or "unknown") + ("+dirty" if dirty else "")
+
+
+# ----------------------------------------------------------------------------- who else used the CPU
+
+def machine_cpu_s(proc: str | os.PathLike = "/proc") -> float | None:
+    """CPU seconds every process on the machine has been busy since boot (``/proc/stat``: user, nice, system, irq,
+    softirq; not idle, I/O wait, or time stolen by other virtual machines); None without ``/proc/stat`` (not Linux)."""
+    try:
+        fields = Path(proc, "stat").read_text().splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(path: Path) -> list[str] | None:
+    try:
+        text = path.read_text()
+    except OSError:  # the process ended while we looked
+        return None
+    return text[text.rindex(")") + 2:].split()  # fields after the command name, which may hold spaces
+
+
+def process_tree_cpu_s(pid: int | None = None, proc: str | os.PathLike = "/proc") -> float | None:
+    """CPU seconds of process ``pid`` (this one by default), all its threads, its ended children (reaped) and its
+    live descendants (data-loader workers); None without ``/proc``. What :func:`machine_cpu_s` counts beyond this,
+    over a run, is other work that shared the machine."""
+    proc, pid = Path(proc), pid or os.getpid()
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for d in proc.glob("[0-9]*"):
+        st = _proc_stat(d / "stat")
+        if st is not None:
+            stats[int(d.name)] = st
+            children.setdefault(int(st[1]), []).append(int(d.name))  # field 4 of stat: the parent's pid
+    if pid not in stats:
+        return None
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        st = stats.get(p)
+        if st is None:
+            continue
+        # utime, stime (fields 14, 15), and for the process itself its reaped children's cutime, cstime (16, 17)
+        total += int(st[11]) + int(st[12]) + (int(st[13]) + int(st[14]) if p == pid else 0)
+        todo += children.get(p, [])
+    return total / os.sysconf("SC_CLK_TCK")

@@ -48,6 +48,8 @@ def env(monkeypatch):
     monkeypatch.setattr(runs, "time", clock)
     monkeypatch.setattr(runs, "git_commit", lambda: "c0ffee")
     monkeypatch.setattr(runs, "hardware_summary", lambda: {"cpu": "toy"})
+    # the machine's CPU accounting unmeasurable (not Linux): run.json holds no other_cpu_* keys, as there
+    monkeypatch.setattr(runs, "machine_cpu_s", lambda: None)
     return clock
 
 
@@ -169,6 +171,79 @@ def test_run_json_of_a_first_and_a_second_launch(tmp_path, env, monkeypatch):
         env.now = 2001.0
         rf.update()
         assert _json(path / "run.json")["wall_time_s"] == 3.5  # this launch's second on top of the last one's 2.5
+
+
+def test_run_json_says_how_busy_the_rest_of_the_machine_was_over_every_measured_launch(tmp_path, env, monkeypatch):
+    """other_cpu_s: the machine's busy CPU seconds minus the run's own process tree's, summed over launches;
+    other_cores: that over the wall seconds measured. Worked by hand below (fake clock and CPU counters)."""
+    cpu = {"machine": 500.0, "own": 20.0}
+    monkeypatch.setattr(runs, "machine_cpu_s", lambda: cpu["machine"])
+    monkeypatch.setattr(runs, "process_tree_cpu_s", lambda: cpu["own"])
+    cfg = _cfg(tmp_path)
+    with runs.RunFolder(cfg, "pretrain") as rf:
+        env.now, cpu["machine"], cpu["own"] = 1010.0, 530.0, 38.0  # 10 s: 30 busy, 18 of them the run's
+        rf.update(step=1)
+        got = _json(rf.path / "run.json")
+        assert (got["other_cpu_s"], got["other_cpu_wall_s"], got["other_cores"]) == (12.0, 10.0, 1.2)
+    (rf.path / "last.ckpt").write_bytes(b"x")  # a second launch, 5 s on an idle machine: the totals carry on
+    env.now, cpu["machine"], cpu["own"] = 2000.0, 900.0, 100.0
+    with runs.RunFolder(cfg, "pretrain") as rf:
+        env.now, cpu["machine"], cpu["own"] = 2005.0, 910.0, 110.0
+        rf.update()
+        got = _json(rf.path / "run.json")
+        assert (got["other_cpu_s"], got["other_cpu_wall_s"], got["other_cores"]) == (12.0, 15.0, 0.8)
+    # a run with an earlier launch that was not measured: no share is claimed for the whole run
+    record = _json(rf.path / "run.json")
+    for key in ("other_cpu_s", "other_cpu_wall_s", "other_cores"):
+        del record[key]
+    (rf.path / "run.json").write_text(json.dumps(record))
+    with runs.RunFolder(cfg, "pretrain") as rf:
+        env.now = 3000.0
+        rf.update()
+        assert "other_cores" not in _json(rf.path / "run.json")
+
+
+def test_the_machines_cpu_accounting_reads_proc(tmp_path):
+    """A made-up /proc: the machine's busy jiffies (user, nice, system, irq, softirq; not idle, iowait, steal), and a
+    process tree (pid 100, its child 101 and grandchild 102; 200 is not of it): the tree's utime + stime, plus the
+    reaped children's cutime + cstime of the process itself. A command name with spaces and ')' is read past."""
+    from aot_lib.runtime import machine_cpu_s, process_tree_cpu_s
+
+    tck = os.sysconf("SC_CLK_TCK")
+    (tmp_path / "stat").write_text("cpu  100 20 30 9999 7 4 6 50 0 0\ncpu0 1 2 3\n")
+    assert machine_cpu_s(tmp_path) == (100 + 20 + 30 + 4 + 6) / tck
+    for pid, ppid, ut, st, cut, cst in ((100, 1, 10, 5, 7, 3), (101, 100, 20, 2, 99, 99), (102, 101, 4, 1, 0, 0),
+                                        (200, 1, 1000, 1000, 0, 0)):
+        (tmp_path / str(pid)).mkdir()
+        fields = ["S", str(ppid)] + ["0"] * 9 + [str(ut), str(st), str(cut), str(cst)] + ["0"] * 5
+        (tmp_path / str(pid) / "stat").write_text(f"{pid} (a b) c) " + " ".join(fields) + "\n")
+    assert process_tree_cpu_s(100, tmp_path) == (10 + 5 + 7 + 3 + 20 + 2 + 4 + 1) / tck
+    assert process_tree_cpu_s(101, tmp_path) == (20 + 2 + 99 + 99 + 4 + 1) / tck
+    assert process_tree_cpu_s(999, tmp_path) is None and machine_cpu_s(tmp_path / "none") is None
+
+
+def test_a_busy_process_outside_the_runs_tree_counts_as_other_work(tmp_path):
+    """The real /proc (Linux only): a process that is not the run's descendant (started by a shell that exits, so it
+    is adopted by init) spends 1.5 s of its own CPU time; the machine's busy time beyond this process tree grows by
+    at least 1 s (1.5 s less the clock's 10 ms ticks and what this test's own sleeping loop is charged)."""
+    import subprocess
+    import sys
+
+    from aot_lib.runtime import machine_cpu_s, process_tree_cpu_s
+
+    if machine_cpu_s() is None:
+        pytest.skip("LOUD SKIP: no /proc/stat (not Linux): the run records no CPU share here")
+    machine0, own0 = machine_cpu_s(), process_tree_cpu_s()
+    done = tmp_path / "done"
+    burn = f"import time, pathlib; t = time.process_time(); exec('while time.process_time() - t < 1.5: pass'); pathlib.Path({str(done)!r}).touch()"
+    subprocess.run(["sh", "-c", f"{sys.executable} -c \"{burn}\" >/dev/null 2>&1 &"], check=True)
+    deadline = _time.time() + 60
+    while not done.exists() and _time.time() < deadline:
+        _time.sleep(0.05)
+    assert done.exists(), "the background process did not finish its 1.5 s of CPU within 60 s"
+    _time.sleep(0.05)
+    other = (machine_cpu_s() - machine0) - (process_tree_cpu_s() - own0)
+    assert other >= 1.0
 
 
 def test_corrupt_run_json_starts_a_fresh_record(tmp_path, env):

@@ -80,7 +80,7 @@ def test_relaunching_a_finished_run_leaves_it_finished_and_recordable(setup, cap
     # what the first launch recorded of the run itself is kept: the relaunch trained nothing to replace it (it used
     # to be dropped, leaving a record without its step, which the recorded-encoder test then refused)
     launch = {"commit", "launch_commits", "hardware", "fabric", "launches", "wall_time_s_before", "wall_time_s",
-              "updated"}
+              "updated", "other_cpu_s", "other_cpu_wall_s", "other_cores"}
     assert {k: v for k, v in after.items() if k not in launch} == {k: v for k, v in before.items() if k not in launch}
     assert after["step"] == 2 and after["last_metrics"] == before["last_metrics"]
     assert {p.name for p in train.record_run(out / "tiny", out / "record", allow_dirty=True)} >= {"run.json"}

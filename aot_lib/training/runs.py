@@ -32,7 +32,7 @@ import torch
 from ..config_format import built_model
 from .config import SCHEMA, ConfigError, dump_config
 from ..files import RUN_ELSEWHERE, WriteError, atomic_write, remove_partial, swap_into_place, write_error, write_json
-from ..runtime import git_commit, hardware_summary, resolve_fabric_kwargs
+from ..runtime import git_commit, hardware_summary, machine_cpu_s, process_tree_cpu_s, resolve_fabric_kwargs
 
 __all__ = ["CheckpointError", "RunLockedError", "RunStopped", "CHECKPOINT_FORMAT", "run_dir", "RunFolder", "save_checkpoint",
            "load_checkpoint", "encoder_state_dict", "load_weights", "WeightsMismatch", "built_model", "checkpoint_model",
@@ -67,7 +67,8 @@ def run_dir(cfg: dict) -> Path:
 
 #: What each launch writes of itself into run.json; every other key an earlier launch wrote is carried over.
 LAUNCH_KEYS = ("kind", "commit", "launch_commits", "seed", "hardware", "fabric", "started", "launches",
-               "wall_time_s_before", "status", "wall_time_s", "updated", "finished")
+               "wall_time_s_before", "status", "wall_time_s", "updated", "finished", "other_cpu_s", "other_cpu_wall_s",
+               "other_cores")
 
 # Keys that may differ between the launches of one run: where things are, how often to log and save,
 # how the work is spread over devices. Anything else changes what is trained.
@@ -223,6 +224,10 @@ class RunFolder:
                        "started": previous.get("started") or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                        "launches": previous.get("launches", 0) + 1,
                        "wall_time_s_before": previous.get("wall_time_s", 0.0), "status": "running"}
+        # who else used the CPU while this launch ran (Linux): a wall time is a clock only on an idle machine
+        self._cpu0 = machine_cpu_s(), process_tree_cpu_s()
+        self._other0 = (previous.get("other_cpu_s", 0.0), previous.get("other_cpu_wall_s", 0.0)
+                        ) if previous.get("other_cpu_wall_s") or not previous.get("wall_time_s") else None
         self.update()
 
     # --- updates
@@ -232,8 +237,23 @@ class RunFolder:
             return
         self.record.update(fields)
         self.record["wall_time_s"] = round(self.record.get("wall_time_s_before", 0.0) + time.time() - self.t0, 2)
+        self._other_cpu()
         self.record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         write_json(self.path / "run.json", self.record, "run record", RUN_ELSEWHERE)
+
+    def _other_cpu(self) -> None:
+        """``other_cpu_s``: CPU seconds the rest of the machine was busy over the launches measured (all of the
+        machine's busy time but this process tree's), over ``other_cpu_wall_s`` seconds of wall time, and their
+        ratio ``other_cores``: about 0 on an idle machine, 1 with another single-core job beside it. Not written
+        where it cannot be measured (not Linux), nor for a run with an unmeasured earlier launch."""
+        (machine0, own0), before = getattr(self, "_cpu0", (None, None)), getattr(self, "_other0", None)
+        machine, own = machine_cpu_s(), process_tree_cpu_s()
+        if None in (machine0, own0, machine, own, before):
+            return
+        wall = before[1] + time.time() - self.t0
+        other = before[0] + max(0.0, (machine - machine0) - (own - own0))
+        self.record.update(other_cpu_s=round(other, 2), other_cpu_wall_s=round(wall, 2),
+                           other_cores=round(other / wall, 3) if wall > 0 else None)
 
     def finish(self, status: str = "finished", **fields) -> None:
         self.update(**{"status": status, "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields})
