@@ -265,6 +265,22 @@ def test_knn_curve_reads_the_monitor_rows_and_refuses_a_run_without_it(tmp_path)
         evidence.knn_curve(tmp_path)
 
 
+def test_knn_wall_curve_reads_the_wall_clock_logged_beside_each_value(tmp_path):
+    """The monitor's row carries wall_s (the run's wall seconds, every launch's): minutes = wall_s / 60. A run from
+    before the column, and a clock that runs back, are refused."""
+    path = tmp_path / "metrics.csv"
+    path.write_text("knn/val_top1,loss,step,wall_s\n,1.0,10,4.5\n30.5,,195,90.0\n,0.8,205,95.0\n35.25,,390,171.0\n")
+    assert evidence.knn_wall_curve(tmp_path) == [(195, 1.5, 30.5), (390, 2.85, 35.25)]
+    path.write_text("knn/val_top1,step,wall_s\n30.5,195,90.0\n35.25,390,89.0\n")
+    with raises_exactly(ValueError, f"{path}: its wall_s runs back between two k-NN rows; the record is damaged: "
+                                    f"restore it from git (git checkout -- {path}) or record the run again"):
+        evidence.knn_wall_curve(tmp_path)
+    path.write_text("knn/val_top1,step\n30.5,195\n")
+    with raises_exactly(ValueError, f"{path} has no wall_s column: the run was recorded before the trainer logged its "
+                                    "wall clock, so only run.json's total wall time is known"):
+        evidence.knn_wall_curve(tmp_path)
+
+
 def test_seconds_per_step_come_from_the_interleaved_benchmark():
     bench = {"benchmark": "families_x", "runs": [
         {"setting": {"name": "tiny"}, "mode": "eager", "results": {"aot": {"step": {"median_s": 9.0}}}},

@@ -297,7 +297,7 @@ def test_fit_trains_logs_and_checkpoints_what_the_reference_computes(toy):
     assert sorted(rows) == [1, 2, 3, 4, 5]
     for step, row in rows.items():
         assert set(row) == {"aux", "one", "epoch", "rate", "loss", "lr", "grad_norm", "skipped_steps", "images_per_s",
-                            "step"}
+                            "step", "wall_s"}
         assert float(row["loss"]) == pytest.approx(ref[step - 1]["loss"], rel=F32)
         # before clipping; float32 norms of float32-rounded gradients: a handful of roundings of 6e-8 each
         assert float(row["grad_norm"]) == pytest.approx(ref[step - 1]["grad_norm"], rel=1e-6)
@@ -309,6 +309,9 @@ def test_fit_trains_logs_and_checkpoints_what_the_reference_computes(toy):
             "loss": float(rows[5]["loss"]), "lr": float(rows[5]["lr"]), "grad_norm": float(rows[5]["grad_norm"]),
             "skipped_steps": 0, "images_per_s": BATCH / 0.5}
     assert result == {"step": 5, **last}
+    # wall_s, the run's wall clock (run.json's, a real one here): it never runs back, and ends by the record's total
+    walls = [float(rows[s]["wall_s"]) for s in sorted(rows)]
+    assert walls == sorted(walls) and walls[0] >= 0 and walls[-1] <= toy.record()["wall_time_s"]
     assert toy.saved == [2, 4, 5]
     ckpt = toy.load()
     assert ckpt.keys() == {"format", "kind", "model", "optimizer", "scheduler", "step", "total_steps", "rng", "config",

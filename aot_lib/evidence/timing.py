@@ -14,7 +14,7 @@ from .cells import seed_free, cell_runs
 from .records import damaged, read_json, read_yaml
 from .search import FIRST_RECIPE, SEARCH_FAMILIES, finalist_rows, recipe_pick, search_rows, validation_scores
 
-__all__ = ["NoKnnMonitor", "knn_curve", "first_reaching", "gain_between", "modelled_minutes", "seconds_per_step",
+__all__ = ["NoKnnMonitor", "knn_curve", "knn_wall_curve", "first_reaching", "gain_between", "modelled_minutes", "seconds_per_step",
            "TRAIN_IMAGES", "step_clock", "step_time_measurements", "time_to_accuracy", "GOAL_30MIN", "goal_30min",
            "recipe_rerun", "search_curves"]
 
@@ -23,27 +23,44 @@ class NoKnnMonitor(ValueError):
     """A recorded run made without the online k-NN monitor (``monitor.knn: false``): it has no learning curve."""
 
 
-def _knn_rows(folder: Path, column: str) -> list[tuple[int, float]]:
+def _knn_rows(folder: Path, column: str, wall: bool = False) -> list[tuple]:
     """``(step, accuracy)`` of the online k-NN monitor in ``folder/metrics.csv``, each checked (see
-    :func:`knn_curve`)."""
+    :func:`knn_curve`); with ``wall``, ``(step, wall seconds, accuracy)``."""
     path = folder / "metrics.csv"
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         if column not in (reader.fieldnames or ()):
             raise NoKnnMonitor(f"{path} has no {column} column: the run was made with monitor.knn=false")
+        if wall and "wall_s" not in (reader.fieldnames or ()):
+            raise ValueError(f"{path} has no wall_s column: the run was recorded before the trainer logged its wall "
+                             "clock, so only run.json's total wall time is known")
         rows = []
         for line, r in enumerate(reader, 2):
             if not r.get(column):
                 continue
             try:
                 step, acc = int(float(r["step"])), float(r[column])
+                seconds = float(r["wall_s"]) if wall else 0.0
             except (TypeError, ValueError):
-                raise damaged(path, f"line {line}: step {r.get('step')!r}, {column} {r.get(column)!r} are not "
-                                     "numbers") from None
+                raise damaged(path, f"line {line}: step {r.get('step')!r}, {column} {r.get(column)!r}"
+                                    + (f", wall_s {r.get('wall_s')!r}" if wall else "") + " are not numbers") from None
             if not (math.isfinite(acc) and 0 <= acc <= 100):
                 raise damaged(path, f"line {line}: {column} is {acc!r}, not an accuracy in [0, 100] %")
-            rows.append((step, acc))
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise damaged(path, f"line {line}: wall_s is {seconds!r}, not a time in seconds")
+            rows.append((step, seconds, acc) if wall else (step, acc))
     return rows
+
+
+def knn_wall_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:
+    """The online k-NN monitor's values against the run's own wall clock: ``(step, wall minutes, accuracy)`` rows in
+    order, the minutes the ``wall_s`` the trainer logged beside each value (every launch's, monitors and checkpoints
+    included). A wall clock is a measurement only on an idle machine: ``run.json``'s ``other_cores`` says whether it
+    was. Refuses a run recorded before ``wall_s`` was logged, and a clock that runs back."""
+    rows = _knn_rows(Path(folder), column, wall=True)
+    if any(b[1] < a[1] for a, b in zip(rows, rows[1:])):
+        raise damaged(Path(folder) / "metrics.csv", "its wall_s runs back between two k-NN rows")
+    return [(step, seconds / 60, acc) for step, seconds, acc in rows]
 
 
 def knn_curve(folder: str | Path, column: str = "knn/val_top1") -> list[tuple[int, float, float]]:

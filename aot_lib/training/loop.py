@@ -219,14 +219,15 @@ def fit(fabric, run: RunFolder, model, optimizer, scheduler, step_fn: Callable[[
                     last.update(loss=loss_value.item(), lr=lr, grad_norm=gnorm.item(),
                                 skipped_steps=skipped_total, images_per_s=seen / max(now - tick, 1e-9))
                     tick, seen = now, 0
-                    fabric.log_dict(last, step=done)
+                    # wall_s: the run's wall seconds so far, every launch's (its time-to-accuracy clock)
+                    fabric.log_dict({**last, "wall_s": run.elapsed_s()}, step=done)
                     bar.set_postfix({k: f"{last[k]:.4g}" for k in ("loss", "lr") if k in last}, refresh=False)
                 due = [m for m in monitors if done % m.every == 0 or done == total_steps]
                 if due:
                     with record_function("monitors"):
                         ctx = StepContext(done, out, getattr(model, "module", model))
                         measured = {k: v for m in due for k, v in m(ctx).items()}
-                    fabric.log_dict(measured, step=done)
+                    fabric.log_dict({**measured, "wall_s": run.elapsed_s()}, step=done)
                     monitored.update(measured)
                 bar.update()
                 if len(timed) <= ESTIMATE_STEPS:

@@ -236,10 +236,14 @@ class RunFolder:
         if not self.main:
             return
         self.record.update(fields)
-        self.record["wall_time_s"] = round(self.record.get("wall_time_s_before", 0.0) + time.time() - self.t0, 2)
+        self.record["wall_time_s"] = self.elapsed_s()
         self._other_cpu()
         self.record["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         write_json(self.path / "run.json", self.record, "run record", RUN_ELSEWHERE)
+
+    def elapsed_s(self) -> float:
+        """The run's wall seconds so far: earlier launches' and this one's."""
+        return round(self.record.get("wall_time_s_before", 0.0) + time.time() - self.t0, 2)
 
     def _other_cpu(self) -> None:
         """``other_cpu_s``: CPU seconds the rest of the machine was busy over the launches measured (all of the
