@@ -15,7 +15,7 @@ from .records import damaged, read_json, read_yaml
 from .search import FIRST_RECIPE, SEARCH_FAMILIES, finalist_rows, recipe_pick, search_rows, validation_scores
 
 __all__ = ["NoKnnMonitor", "knn_curve", "knn_wall_curve", "first_reaching", "gain_between", "modelled_minutes", "seconds_per_step",
-           "TRAIN_IMAGES", "step_clock", "step_time_measurements", "time_to_accuracy", "GOAL_30MIN", "goal_30min",
+           "TRAIN_IMAGES", "step_clock", "step_time_measurements", "time_to_accuracy", "GOAL_30MIN", "goal_30min", "goal_round2",
            "recipe_rerun", "search_curves"]
 
 
@@ -256,6 +256,36 @@ def goal_30min(root: str | Path) -> dict | None:
             "best": max(runs, key=lambda r: r.top1), "minutes": minutes,
             "reached": reaching(GOAL_30MIN["top1"]), "moonshot": reaching(GOAL_30MIN["moonshot"]),
             "config": read_yaml(runs[0].folder / "config.yaml")}
+
+
+def goal_round2(root: str | Path) -> dict | None:
+    """How the round-2 recipe's AoT-ADMM CIFAR-10 seeds (``cpu30b_aot_admm_cifar10[_seed<k>]``) stand against the
+    plan's round-2 goal (``results/cpu/plan.yaml``: ``round2.goal`` and ``round2_idle``), or None before the first is
+    recorded. Per run (``rows``): its seed, test linear top-1, pretraining wall time (``wall_s``), the other work on
+    the machine meanwhile (``other_cores``; None: not measured) and ``counts``, with the ``reason`` it does not (over
+    the wall limit, not idle, not measured). Over the runs that count: ``summary`` (mean and 95 % interval of their
+    top-1), ``reached`` (the primary reading: that mean at or above the goal's top-1), ``at_goal`` and ``at_moonshot``
+    (seeds at or above each), and ``goal`` / ``idle_max`` as the plan states them."""
+    root = Path(root)
+    results = root / "results" / "cpu"
+    if not (results / "cpu30b_aot_admm_cifar10").exists():
+        return None
+    plan = read_yaml(results / "plan.yaml")
+    goal, idle_max = plan["round2"]["goal"], float(plan["round2_idle"]["other_cores_max"])
+    rows = []
+    for run in cell_runs(results, "cpu30b_aot_admm_cifar10"):
+        record = read_json(run.folder / "run.json")
+        other = record.get("other_cores")
+        reason = ("its wall time is over the limit" if run.wall_time_s > goal["wall_s"] else
+                  "the machine's other work was not measured" if other is None else
+                  f"the machine was shared ({other:.2f} cores of other work)" if other > idle_max else None)
+        rows.append({"seed": run.seed, "top1": run.top1, "wall_s": run.wall_time_s, "other_cores": other,
+                     "counts": reason is None, "reason": reason, "run": run})
+    counted = [r["top1"] for r in rows if r["counts"]]
+    summary = stats.summarize(counted) if counted else None
+    return {"rows": rows, "summary": summary, "goal": goal, "idle_max": idle_max,
+            "reached": summary is not None and summary.mean >= goal["top1"],
+            "at_goal": sum(t >= goal["top1"] for t in counted), "at_moonshot": sum(t >= goal["moonshot"] for t in counted)}
 
 
 def recipe_rerun(root: str | Path) -> dict | None:
