@@ -339,3 +339,25 @@ def test_precision_table_reads_each_familys_ratio_and_loss_gap():
     assert table.caption == ("bf16-mixed against fp32 on the AMD EPYC AVX512: one pretraining step of "
                              "cpu30_aot_admm_cifar10.yaml, per family")
     assert "at commit 8cf998a (2026-11-28); the CPU's bf16 flags: avx512_bf16." in table.notes[0]
+
+
+def test_cpu_types_table_divides_each_step_by_the_clocks_and_refuses_two_commits():
+    """Per candidate and family: the other CPU's median step over the clock CPU's (0.45 / 0.60 = 0.75, ...); one
+    measurement means one commit and the same candidates."""
+    from aot_lib.book.round2 import cpu_types_table
+
+    def record(commit, isa, steps):
+        return {"commit": commit, "date": "2026-11-29T04:15:33+0000", "repeats": 5,
+                "hardware": {"cpu_model": "AMD EPYC", "cpu_isa": isa},
+                "steps": {c: {f: {"median_s": v} for f, v in zip(("aot_admm", "crate", "aot"), per)}
+                          for c, per in steps.items()}}
+
+    clock = record("a" * 40, "AVX512", {"r0": (0.60, 1.00, 0.50), "r1": (0.40, 0.80, 0.25)})
+    other = record("a" * 40, "AVX2", {"r0": (0.45, 1.10, 0.50), "r1": (0.30, 0.60, 0.20)})
+    table, ratios = cpu_types_table(clock, other, name="tbl-cpu-types")
+    assert ratios == pytest.approx([0.75, 1.1, 1.0, 0.75, 0.75, 0.8])
+    assert table.rows[0] == {"candidate": "r0", "clock": 0.60, "other": 0.45, "aot_admm": pytest.approx(0.75),
+                             "crate": pytest.approx(1.1), "aot": pytest.approx(1.0)}
+    with pytest.raises(ValueError, match=r"^step times at aaaaaaa and bbbbbbb \(or of other candidates\) are not one "
+                                         r"measurement on two CPUs: time both at one commit$"):
+        cpu_types_table(clock, {**other, "commit": "b" * 40})

@@ -14,7 +14,7 @@ from ..runtime import cpu_label
 from .sweeps import _slashed
 from .tables import Col, Table
 
-__all__ = ["search2_table", "precision_table"]
+__all__ = ["search2_table", "precision_table", "cpu_types_table"]
 
 
 #: What a round-2 candidate may change from round 1's recipe (its first row), as the screening table names it.
@@ -90,3 +90,29 @@ def precision_table(bench: Mapping, name: str | None = None) -> Table:
                         f"{', '.join(bench['cpu_bf16_flags']) or 'none'}. Largest loss gap: the two precisions' "
                         "losses step by step from the same start, a check that bf16 trains the same thing, not "
                         "an accuracy comparison."])
+
+
+def cpu_types_table(clock: Mapping, other: Mapping, name: str | None = None) -> tuple[Table, list[float]]:
+    """Two ``recipe_search2.py time`` records of one commit on two CPU types (``clock``: the one round 2's lengths
+    were set on) as a table: per candidate each family's median step on the other CPU over the clock's. Returns the
+    table and every ratio (candidates x families). Refuses records of different commits or candidates."""
+    if clock["commit"] != other["commit"] or set(clock["steps"]) != set(other["steps"]):
+        raise ValueError(f"step times at {clock['commit'][:7]} and {other['commit'][:7]} (or of other candidates) "
+                         "are not one measurement on two CPUs: time both at one commit")
+    rows, ratios = [], []
+    for cand, per in clock["steps"].items():
+        row = {"candidate": cand, "clock": per["aot_admm"]["median_s"], "other": other["steps"][cand]["aot_admm"]["median_s"]}
+        for fam in TABLE13_NAMES:
+            row[fam] = other["steps"][cand][fam]["median_s"] / per[fam]["median_s"]
+            ratios.append(row[fam])
+        rows.append(row)
+    return Table(rows, [Col("candidate"), Col("clock", f"AoT-ADMM step, {cpu_label(clock['hardware'])} (s)", ".3f"),
+                        Col("other", f"AoT-ADMM step, {cpu_label(other['hardware'])} (s)", ".3f"),
+                        *[Col(f, f"{n}: {cpu_label(other['hardware'])} / clock", ".2f") for f, n in TABLE13_NAMES.items()]],
+                 caption=f"One step of every round-2 candidate on two CPU types: the {cpu_label(other['hardware'])} "
+                         f"against the clock's {cpu_label(clock['hardware'])}",
+                 name=name,
+                 notes=[f"Each record: the median of {clock['repeats']} and {other['repeats']} interleaved repeats in a "
+                        f"rotating order on an idle machine, both at commit {clock['commit'][:7]} "
+                        f"({clock['date'][:10]} and {other['date'][:10]}); a ratio under 1: faster than the clock's "
+                        "CPU."]), ratios
