@@ -1129,17 +1129,28 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-recipe-search2-screening
+# :label: tbl-search2-cpu-types
 # :kind: table
 # :enumerator: 7.8
+# One step of every round-2 candidate on two CPU types: the AMD EPYC AVX2 against the
+# clock's AMD EPYC AVX512
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-search2-screening
+# :kind: table
+# :enumerator: 7.9
 # Round 2 of the recipe search, screening: validation linear top-1 per family, the runs
 # recorded so far
 # :::
 #
+# (sec-quick-probe)=
+# ###### The quick probe protocol
+#
 # :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
-# :enumerator: 7.9
+# :enumerator: 7.10
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -1164,7 +1175,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.10
+# :enumerator: 7.11
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -1188,7 +1199,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.11
+# :enumerator: 7.12
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::
