@@ -183,6 +183,21 @@ def _probes_of(folder: Path, source: str) -> None:
             probe.write_text(probe.read_text().replace(f"/{source}/", f"/{folder.name}/"))
 
 
+def _seed_of(results: Path, cell: str, seed: int, top1: float, **record) -> Path:
+    """Seed ``seed`` of ``cell`` under ``results``: a copy of a real recorded run with its seed, name and test top-1
+    set (and ``record``'s keys added to its run.json), as a real run of that seed would leave them."""
+    source = ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2"
+    d = results / (cell + (f"_seed{seed}" if seed else ""))
+    shutil.copytree(source, d)
+    _probes_of(d, source.name)
+    config = yaml.safe_load((d / "config.yaml").read_text())
+    config["run"]["seed"], config["run"]["name"] = seed, d.name
+    (d / "config.yaml").write_text(yaml.safe_dump(config))
+    (d / "run.json").write_text(json.dumps({**json.loads((d / "run.json").read_text()), "seed": seed, **record}))
+    (d / "probe.json").write_text(json.dumps({**json.loads((d / "probe.json").read_text()), "linear_top1": top1}))
+    return d
+
+
 def _finalists(tmp_path: Path, full: dict) -> Path:
     """A made-up search with c4 and c1 as finalists (screening 45.67 and 45.5) and full-length records ``full``:
     ``candidate -> family -> validation linear``."""
@@ -381,17 +396,8 @@ def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path)
          "steps": {c: {f: {"median_s": 0.4 if c == "c1_local2" else 9.9} for f in RS.FAMILIES}
                    for c in RS.CANDIDATES}}))
     assert goal_30min(root) is None
-    source = ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2"
     for seed, top1 in ((0, 65.5), (1, 58.5)):
-        d = root / "results" / "cpu" / ("cpu30_aot_admm_cifar10" + (f"_seed{seed}" if seed else ""))
-        shutil.copytree(source, d)
-        _probes_of(d, source.name)
-        config = yaml.safe_load((d / "config.yaml").read_text())
-        config["run"]["seed"], config["run"]["name"] = seed, d.name
-        (d / "config.yaml").write_text(yaml.safe_dump(config))
-        record = json.loads((d / "run.json").read_text())
-        (d / "run.json").write_text(json.dumps({**record, "seed": seed}))
-        (d / "probe.json").write_text(json.dumps({**json.loads((d / "probe.json").read_text()), "linear_top1": top1}))
+        _seed_of(root / "results" / "cpu", "cpu30_aot_admm_cifar10", seed, top1)
     goal = goal_30min(root)
     assert GOAL_30MIN == {"top1": 60.0, "moonshot": 65.0, "minutes": 30.0}
     assert (goal["summary"].n, goal["summary"].mean) == (2, pytest.approx(62.0))
@@ -593,20 +599,10 @@ def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path
     (tmp_path / "results" / "cpu").mkdir(parents=True)
     shutil.copy(ROOT / "results" / "cpu" / "plan.yaml", tmp_path / "results" / "cpu" / "plan.yaml")
     assert goal_round2(tmp_path) is None
-    source = ROOT / "results/cpu/cpu_aot_admm_cifar10_seed2"
     runs = [(64.0, 1700.0, 0.01), (62.0, 1799.5, 0.05), (66.0, 1800.5, 0.0), (66.0, 1500.0, 0.30), (67.0, 1600.0, None)]
     for seed, (top1, wall, other) in enumerate(runs):
-        d = tmp_path / "results" / "cpu" / ("cpu30b_aot_admm_cifar10" + (f"_seed{seed}" if seed else ""))
-        shutil.copytree(source, d)
-        _probes_of(d, source.name)
-        config = yaml.safe_load((d / "config.yaml").read_text())
-        config["run"]["seed"], config["run"]["name"] = seed, d.name
-        (d / "config.yaml").write_text(yaml.safe_dump(config))
-        record = {**json.loads((d / "run.json").read_text()), "seed": seed, "wall_time_s": wall}
-        if other is not None:
-            record["other_cores"] = other
-        (d / "run.json").write_text(json.dumps(record))
-        (d / "probe.json").write_text(json.dumps({**json.loads((d / "probe.json").read_text()), "linear_top1": top1}))
+        measured = {} if other is None else {"other_cores": other}
+        _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, top1, wall_time_s=wall, **measured)
     goal = goal_round2(tmp_path)
     assert (goal["goal"]["top1"], goal["goal"]["wall_s"], goal["idle_max"]) == (60.0, 1800, 0.05)
     assert [(r["seed"], r["counts"], r["reason"]) for r in goal["rows"]] == [
