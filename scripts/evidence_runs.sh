@@ -48,10 +48,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run() { scripts/run_configs.sh "$@" || echo "== FAILED: scripts/run_configs.sh $*"; }
+baseline_run_name() {  # KIND CONFIG: the run name aot baseline gives that floor
+  ${PYTHON:-.venv/bin/python} -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$1" "$2"
+}
 baseline() {  # KIND CONFIG [DIR [OVERRIDE...]]: probe the baseline into runs/DIR and record it in results/cpu/DIR/
   local py=${PYTHON:-.venv/bin/python} kind=$1 cfg=$2 dir=${3:-baselines} name
   shift 2; shift $(( $# > 0 ))  # what is left: overrides of the probe, the same for every seed of a floor
-  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$kind" "$cfg")
+  name=$(baseline_run_name "$kind" "$cfg")
   if [ -f "results/cpu/$dir/$name/run.json" ]; then echo "== $kind $cfg: recorded in results/cpu/$dir/$name, skipped"; return; fi
   echo "== $kind $cfg -> runs/$dir/$name ($(date -u +%H:%M:%S))"
   { $py -m aot_lib.cli baseline "$kind" -c "$cfg" run.progress=false "run.out_dir=runs/$dir" "$@" \
@@ -70,8 +73,8 @@ floor_at_edge() {  # RECORDED_FOLDER: whether its probe's pick sits at an end of
 p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); sys.exit(0 if p['at_top'] or p['at_bottom'] else 1)" "$1"
 }
 edge_floor() {  # KIND CONFIG: probed again into baselines_cpu30_edge if its floors30 record sits at an edge
-  local py=${PYTHON:-.venv/bin/python} name
-  name=$($py -c "import sys; from aot_lib.training.baselines import baseline_name; from aot_lib.training.config import load_config; print(baseline_name(load_config(sys.argv[2]), sys.argv[1]))" "$1" "$2")
+  local name
+  name=$(baseline_run_name "$1" "$2")
   if [ "$name" = "$FLOOR_EDGE_CONTROL" ] || floor_at_edge "results/cpu/baselines_cpu30/$name"; then
     baseline "$1" "$2" baselines_cpu30_edge "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
   else
