@@ -651,6 +651,43 @@ def test_floor_picks_read_each_floor_once_and_how_far_an_edge_pick_still_climbs(
     assert picks["baseline_pixels_cifar10_seed0"]["edge_gain"] is None
 
 
+def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_path):
+    """The edge floors beside their first probe (aot_lib.book.paper_tables): the untrained encoder picked the top of
+    0.001 .. 0.1 and is probed again with 0.3 and 1 above. Worked by hand: its pick moves to 0.3 (36.4, then 36.2 at
+    1), no longer at an end; at the shared rates the largest move is 0.1 (36.0 -> 36.1); test 40.0 -> 40.25. The pixels
+    floor is not probed again and is left out; a record probed again with no first record is refused."""
+    from aot_lib.book.paper_tables import floor_reprobe_table, floor_reprobes
+
+    def probe(folder, grid, val, picked, top1):
+        result = json.loads((folder / "probe.json").read_text())
+        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked, "linear_top1": top1,
+                                                       "linear_val_top1": {f"lr={lr:g},wd=0": v
+                                                                           for lr, v in zip(grid, val)}}))
+    first = [0.001, 0.01, 0.1]
+    for root, grid, val, picked, top1 in (("first", first, [30.0, 35.5, 36.0], 0.1, 40.0),
+                                          ("again", first + [0.3, 1.0], [30.0, 35.5, 36.1, 36.4, 36.2], 0.3, 40.25)):
+        probe(_record(tmp_path / root, "baseline_init_cpu30_x_cifar10", 0, top1, kind="baseline-init"),
+              grid, val, picked, top1)
+    probe(_record(tmp_path / "first", "baseline_pixels_cifar10_seed0", 0, 38.0, kind="baseline-pixels"),
+          first, [38.0, 39.0, 37.0], 0.01, 38.0)
+    cells = {("x", "cifar10"): "cpu30_x_cifar10"}
+    (got,) = floor_reprobes(tmp_path, cells, "first", "again")
+    assert (got["run"], got["first"]["lr"], got["first"]["at_top"], got["first"]["val"]) == (
+        "baseline_init_cpu30_x_cifar10", 0.1, True, 36.0)
+    assert (got["again"]["lr"], got["again"]["at_top"], got["again"]["at_bottom"], got["again"]["val"]) == (
+        0.3, False, False, 36.4)
+    assert got["shared_diff"] == pytest.approx(0.1) and got["same"] is False
+    (row,) = floor_reprobe_table([got], name="tbl-x", caption="c").rows
+    assert (row["pick0"], row["pick"], row["moved"]) == ("0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1",
+                                                         pytest.approx(0.25))
+    _record(tmp_path / "again", "baseline_init_cpu30_x_cifar10_seed1", 1, 41.0, kind="baseline-init")
+    with pytest.raises(ValueError) as refused:
+        floor_reprobes(tmp_path, cells, "first", "again")
+    assert str(refused.value) == (
+        f"{tmp_path / 'again' / 'baseline_init_cpu30_x_cifar10_seed1'} has no first record in {tmp_path / 'first'}: "
+        f"a floor is probed again only beside its first record; move the folder out of {tmp_path / 'again'}")
+
+
 def test_numerics_label_says_what_was_not_recorded():
     run = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"),
                            (("torch", "2.14.1+cu130"), ("cpu_model", "Intel(R) Xeon(R) Processor"), ("cpu_isa", "AVX512")))

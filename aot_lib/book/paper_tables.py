@@ -9,11 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
-                        paper, probe_lr_picks, stats)
+                        numerics_label, paper, probe_lr_picks, same_probe, stats)
+from ..evidence.records import read_json
+from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
-           "table2_stages", "FLOOR_NOTE"]
+           "floor_reprobes", "floor_reprobe_table", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -144,6 +146,54 @@ def floor_picks(results: Path, cells: dict, baselines: str = BASELINES_DIR) -> l
         for floor in floor_cells(results, name, data, baselines).values():
             runs.update({r.name: r for r in floor or ()})
     return probe_lr_picks(list(runs.values()))
+
+
+def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[dict]:
+    """Every floor under ``cells`` recorded in ``results/first`` and probed again into ``results/again`` (e.g. its
+    grid extended at an edge), raw pixels once per data set and seed: ``{"run", "first", "again", "shared_diff",
+    "same"}``. Each side is :func:`aot_lib.probe_grid.grid_pick`'s reading plus ``"val"`` (its best validation
+    top-1 at its pick), ``"top1"`` (test), ``"scores"`` (best validation top-1 by rate) and ``"numerics"``
+    (:func:`aot_lib.evidence.numerics_label`); ``"shared_diff"`` is the largest difference in validation top-1 at a
+    rate both tried (points), ``"same"`` :func:`aot_lib.evidence.same_probe`. A floor not probed again is left
+    out; one probed again but not first is refused."""
+    pairs: dict[str, tuple] = {}
+    for (_, data), name in cells.items():
+        firsts = {r.name: r for f in floor_cells(results, name, data, first).values() for r in f or ()}
+        for r in (r for f in floor_cells(results, name, data, again).values() for r in f or ()):
+            if r.name not in firsts:
+                raise ValueError(f"{r.folder} has no first record in {Path(results) / first}: a floor is probed "
+                                 f"again only beside its first record; move the folder out of {r.folder.parent}")
+            pairs[r.name] = firsts[r.name], r
+    out = []
+    for run_name, runs in sorted(pairs.items()):
+        sides = []
+        for run in runs:
+            probe = read_json(run.folder / "probe.json")
+            pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
+            sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores,
+                              numerics=numerics_label(run)))
+        shared = set(sides[0]["scores"]) & set(sides[1]["scores"])
+        out.append(dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(runs[0].folder, runs[1].folder),
+                        shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared)))
+    return out
+
+
+def _pick(side: dict) -> str:
+    end = " (top)" if side["at_top"] else " (bottom)" if side["at_bottom"] else ""
+    return f"{side['lr']:g}{end} of {side['grid'][0]:g} … {side['grid'][-1]:g}"
+
+
+def floor_reprobe_table(reprobes: list[dict], name: str, caption: str) -> Table:
+    """Table of :func:`floor_reprobes`: each floor's first probe and the probe again side by side."""
+    rows = [dict(run=r["run"], pick0=_pick(r["first"]), val0=r["first"]["val"], top0=r["first"]["top1"],
+                 pick=_pick(r["again"]), val=r["again"]["val"], top=r["again"]["top1"],
+                 moved=r["again"]["top1"] - r["first"]["top1"], shared=r["shared_diff"]) for r in reprobes]
+    return Table(rows, [Col("run", "floor"), Col("pick0", "first pick (lr, of the grid)"),
+                        Col("val0", "first val (%)", ".2f"), Col("top0", "first test (%)", ".2f"),
+                        Col("pick", "pick again"), Col("val", "val again (%)", ".2f"),
+                        Col("top", "test again (%)", ".2f"), Col("moved", "test moved (points)", "+.2f"),
+                        Col("shared", "val, most moved at a shared rate (points)", ".2f")],
+                 caption=caption, name=name)
 
 
 def _views(c: dict) -> str:
