@@ -66,7 +66,7 @@ FLOOR_WIDE_LR='probe.lr=[0.0001,0.0003,0.001,0.003,0.01,0.03,0.1]'
 # ... and outward from it, a rate at a time while the pick sits at that end (the plan's second addendum)
 FLOOR_EDGE_LR=('probe.lr_below=[3e-5,1e-5,3e-6,1e-6]' 'probe.lr_above=[0.3,1.0,3.0,10.0]')
 # the one floors30 floor whose pick was inside the wide grid that floors30_edge probes again: the same numbers
-# must come back (the extension only acts at an end), which is what lets the edge records replace the others
+# must come back (the extension only acts at an end); if they do not, the book shows the edge records apart
 FLOOR_EDGE_CONTROL=baseline_init_cpu30_aot_admm_cifar10
 floor_at_edge() {  # RECORDED_FOLDER: whether its probe's pick sits at an end of the rates it tried
   ${PYTHON:-.venv/bin/python} -c "import json, sys; from aot_lib.probe_grid import grid_pick

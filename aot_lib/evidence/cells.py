@@ -234,7 +234,9 @@ def cell(root: str | Path, name: str) -> dict[int, float]:
 #: names carry no recipe.
 BASELINES_DIR = "baselines"
 #: The 30-minute cells' floors with those that sat at an edge of the wide grid probed again, the grid extended
-#: outward (the plan's second addendum, post hoc): the edge records first, the first records under them.
+#: outward (the plan's second addendum, post hoc): the edge records first, the first records under them. The book does
+#: not read floors this way: the addendum's control came back with one validation score changed (another CPU's
+#: rounding), so the edge records are shown apart (:func:`aot_lib.book.paper_tables.floor_reprobes`).
 BASELINES_30MIN_EDGE = ("baselines_cpu30_edge", "baselines_cpu30")
 
 
