@@ -583,6 +583,28 @@ def test_training_curves_draw_the_panels_every_run_has():
     plt.close("all")
 
 
+def test_the_wall_clock_figure_greys_out_the_runs_that_do_not_count():
+    """plot_wall_curves (chapter 7's goal): a counted run solid and in colour, one that does not count dashed and
+    grey; each run's final marker at (its wall minutes, its test top-1); the limit and the target dotted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from aot_lib.book.plotting import plot_wall_curves
+
+    fig = plot_wall_curves({"seed 0": dict(minutes=[1.0, 20.0], acc=[40.0, 55.0], counts=True, final=(28.0, 61.0)),
+                            "seed 1": dict(minutes=[1.0, 22.0], acc=[39.0, 54.0], counts=False, final=(33.0, 60.5))},
+                           limit_min=30.0, target=60.0)
+    (ax,) = fig.axes
+    curve0, end0, curve1, end1, limit, target = ax.lines
+    assert (curve0.get_linestyle(), curve1.get_linestyle(), curve1.get_color()) == ("-", "--", "0.55")
+    assert (list(end0.get_xdata()), list(end0.get_ydata()), list(end1.get_xdata())) == ([28.0], [61.0], [33.0])
+    assert (list(limit.get_xdata()), list(target.get_ydata())) == ([30.0, 30.0], [60.0, 60.0])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["seed 0", "seed 1"]
+    plt.close("all")
+
+
 def test_every_figure_is_cited_by_its_number():
     """A numbered figure the text never cites is a figure the reader meets unannounced: every name a chapter gives
     a figure (its cell's mystnb.figure metadata) is cited with {numref} somewhere in the chapters."""

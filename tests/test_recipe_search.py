@@ -589,11 +589,33 @@ def test_round_two_recipe_is_the_better_finalist_with_the_plans_round_two_cells(
     assert cfg["optim"]["epochs"] == r4["full_epochs"] and cfg["optim"]["warmup_epochs"] == round(r4["full_epochs"] / 10, 2)
 
 
+def test_the_goal_figure_draws_each_seed_against_its_own_wall_minutes(tmp_path):
+    """aot_lib.book.round2.goal_curves: a seed's online k-NN at the wall_s its trainer logged beside each value (90 s
+    and 1,500 s: 1.5 and 25 minutes), and its final test top-1 where its pretraining ended (1,700 s: 28.33 min); a run
+    on a shared machine is drawn as not counting."""
+    from aot_lib.book.round2 import goal_curves
+    from aot_lib.evidence import goal_round2
+
+    (tmp_path / "results" / "cpu").mkdir(parents=True)
+    shutil.copy(ROOT / "results" / "cpu" / "plan.yaml", tmp_path / "results" / "cpu" / "plan.yaml")
+    for seed, other in ((0, 0.01), (1, 0.5)):
+        d = _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, 61.0 + seed, wall_time_s=1700.0,
+                     other_cores=other)
+        (d / "metrics.csv").write_text("step,loss,wall_s,knn/val_top1\n10,1.0,5.0,\n195,,90.0,40.5\n"
+                                       "3900,,1500.0,55.25\n")
+    curves = goal_curves(goal_round2(tmp_path))
+    assert curves == {
+        "seed 0": dict(minutes=[1.5, 25.0], acc=[40.5, 55.25], counts=True, final=(pytest.approx(28.3333, abs=1e-4), 61.0)),
+        "seed 1 (does not count)": dict(minutes=[1.5, 25.0], acc=[40.5, 55.25], counts=False,
+                                        final=(pytest.approx(28.3333, abs=1e-4), 62.0))}
+
+
 def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path):
     """evidence.goal_round2 reads the plan's goal (60 %, 1,800 s) and idle limit (0.05 cores of other work) from
     results/cpu/plan.yaml. Five seeds: two idle and in time (64.0, 62.0), one over 1,800 s, one shared (0.30 cores),
     one from before the measurement: only the first two count, mean 63.0, so the primary reading holds; the seeds at
     the goal are counted among those that count."""
+    from aot_lib.book.round2 import goal_table
     from aot_lib.evidence import goal_round2
 
     (tmp_path / "results" / "cpu").mkdir(parents=True)
@@ -611,3 +633,15 @@ def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path
         (4, False, "the machine's other work was not measured")]
     assert (goal["summary"].n, goal["summary"].mean, goal["reached"]) == (2, pytest.approx(63.0), True)
     assert (goal["at_goal"], goal["at_moonshot"]) == (2, 0)
+    # the chapter's table: minutes are wall seconds / 60; mean 63.0, std 1.414, t(0.975, 1) = 12.706: half-width
+    # 12.706 * 1.414 / sqrt 2 = 12.71, so [50.29, 75.71]
+    table = goal_table(goal, name="tbl-goal")
+    assert [(r["seed"], r["minutes"], r["counts"]) for r in table.rows] == [
+        (0, pytest.approx(28.3333, abs=1e-4), "yes"), (1, pytest.approx(29.9917, abs=1e-4), "yes"),
+        (2, pytest.approx(30.0083, abs=1e-4), "no: its wall time is over the limit"),
+        (3, 25.0, "no: the machine was shared (0.30 cores of other work)"),
+        (4, pytest.approx(26.6667, abs=1e-4), "no: the machine's other work was not measured")]
+    assert table.notes == [
+        "A run counts when its pretraining wall time is at most 1,800 s and the machine's other work while it ran was "
+        "at most 0.05 cores (results/cpu/plan.yaml, round2_idle); — : not measured. Over the 2 that count: 63.00 % "
+        "([50.29, 75.71], 95 % t interval), 2 at or above 60 %, 0 at or above 65 %."]

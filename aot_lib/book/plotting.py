@@ -210,6 +210,29 @@ def plot_training_curves(curves: Mapping[str, Any], note: str = "", panel_each: 
     return fig
 
 
+def plot_wall_curves(curves: Mapping[str, Mapping[str, Any]], limit_min: float, target: float, title: str = ""):
+    """Learning curves against wall minutes (chapter 7's goal runs): per run the online k-NN on validation images
+    (``minutes``, ``acc``) and a hollow marker at ``final`` (wall minutes, test linear top-1) where its pretraining
+    ended; runs that do not count (``counts`` false: a shared machine, over the limit) dashed and grey. A dotted line
+    at ``limit_min`` and one at the ``target`` accuracy."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(min(6.4, FIGURE_WIDTH_IN), 3.6))
+    for i, (label, c) in enumerate(curves.items()):
+        style = dict(color=f"C{i}", ls="-") if c["counts"] else dict(color="0.55", ls="--")
+        ax.plot(c["minutes"], c["acc"], lw=1.2, label=label, **style)
+        ax.plot(*c["final"], marker="o", mfc="none", color=style["color"], ms=6)
+    ax.axvline(limit_min, color="k", ls=":", lw=1)
+    ax.axhline(target, color="k", ls=":", lw=1)
+    ax.set_xlabel("wall minutes (pretraining, monitors and checkpoints included)", fontsize=9)
+    ax.set_ylabel("top-1 (%)", fontsize=9)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def plot_monitors(rows: list[Mapping[str, str]], limit: float | None = None, title: str = ""):
     """Chapter 6: the monitors over training (``metrics.csv`` rows with them): Theorem 1's two sides, their
     ratio against the theorem's limit near isotropy, and RankMe of the features and embeddings."""

@@ -14,7 +14,7 @@ from ..runtime import cpu_label
 from .sweeps import _slashed
 from .tables import Col, Table
 
-__all__ = ["search2_table", "precision_table", "cpu_types_table"]
+__all__ = ["search2_table", "precision_table", "cpu_types_table", "goal_table", "goal_curves"]
 
 
 #: What a round-2 candidate may change from round 1's recipe (its first row), as the screening table names it.
@@ -116,3 +116,41 @@ def cpu_types_table(clock: Mapping, other: Mapping, name: str | None = None) -> 
                         f"rotating order on an idle machine, both at commit {clock['commit'][:7]} "
                         f"({clock['date'][:10]} and {other['date'][:10]}); a ratio under 1: faster than the clock's "
                         "CPU."]), ratios
+
+
+def goal_table(goal: Mapping, name: str | None = None) -> Table:
+    """:func:`aot_lib.evidence.goal_round2`'s reading as a table: per seed its test linear top-1, pretraining wall
+    minutes, the other work on the machine meanwhile and whether it counts toward the goal (and why not)."""
+    g = goal["goal"]
+    rows = [dict(seed=r["seed"], top1=r["top1"], minutes=r["wall_s"] / 60, other=r["other_cores"],
+                 counts="yes" if r["counts"] else f"no: {r['reason']}") for r in goal["rows"]]
+    summary = goal["summary"]
+    spread = ("one seed: no interval" if summary is None or summary.n < 2 else
+              f"[{summary.low:.2f}, {summary.high:.2f}], 95 % t interval")
+    reading = ("no run counts yet" if summary is None else
+               f"over the {summary.n} that count: {summary.mean:.2f} % ({spread}), {goal['at_goal']} at or above "
+               f"{g['top1']:g} %, {goal['at_moonshot']} at or above {g['moonshot']:g} %")
+    return Table(rows, [Col("seed"), Col("top1", "linear test top-1 (%)", ".2f"),
+                        Col("minutes", "pretraining wall (min)", ".1f"), Col("other", "other work (cores)", ".3f"),
+                        Col("counts", "counts toward the goal")],
+                 caption=f"The round-2 goal: AoT-ADMM on CIFAR-10, {g['top1']:g} % in {g['wall_s'] / 60:g} wall "
+                         f"minutes on an idle 2-core {g['cpu']}, seed by seed",
+                 name=name,
+                 notes=[f"A run counts when its pretraining wall time is at most {g['wall_s']:,} s and the machine's "
+                        f"other work while it ran was at most {goal['idle_max']:g} cores (results/cpu/plan.yaml, "
+                        f"round2_idle); — : not measured. {reading[0].upper() + reading[1:]}."])
+
+
+def goal_curves(goal: Mapping) -> dict[str, dict]:
+    """The goal's runs as :func:`aot_lib.book.plotting.plot_wall_curves` draws them: per seed its online k-NN
+    against its own wall minutes (:func:`aot_lib.evidence.knn_wall_curve`), whether it counts, and its final test
+    linear top-1 at its pretraining wall minutes."""
+    from .. import evidence
+
+    curves = {}
+    for r in goal["rows"]:
+        rows = evidence.knn_wall_curve(r["run"].folder)
+        curves[f"seed {r['seed']}" + ("" if r["counts"] else " (does not count)")] = dict(
+            minutes=[m for _, m, _ in rows], acc=[a for _, _, a in rows], counts=r["counts"],
+            final=(r["wall_s"] / 60, r["top1"]))
+    return curves
