@@ -1009,6 +1009,15 @@ learned = phrases(
 # :::
 #
 # :::{figure}
+# :label: tbl-floors-30-edge
+# :kind: table
+# :enumerator: 8.13
+# Post hoc: the 30-minute cells' floors that picked an end of the wide grid, probed
+# again with the grid extended outward at that end, beside their first probe (and the
+# control, whose pick was inside)
+# :::
+#
+# :::{figure}
 # :label: tbl-table3-verdicts
 # :kind: table
 # :enumerator: 8.8
