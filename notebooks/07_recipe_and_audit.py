@@ -582,15 +582,18 @@ elsewhere = phrases(
 # search changes the clock and searches what round 1 held fixed. Its rule was written
 # into `scripts/recipe_search2.py` before any screening run:
 #
-# * **The clock is wall time on the slower CPU**, the 2-core AMD EPYC. A candidate's
+# * **The clock is wall time on the slower CPU**, the 2-core AMD EPYC with AVX-512
+#   (of the two types the project had then). A candidate's
 #   full length is the whole epochs AoT-ADMM's training steps fill in 27 minutes at its
 #   idle step time there; the other 3 minutes are for the monitor and the checkpoints,
 #   and a final run whose recorded wall time passes 30 minutes does not count.
 # * **One change at a time** from round 1's recipe: the learning rate, the batch,
-#   LeJEPA's λ, the SIGReg slices, the projector, the local views, depth and width.
+#   LeJEPA's λ, the SIGReg slices, the projector, the local views, and the shape (depth
+#   4, and depth 4 at width 256, each a single candidate).
 #   Every family alike, validation only, 30 % of the full length, the top two at full
 #   length, as in round 1.
-# * **fp32**, because bf16 was measured first ({numref}`tbl-bf16-cpu`).
+# * **fp32**: bf16-mixed was timed beforehand and was slower on this CPU
+#   ({numref}`tbl-bf16-cpu`).
 
 # %% tags=["hide-input"]
 BF16_BENCH = ROOT / "results" / "benchmarks" / "precision_amd.json"
@@ -609,14 +612,14 @@ bf16 = phrases(low=f"{min(ratios):.2f}", high=f"{max(ratios):.2f}",
 # {eval}`bf16.low` to {eval}`bf16.high` times the fp32 step, depending on the family:
 # in a fixed number of minutes bf16 would buy fewer steps, so the rule keeps fp32 on
 # this CPU type and an accuracy check at equal steps would decide nothing. A CPU with
-# AMX (a recent Intel Xeon) may differ; none has been at hand. The rule for it is
-# written: faster there, and accuracy at equal steps within fp32's seed spread on 2
-# seeds, validation only.
+# AMX (a recent Intel Xeon) may differ; none has been at hand. For such a CPU the rule
+# is fixed: bf16 is used if its step is faster there and its validation accuracy at
+# equal steps is within fp32's seed spread over 2 seeds.
 #
 # The clock's CPU is "the slower of the two types" only as long as no slower one
 # turns up. A third type did turn up: an AMD EPYC with AVX2 and no AVX-512. The same
-# interleaved measurement, at the commit of the first, was run on it while nothing
-# else ran ({numref}`tbl-search2-cpu-types`).
+# interleaved measurement, at the same commit as the AVX-512 one, was run on it while
+# nothing else ran ({numref}`tbl-search2-cpu-types`).
 
 # %% tags=["hide-input"]
 STEP_CLOCK2 = ROOT / "results" / "cpu" / "search2"
@@ -642,9 +645,11 @@ assert all(screen2[slower[0][0]][k] == screen2["r0_base"][k] for k in same_step)
 # On the {eval}`types.other` a step took {eval}`types.low` to {eval}`types.high` times
 # the {eval}`types.clock`'s (median {eval}`types.median` over the {eval}`types.n`
 # candidate-family pairs); {eval}`types.slower` pair was slower:
-# {eval}`types.which`. That candidate changes only the learning rate, so its step is
-# the base's, and the rule sets the length of all five such candidates from the median
-# of their five measurements, which is the machine's noise. The {eval}`types.clock`
+# {eval}`types.which`. That candidate changes only the learning rate, so it computes
+# the base's step, and the excess is noise. The rule gives the five candidates that
+# compute the base's step one length, from the median of their five timings (a clause
+# added after the first timing and before any screening run or config). The
+# {eval}`types.clock`
 # stays the slower CPU type and round 2's lengths stand; every run's `run.json` names
 # the CPU it ran on.
 #
@@ -687,14 +692,18 @@ idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
 
 # %% [markdown]
 # The goal's runs are judged by their wall time, so the record has to say whether the
-# machine was idle. Every run now writes `other_cores` into its `run.json`: the CPU time
-# the rest of the machine was busy while it ran (from Linux's `/proc`), in cores. The
-# plan fixed, before any goal run, that a run counts toward the goal when it took at
-# most {eval}`idle.wall` s on the {eval}`idle.cpu` with at most {eval}`idle.most` cores
-# of other work; with only the system's own processes running, this machine measured
-# {eval}`idle.measured`. Each row of `metrics.csv` also carries `wall_s`, the run's wall
-# clock, so the goal runs' learning curves can be drawn against wall minutes
-# (`evidence.knn_wall_curve`), which the records before it cannot be.
+# machine was idle. From commit 30c3127 on, every run writes `other_cores` into its
+# `run.json`: the CPU time the rest of the machine was busy while it ran (from Linux's
+# `/proc`), in cores. The plan fixed, before any goal run, that a run counts toward the
+# goal when it took at most {eval}`idle.wall` s on an {eval}`idle.cpu` with at most
+# {eval}`idle.most` cores of other work; with only the system's own processes running,
+# the AVX2 machine measured {eval}`idle.measured`. Either {eval}`idle.cpu` type counts,
+# AVX-512 or AVX2 (a second addendum, also written before any goal run): the steps are
+# the recipe's, so the CPU changes the wall time and not the accuracy, and each run's
+# type is named beside it. A run on another CPU model does not count. Each row of
+# `metrics.csv` also carries `wall_s`, the run's wall clock, so the goal runs' learning
+# curves can be drawn against wall minutes (`evidence.knn_wall_curve`), which runs
+# recorded before 30c3127 cannot be.
 
 # %% [markdown]
 # (sec-admm-sweep)=

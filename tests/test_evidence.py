@@ -666,25 +666,25 @@ def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_p
     first = [0.001, 0.01, 0.1]
     for root, grid, val, picked, top1 in (("first", first, [30.0, 35.5, 36.0], 0.1, 40.0),
                                           ("again", first + [0.3, 1.0], [30.0, 35.5, 36.1, 36.4, 36.2], 0.3, 40.25)):
-        probe(_record(tmp_path / root, "baseline_init_cpu30_x_cifar10", 0, top1, kind="baseline-init"),
+        probe(_record(tmp_path / root, "baseline_init_cpu30_aot_cifar10", 0, top1, kind="baseline-init"),
               grid, val, picked, top1)
     probe(_record(tmp_path / "first", "baseline_pixels_cifar10_seed0", 0, 38.0, kind="baseline-pixels"),
           first, [38.0, 39.0, 37.0], 0.01, 38.0)
-    cells = {("x", "cifar10"): "cpu30_x_cifar10"}
+    cells = {("aot", "cifar10"): "cpu30_aot_cifar10"}
     (got,) = floor_reprobes(tmp_path, cells, "first", "again")
     assert (got["run"], got["first"]["lr"], got["first"]["at_top"], got["first"]["val"]) == (
-        "baseline_init_cpu30_x_cifar10", 0.1, True, 36.0)
+        "baseline_init_cpu30_aot_cifar10", 0.1, True, 36.0)
     assert (got["again"]["lr"], got["again"]["at_top"], got["again"]["at_bottom"], got["again"]["val"]) == (
         0.3, False, False, 36.4)
     assert got["shared_diff"] == pytest.approx(0.1) and got["same"] is False
     (row,) = floor_reprobe_table([got], name="tbl-x", caption="c").rows
-    assert (row["pick0"], row["pick"], row["moved"]) == ("0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1",
-                                                         pytest.approx(0.25))
-    _record(tmp_path / "again", "baseline_init_cpu30_x_cifar10_seed1", 1, 41.0, kind="baseline-init")
+    assert (row["run"], row["pick0"], row["pick"], row["moved"]) == (
+        "untrained AoT, CIFAR-10, seed 0", "0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1", pytest.approx(0.25))
+    _record(tmp_path / "again", "baseline_init_cpu30_aot_cifar10_seed1", 1, 41.0, kind="baseline-init")
     with pytest.raises(ValueError) as refused:
         floor_reprobes(tmp_path, cells, "first", "again")
     assert str(refused.value) == (
-        f"{tmp_path / 'again' / 'baseline_init_cpu30_x_cifar10_seed1'} has no first record in {tmp_path / 'first'}: "
+        f"{tmp_path / 'again' / 'baseline_init_cpu30_aot_cifar10_seed1'} has no first record in {tmp_path / 'first'}: "
         f"a floor is probed again only beside its first record; move the folder out of {tmp_path / 'again'}")
 
 

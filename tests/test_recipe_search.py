@@ -600,7 +600,7 @@ def test_the_goal_figure_draws_each_seed_against_its_own_wall_minutes(tmp_path):
     shutil.copy(ROOT / "results" / "cpu" / "plan.yaml", tmp_path / "results" / "cpu" / "plan.yaml")
     for seed, other in ((0, 0.01), (1, 0.5)):
         d = _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, 61.0 + seed, wall_time_s=1700.0,
-                     other_cores=other)
+                     other_cores=other, hardware={"cpu_model": "AMD EPYC", "cpu_isa": "AVX2"})
         (d / "metrics.csv").write_text("step,loss,wall_s,knn/val_top1\n10,1.0,5.0,\n195,,90.0,40.5\n"
                                        "3900,,1500.0,55.25\n")
     curves = goal_curves(goal_round2(tmp_path))
@@ -621,27 +621,37 @@ def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path
     (tmp_path / "results" / "cpu").mkdir(parents=True)
     shutil.copy(ROOT / "results" / "cpu" / "plan.yaml", tmp_path / "results" / "cpu" / "plan.yaml")
     assert goal_round2(tmp_path) is None
-    runs = [(64.0, 1700.0, 0.01), (62.0, 1799.5, 0.05), (66.0, 1800.5, 0.0), (66.0, 1500.0, 0.30), (67.0, 1600.0, None)]
-    for seed, (top1, wall, other) in enumerate(runs):
+    amd, avx2 = {"cpu_model": "AMD EPYC", "cpu_isa": "AVX512"}, {"cpu_model": "AMD EPYC", "cpu_isa": "AVX2"}
+    runs = [(64.0, 1700.0, 0.01, amd), (62.0, 1799.5, 0.05, avx2), (66.0, 1800.5, 0.0, amd), (66.0, 1500.0, 0.30, amd),
+            (67.0, 1600.0, None, amd), (65.0, 1000.0, 0.0, {"cpu_model": "Intel(R) Xeon(R) Processor"}),
+            (65.5, 1000.0, 0.0, {})]
+    for seed, (top1, wall, other, cpu) in enumerate(runs):
         measured = {} if other is None else {"other_cores": other}
-        _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, top1, wall_time_s=wall, **measured)
+        _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, top1, wall_time_s=wall,
+                 hardware={"torch": "2.14.1+cu130", **cpu}, **measured)
     goal = goal_round2(tmp_path)
-    assert (goal["goal"]["top1"], goal["goal"]["wall_s"], goal["idle_max"]) == (60.0, 1800, 0.05)
+    assert (goal["goal"]["top1"], goal["goal"]["wall_s"], goal["goal"]["cpu"], goal["idle_max"]) == (
+        60.0, 1800, "AMD EPYC", 0.05)
     assert [(r["seed"], r["counts"], r["reason"]) for r in goal["rows"]] == [
         (0, True, None), (1, True, None), (2, False, "its wall time is over the limit"),
         (3, False, "the machine was shared (0.30 cores of other work)"),
-        (4, False, "the machine's other work was not measured")]
+        (4, False, "the machine's other work was not measured"),
+        (5, False, "it ran on Intel(R) Xeon(R) Processor, not the plan's AMD EPYC"),
+        (6, False, "its CPU was not recorded")]
+    assert [r["cpu"] for r in goal["rows"]][:2] == ["AMD EPYC, AVX512", "AMD EPYC, AVX2"]
     assert (goal["summary"].n, goal["summary"].mean, goal["reached"]) == (2, pytest.approx(63.0), True)
     assert (goal["at_goal"], goal["at_moonshot"]) == (2, 0)
     # the chapter's table: minutes are wall seconds / 60; mean 63.0, std 1.414, t(0.975, 1) = 12.706: half-width
     # 12.706 * 1.414 / sqrt 2 = 12.71, so [50.29, 75.71]
     table = goal_table(goal, name="tbl-goal")
-    assert [(r["seed"], r["minutes"], r["counts"]) for r in table.rows] == [
-        (0, pytest.approx(28.3333, abs=1e-4), "yes"), (1, pytest.approx(29.9917, abs=1e-4), "yes"),
-        (2, pytest.approx(30.0083, abs=1e-4), "no: its wall time is over the limit"),
-        (3, 25.0, "no: the machine was shared (0.30 cores of other work)"),
-        (4, pytest.approx(26.6667, abs=1e-4), "no: the machine's other work was not measured")]
+    assert [(r["seed"], r["minutes"], r["cpu"], r["counts"]) for r in table.rows][:5] == [
+        (0, pytest.approx(28.3333, abs=1e-4), "AMD EPYC, AVX512", "yes"),
+        (1, pytest.approx(29.9917, abs=1e-4), "AMD EPYC, AVX2", "yes"),
+        (2, pytest.approx(30.0083, abs=1e-4), "AMD EPYC, AVX512", "no: its wall time is over the limit"),
+        (3, 25.0, "AMD EPYC, AVX512", "no: the machine was shared (0.30 cores of other work)"),
+        (4, pytest.approx(26.6667, abs=1e-4), "AMD EPYC, AVX512", "no: the machine's other work was not measured")]
     assert table.notes == [
-        "A run counts when its pretraining wall time is at most 1,800 s and the machine's other work while it ran was "
-        "at most 0.05 cores (results/cpu/plan.yaml, round2_idle); — : not measured. Over the 2 that count: 63.00 % "
-        "([50.29, 75.71], 95 % t interval), 2 at or above 60 %, 0 at or above 65 %."]
+        "A run counts when its pretraining wall time is at most 1,800 s on the plan's CPU model (AMD EPYC) and the "
+        "machine's other work while it ran was at most 0.05 cores (results/cpu/plan.yaml: round2_idle, and the addendum "
+        "on the goal's CPU); — : not measured. Over the 2 that count: 63.00 % ([50.29, 75.71], 95 % t interval), 2 at or above 60 %, 0 at "
+        "or above 65 %."]

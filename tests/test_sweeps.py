@@ -70,7 +70,7 @@ def test_round_2_screening_names_each_change_and_every_edge_left():
     table, facts = search2_table(ROOT)
     change = {r["candidate"]: r["change"] for r in table.rows}
     assert (change["r0_base"], change["r3_batch128"], change["r4_lambda0.02"], change["r7_proj2048"],
-            change["r11_w256_d4"]) == ("none (round 1's recipe)", "batch 128", "λ 0.02", "projector (hidden, out) 2048–128",
+            change["r11_w256_d4"]) == ("none (round 1's recipe at round 2's length)", "batch 128", "λ 0.02", "projector (hidden, out) 2048–128",
                                        "depth 4, width 256")
     newest = json.loads((ROOT / "results" / "cpu" / "search2" / "search2_r1_lr1e-3_aot" / "reprobes" / "1.json")
                         .read_text())

@@ -6,6 +6,7 @@ A cell's runs come from :func:`aot_lib.evidence.cell_runs`; the floor (untrained
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
@@ -15,7 +16,7 @@ from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
-           "floor_reprobes", "floor_reprobe_table", "table2_stages", "FLOOR_NOTE"]
+           "floor_reprobes", "floor_reprobe_table", "floor_label", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -183,16 +184,29 @@ def _pick(side: dict) -> str:
     return f"{side['lr']:g}{end} of {side['grid'][0]:g} … {side['grid'][-1]:g}"
 
 
+def floor_label(run: str) -> str:
+    """A floor's run name in words: ``baseline_init_cpu30_aot_cifar10_seed2`` -> ``"untrained AoT, CIFAR-10, seed
+    2"``, ``baseline_pixels_cifar100_seed0`` -> ``"raw pixels, CIFAR-100, seed 0"``. Refuses a name of no floor."""
+    data = "|".join(TABLE13_DATA)
+    m = re.fullmatch(rf"baseline_(?:init_[a-z0-9]+?_(?P<family>{'|'.join(TABLE13_NAMES)})|pixels)_"
+                     rf"(?P<data>{data})(?:_seed(?P<seed>\d+))?", run)
+    if m is None:
+        raise ValueError(f"{run!r} is not a floor's run name (baseline_init_<recipe>_<family>_<data>[_seed<k>] or "
+                         "baseline_pixels_<data>_seed<k>)")
+    what = f"untrained {TABLE13_NAMES[m['family']]}" if m["family"] else "raw pixels"
+    return f"{what}, {TABLE13_DATA[m['data']]}, seed {m['seed'] or 0}"
+
+
 def floor_reprobe_table(reprobes: list[dict], name: str, caption: str) -> Table:
     """Table of :func:`floor_reprobes`: each floor's first probe and the probe again side by side."""
-    rows = [dict(run=r["run"], pick0=_pick(r["first"]), val0=r["first"]["val"], top0=r["first"]["top1"],
+    rows = [dict(run=floor_label(r["run"]), pick0=_pick(r["first"]), val0=r["first"]["val"], top0=r["first"]["top1"],
                  pick=_pick(r["again"]), val=r["again"]["val"], top=r["again"]["top1"],
                  moved=r["again"]["top1"] - r["first"]["top1"], shared=r["shared_diff"]) for r in reprobes]
     return Table(rows, [Col("run", "floor"), Col("pick0", "first pick (lr, of the grid)"),
                         Col("val0", "first val (%)", ".2f"), Col("top0", "first test (%)", ".2f"),
                         Col("pick", "pick again"), Col("val", "val again (%)", ".2f"),
                         Col("top", "test again (%)", ".2f"), Col("moved", "test moved (points)", "+.2f"),
-                        Col("shared", "val, most moved at a shared rate (points)", ".2f")],
+                        Col("shared", "largest val change at a rate in both grids (points)", ".2f")],
                  caption=caption, name=name)
 
 

@@ -25,11 +25,11 @@ _SEARCH2_SETTINGS = {"lr": "lr", "batch": "batch", "lejepa_lambda": "λ", "slice
 
 def _change(row: dict, base: dict) -> str:
     """What a candidate changes from the base candidate, in the table's words (``"batch 128"``; the base itself:
-    ``"none (round 1's recipe)"``)."""
+    ``"none (round 1's recipe at round 2's length)"``)."""
     def shown(v):
         return "–".join(str(x) for x in v) if isinstance(v, tuple) else f"{v:g}"
     changed = [f"{label} {shown(row[k])}" for k, label in _SEARCH2_SETTINGS.items() if row[k] != base[k]]
-    return ", ".join(changed) or "none (round 1's recipe)"
+    return ", ".join(changed) or "none (round 1's recipe at round 2's length)"
 
 
 def search2_table(root: Path) -> tuple[Table, dict]:
@@ -62,8 +62,9 @@ def search2_table(root: Path) -> tuple[Table, dict]:
                f"Each probe chose its learning rate on the validation split from "
                f"{', '.join(sorted({_slashed(r['probe_lr']) for r in search}))}; {len(widened)} of the {len(done)} "
                "runs picked an end and were probed again one step wider (the score shown is that probe's)"
-               + (", and " + ", ".join(f"{TABLE13_NAMES[f]} {c} still at {lr:g}" for c, f, lr in edges)
-                             + ": ranked as they are, as the rule says" if edges else "") + "."])
+               + ("; widening goes one step only, so " + ", ".join(f"{TABLE13_NAMES[f]} {c} (still at {lr:g})"
+                                                                     for c, f, lr in edges)
+                  + " are ranked as they stand, as the rule says" if edges else "") + "."])
     return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened)
 
 
@@ -78,14 +79,15 @@ def precision_table(bench: Mapping, name: str | None = None) -> Table:
         rows.append(dict(model=TABLE13_NAMES.get(fam, fam), fp32=r["fp32"]["median_s"], bf16=r["bf16"]["median_s"],
                          ratio=ratio["median"], spread=f"{ratio['min']:.2f}–{ratio['max']:.2f}", drift=drift,
                          steps=len(r["fp32"]["losses"])))
-    return Table(rows, [Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"), Col("spread", "range"),
+    return Table(rows, [Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"), Col("spread", "range of paired ratios"),
                         Col("fp32", "fp32 step (s)", ".3f"), Col("bf16", "bf16-mixed step (s)", ".3f"),
                         Col("drift", "largest loss gap", ".3f"), Col("steps", "steps compared")],
                  caption=f"bf16-mixed against fp32 on the {cpu_label(bench['hardware'])}: one pretraining step of "
                          f"{bench['config'].rsplit('/', 1)[-1]}, per family",
                  name=name,
-                 notes=[f"Median of {bench['repeats']} interleaved repeats after warm-up, batch {bench['batch']}, "
-                        f"{bench['threads']} threads, at commit {bench['commit'][:7]} "
+                 notes=[f"bf16 / fp32: the median over {bench['repeats']} interleaved repeats of each repeat's ratio "
+                        f"(not the ratio of the median steps), after warm-up, batch {bench['batch']}, {bench['threads']} "
+                        f"threads, at commit {bench['commit'][:7]} "
                         f"({bench['date'][:10]}); the CPU's bf16 flags: "
                         f"{', '.join(bench['cpu_bf16_flags']) or 'none'}. Largest loss gap: the two precisions' "
                         "losses step by step from the same start, a check that bf16 trains the same thing, not "
@@ -120,9 +122,10 @@ def cpu_types_table(clock: Mapping, other: Mapping, name: str | None = None) -> 
 
 def goal_table(goal: Mapping, name: str | None = None) -> Table:
     """:func:`aot_lib.evidence.goal_round2`'s reading as a table: per seed its test linear top-1, pretraining wall
-    minutes, the other work on the machine meanwhile and whether it counts toward the goal (and why not)."""
+    minutes, the other work on the machine meanwhile, the CPU it ran on and whether it counts toward the goal (and
+    why not)."""
     g = goal["goal"]
-    rows = [dict(seed=r["seed"], top1=r["top1"], minutes=r["wall_s"] / 60, other=r["other_cores"],
+    rows = [dict(seed=r["seed"], top1=r["top1"], minutes=r["wall_s"] / 60, other=r["other_cores"], cpu=r["cpu"],
                  counts="yes" if r["counts"] else f"no: {r['reason']}") for r in goal["rows"]]
     summary = goal["summary"]
     spread = ("one seed: no interval" if summary is None or summary.n < 2 else
@@ -132,13 +135,13 @@ def goal_table(goal: Mapping, name: str | None = None) -> Table:
                f"{g['top1']:g} %, {goal['at_moonshot']} at or above {g['moonshot']:g} %")
     return Table(rows, [Col("seed"), Col("top1", "linear test top-1 (%)", ".2f"),
                         Col("minutes", "pretraining wall (min)", ".1f"), Col("other", "other work (cores)", ".3f"),
-                        Col("counts", "counts toward the goal")],
+                        Col("cpu", "CPU"), Col("counts", "counts toward the goal")],
                  caption=f"The round-2 goal: AoT-ADMM on CIFAR-10, {g['top1']:g} % in {g['wall_s'] / 60:g} wall "
                          f"minutes on an idle 2-core {g['cpu']}, seed by seed",
                  name=name,
-                 notes=[f"A run counts when its pretraining wall time is at most {g['wall_s']:,} s and the machine's "
-                        f"other work while it ran was at most {goal['idle_max']:g} cores (results/cpu/plan.yaml, "
-                        f"round2_idle); — : not measured. {reading[0].upper() + reading[1:]}."])
+                 notes=[f"A run counts when its pretraining wall time is at most {g['wall_s']:,} s on the plan's CPU model ({g['cpu']}) and "
+                        f"the machine's other work while it ran was at most {goal['idle_max']:g} cores "
+                        f"(results/cpu/plan.yaml: round2_idle, and the addendum on the goal's CPU); — : not measured. {reading[0].upper() + reading[1:]}."])
 
 
 def goal_curves(goal: Mapping) -> dict[str, dict]:

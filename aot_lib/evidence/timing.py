@@ -262,8 +262,9 @@ def goal_round2(root: str | Path) -> dict | None:
     """How the round-2 recipe's AoT-ADMM CIFAR-10 seeds (``cpu30b_aot_admm_cifar10[_seed<k>]``) stand against the
     plan's round-2 goal (``results/cpu/plan.yaml``: ``round2.goal`` and ``round2_idle``), or None before the first is
     recorded. Per run (``rows``): its seed, test linear top-1, pretraining wall time (``wall_s``), the other work on
-    the machine meanwhile (``other_cores``; None: not measured) and ``counts``, with the ``reason`` it does not (over
-    the wall limit, not idle, not measured). Over the runs that count: ``summary`` (mean and 95 % interval of their
+    the machine meanwhile (``other_cores``; None: not measured), its ``cpu`` (model and instruction set, as recorded)
+    and ``counts``, with the ``reason`` it does not (over the wall limit, another CPU model than the plan's
+    ``goal.cpu`` or none recorded, not idle, not measured). Over the runs that count: ``summary`` (mean and 95 % interval of their
     top-1), ``reached`` (the primary reading: that mean at or above the goal's top-1), ``at_goal`` and ``at_moonshot``
     (seeds at or above each), and ``goal`` / ``idle_max`` as the plan states them."""
     root = Path(root)
@@ -275,11 +276,15 @@ def goal_round2(root: str | Path) -> dict | None:
     rows = []
     for run in cell_runs(results, "cpu30b_aot_admm_cifar10"):
         record = read_json(run.folder / "run.json")
-        other = record.get("other_cores")
+        other, hardware = record.get("other_cores"), dict(run.hardware)
+        model = hardware.get("cpu_model")
         reason = ("its wall time is over the limit" if run.wall_time_s > goal["wall_s"] else
+                  "its CPU was not recorded" if model is None else
+                  f"it ran on {model}, not the plan's {goal['cpu']}" if model != goal["cpu"] else
                   "the machine's other work was not measured" if other is None else
                   f"the machine was shared ({other:.2f} cores of other work)" if other > idle_max else None)
         rows.append({"seed": run.seed, "top1": run.top1, "wall_s": run.wall_time_s, "other_cores": other,
+                     "cpu": ", ".join(hardware[k] for k in ("cpu_model", "cpu_isa") if k in hardware) or None,
                      "counts": reason is None, "reason": reason, "run": run})
     counted = [r["top1"] for r in rows if r["counts"]]
     summary = stats.summarize(counted) if counted else None
