@@ -688,6 +688,26 @@ def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_p
         f"a floor is probed again only beside its first record; move the folder out of {tmp_path / 'again'}")
 
 
+def test_gains_over_floors_probed_again_show_only_floors_with_every_seed_probed_again(tmp_path):
+    """Trained 50, 52; untrained floors first 30, 31 and again 30.5, 32 (gains 20, 21 -> 19.5, 20: mean 20.5 -> 19.75,
+    moved -0.75); the pixels floor has seed 0 probed again only, so it is left out (its floor would mix machines)."""
+    from aot_lib.book.paper_tables import edge_floor_gains_table
+
+    for seed, (trained, init0, init1, pixels) in enumerate([(50.0, 30.0, 30.5, 40.0), (52.0, 31.0, 32.0, 41.0)]):
+        sfx = "" if seed == 0 else f"_seed{seed}"
+        _record(tmp_path, f"cpu30_aot_admm_cifar10{sfx}", seed, trained)
+        for root, init in (("first", init0), ("again", init1)):
+            _record(tmp_path / root, f"baseline_init_cpu30_aot_admm_cifar10{sfx}", seed, init, kind="baseline-init")
+        _record(tmp_path / "first", f"baseline_pixels_cifar10_seed{seed}", seed, pixels, kind="baseline-pixels")
+    _record(tmp_path / "again", "baseline_pixels_cifar10_seed0", 0, 39.0, kind="baseline-pixels")
+    table, rows = edge_floor_gains_table(tmp_path, {("aot_admm", "cifar10"): "cpu30_aot_admm_cifar10"}, "first",
+                                         "again", caption="c", name="tbl-x")
+    assert [(r["model"], r["floor"], r["seeds"]) for r in rows] == [("AoT-ADMM", "untrained encoder", 2)]
+    assert (rows[0]["first"]["diff"].mean, rows[0]["again"]["diff"].mean, rows[0]["moved"]) == (
+        pytest.approx(20.5), pytest.approx(19.75), pytest.approx(-0.75))
+    assert table.notes[0].endswith("so that no floor mixes two machines' probes.")
+
+
 def test_numerics_label_says_what_was_not_recorded():
     run = evidence.SeedRun("r", 0, 50.0, "c", 1.0, Path("r"),
                            (("torch", "2.14.1+cu130"), ("cpu_model", "Intel(R) Xeon(R) Processor"), ("cpu_isa", "AVX512")))

@@ -16,7 +16,8 @@ from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
-           "floor_reprobes", "floor_reprobe_table", "floor_label", "table2_stages", "FLOOR_NOTE"]
+           "floor_reprobes", "floor_reprobe_table", "floor_label",
+           "edge_floor_gains_table", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
     "Rows 'untrained' and 'raw pixels' are the floor: the same probe on each seed's "
@@ -177,6 +178,31 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
         out.append(dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(runs[0].folder, runs[1].folder),
                         shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared)))
     return out
+
+
+def edge_floor_gains_table(results: Path, cells: dict, first: str, again: str, caption: str,
+                           name: str) -> tuple[Table, list[dict]]:
+    """What pretraining adds over a floor probed again (``results/again``) beside what it adds over its first record
+    (``results/first``), for the floors whose every seed was probed again: a floor mixing the two probes' machines is
+    left out, as is a floor with a seed not yet probed again. Returns the table and its rows (``first`` and ``again``
+    being :func:`aot_lib.evidence.floor_rows` rows)."""
+    firsts = {(f["family"], f["data"], f["floor"]): f for f in floor_rows(results, cells, TABLE13_NAMES, TABLE13_DATA,
+                                                                           first)}
+    rows = []
+    for f in floor_rows(results, cells, TABLE13_NAMES, TABLE13_DATA, again):
+        old = firsts[f["family"], f["data"], f["floor"]]
+        if set(f["floor_top1"]) == set(old["floor_top1"]):
+            rows.append(dict(model=TABLE13_NAMES[f["family"]], data=TABLE13_DATA[f["data"]],
+                             floor="untrained encoder" if f["floor"] == "untrained" else "raw pixels",
+                             gain0=_gain(old["diff"]), gain=_gain(f["diff"]), moved=f["diff"].mean - old["diff"].mean,
+                             seeds=f["diff"].n, first=old, again=f))
+    return Table(rows, [Col("model"), Col("data"), Col("floor"), Col("gain0", "over the first floor (points)"),
+                        Col("gain", "over the floor probed again (points)"),
+                        Col("moved", "gain moved (points)", "+.2f"), Col("seeds")],
+                 caption=caption, name=name,
+                 notes=["Each gain: the mean of the per-seed differences with its 95 % t interval. Only floors whose "
+                        "every seed was probed again are shown, so that no floor mixes two machines' probes"
+                        + ("" if rows else "; none is complete yet") + "."]), rows
 
 
 def _pick(side: dict) -> str:
