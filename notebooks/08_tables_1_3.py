@@ -900,6 +900,15 @@ learned = phrases(
 # gains with its 95 % CI
 # :::
 #
+# :::{figure}
+# :label: tbl-floors-30-edge
+# :kind: table
+# :enumerator: 8.13
+# Post hoc: the 30-minute cells' floors that picked an end of the wide grid, probed
+# again with the grid extended outward at that end, beside their first probe (and the
+# control, whose pick was inside)
+# :::
+#
 # (ch-training)=
 # ###### Training AoT-ADMM with LeJEPA, at CPU scale
 #
@@ -1006,17 +1015,8 @@ learned = phrases(
 # :label: tbl-floors-30
 # :kind: table
 # :enumerator: 8.12
-# The 30-minute cells over their floor: each side's linear top-1 (mean ± std over its
-# seeds) and the mean of the per-seed gains with its 95 % CI
-# :::
-#
-# :::{figure}
-# :label: tbl-floors-30-edge
-# :kind: table
-# :enumerator: 8.13
-# Post hoc: the 30-minute cells' floors that picked an end of the wide grid, probed
-# again with the grid extended outward at that end, beside their first probe (and the
-# control, whose pick was inside)
+# Post hoc: the 30-minute cells over their floor: each side's linear top-1 (mean ± std
+# over its seeds) and the mean of the per-seed gains with its 95 % CI
 # :::
 #
 # :::{figure}
