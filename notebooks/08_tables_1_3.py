@@ -763,7 +763,9 @@ edge = phrases(
     beyond=sum(r["again"]["lr"] not in r["first"]["grid"] for r in edge_again),
     low=f"{min(moved):+.2f}", high=f"{max(moved):+.2f}",
     still=sum(r["again"]["at_top"] or r["again"]["at_bottom"] for r in edge_again),
-    remaining=len(edges_f30) - len(edge_again))
+    remaining=len(edges_f30) - len(edge_again),
+    shared_max=f"{max(r['shared_diff'] for r in reprobes):.2f}",
+    shared_run=floor_label(max(reprobes, key=lambda r: r["shared_diff"])["run"]))
 
 # %% [markdown]
 # (sec-floors-30-edge)=
@@ -782,7 +784,11 @@ edge = phrases(
 # Of the {eval}`edge.recorded` edge floors probed again, {eval}`edge.beyond` picked a
 # rate the wide grid did not have; their test accuracy moved by {eval}`edge.low` to
 # {eval}`edge.high` points, and {eval}`edge.still` still sit at an end of the extended
-# grid. The other {eval}`edge.remaining` are still to be probed again.
+# grid. The other {eval}`edge.remaining` are still to be probed again. At the rates
+# both probes tried, the validation accuracy moved by up to {eval}`edge.shared_max`
+# points ({eval}`edge.shared_run`): that is how far the other machine and commit alone
+# move a floor's score here, so a move in test accuracy of that size may be rounding
+# alone.
 
 # %% [markdown]
 # ## Exercises
