@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
                         numerics_label, paper, probe_lr_picks, same_probe, stats)
-from ..evidence.records import read_json
+from ..evidence.records import newest_result
 from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
@@ -170,7 +170,7 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
     for run_name, runs in sorted(pairs.items()):
         sides = []
         for run in runs:
-            probe = read_json(run.folder / "probe.json")
+            probe = newest_result(run.folder, run.kind)[1]  # as floor_picks reads it
             pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
             sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores,
                               numerics=numerics_label(run)))
