@@ -1049,6 +1049,15 @@ learned = phrases(
 # :::
 #
 # :::{figure}
+# :label: tbl-floors-30-edge-gains
+# :kind: table
+# :enumerator: 8.14
+# Post hoc: what the 30-minute cells add over their floor's first record and over the
+# same floor probed again with the grid extended, for the floors whose every seed was
+# probed again
+# :::
+#
+# :::{figure}
 # :label: tbl-table3-verdicts
 # :kind: table
 # :enumerator: 8.8
