@@ -793,15 +793,17 @@ edge = phrases(
 
 # %% tags=["hide-input"]
 edge_gains_table, edge_gains = edge_floor_gains_table(
-    RESULTS, CELLS_30, evidence.BASELINES_30MIN, EDGE_DIR, name="tbl-floors-30-edge-gains",
-    caption="Post hoc: what the 30-minute cells add over their floor's first record and "
-    "over the same floor probed again with the grid extended, for the floors whose every "
-    "seed was probed again")
+    RESULTS, CELLS_30, evidence.BASELINES_30MIN, EDGE_DIR,
+    name="tbl-floors-30-edge-gains",
+    caption="Post hoc: what the 30-minute cells add over their floor's first record "
+    "and over the same floor probed again with the grid extended, for the floors "
+    "whose every seed was probed again")
 display(edge_gains_table)
 probed_again = {p["run"] for p in edges_f30} | {CONTROL}
-floors_by_cell = [runs for (_, d), n in CELLS_30.items()
-                  for runs in evidence.floor_cells(RESULTS, n, d, evidence.BASELINES_30MIN).values()
-                  if runs]
+floors_by_cell = [
+    runs for (_, d), n in CELLS_30.items()
+    for runs in evidence.floor_cells(RESULTS, n, d, evidence.BASELINES_30MIN).values()
+    if runs]
 edge_gain_rows = phrases(
     n=len(edge_gains), possible=sum(all(r.name in probed_again for r in runs)
                                     for runs in floors_by_cell))

@@ -70,10 +70,10 @@ def test_round_2_screening_names_each_change_and_every_edge_left():
     table, facts = search2_table(ROOT)
     change = {r["candidate"]: r["change"] for r in table.rows}
     assert (change["r0_base"], change["r3_batch128"], change["r4_lambda0.02"], change["r7_proj2048"],
-            change["r11_w256_d4"]) == ("none (round 1's recipe at round 2's length)", "batch 128", "λ 0.02", "projector (hidden, out) 2048–128",
-                                       "depth 4, width 256")
+            change["r11_w256_d4"]) == ("none (round 1's recipe at round 2's length)", "batch 128", "λ 0.02",
+                                       "projector (hidden, out) 2048–128", "depth 4, width 256")
     newest = json.loads((ROOT / "results" / "cpu" / "search2" / "search2_r1_lr1e-3_aot" / "reprobes" / "1.json")
                         .read_text())
     assert newest["linear_lr"] == max(newest["probe"]["lr"]) == 0.3
     assert ("r1_lr1e-3", "aot", 0.3) in facts["edges"] and ("r1_lr1e-3", "aot") in facts["widened"]
-    assert "AoT r1_lr1e-3 still at 0.3" in table.notes[1]
+    assert "widening goes one step only, so " in table.notes[1] and "AoT r1_lr1e-3 (still at 0.3)" in table.notes[1]

@@ -94,6 +94,11 @@ def precision_table(bench: Mapping, name: str | None = None) -> Table:
                         "an accuracy comparison."])
 
 
+def _isa(record: Mapping) -> str:
+    """A timing record's CPU by what tells two types of one model apart: its instruction set, else its label."""
+    return record["hardware"].get("cpu_isa") or cpu_label(record["hardware"])
+
+
 def cpu_types_table(clock: Mapping, other: Mapping, name: str | None = None) -> tuple[Table, list[float]]:
     """Two ``recipe_search2.py time`` records of one commit on two CPU types (``clock``: the one round 2's lengths
     were set on) as a table: per candidate each family's median step on the other CPU over the clock's. Returns the
@@ -110,7 +115,7 @@ def cpu_types_table(clock: Mapping, other: Mapping, name: str | None = None) -> 
         rows.append(row)
     return Table(rows, [Col("candidate"), Col("clock", f"AoT-ADMM step, {cpu_label(clock['hardware'])} (s)", ".3f"),
                         Col("other", f"AoT-ADMM step, {cpu_label(other['hardware'])} (s)", ".3f"),
-                        *[Col(f, f"{n}: {cpu_label(other['hardware'])} / clock", ".2f") for f, n in TABLE13_NAMES.items()]],
+                        *[Col(f, f"{n}: {_isa(other)} / {_isa(clock)} step", ".2f") for f, n in TABLE13_NAMES.items()]],
                  caption=f"One step of every round-2 candidate on two CPU types: the {cpu_label(other['hardware'])} "
                          f"against the clock's {cpu_label(clock['hardware'])}",
                  name=name,
