@@ -232,8 +232,11 @@ def floor_reprobe_table(reprobes: list[dict], name: str, caption: str) -> Table:
                         Col("val0", "first val (%)", ".2f"), Col("top0", "first test (%)", ".2f"),
                         Col("pick", "pick again"), Col("val", "val again (%)", ".2f"),
                         Col("top", "test again (%)", ".2f"), Col("moved", "test moved (points)", "+.2f"),
-                        Col("shared", "largest val change at a rate in both grids (points)", ".2f")],
-                 caption=caption, name=name)
+                        Col("shared", "largest val change (points)", ".2f")],
+                 caption=caption, name=name,
+                 notes=["val: validation top-1 at the pick; test: test top-1. Largest val change: the largest "
+                        "difference in validation top-1 between the two probes at a rate both tried, what the other "
+                        "machine and commit change with the grid held fixed."])
 
 
 def _views(c: dict) -> str:
