@@ -16,7 +16,7 @@ from ..probe_grid import grid_pick
 from .records import (TOP1_KEY, checked_accuracy, damaged, newest_result, probe_of, probe_settings, read_json,
                       read_yaml)
 
-__all__ = ["SEED_FREE_KEYS", "CHAIN_KEYS", "UNRECORDED_PROBE_SETTINGS", "seed_variant_path", "SeedRun", "NUMERICS",
+__all__ = ["SEED_FREE_KEYS", "CHAIN_KEYS", "UNRECORDED_PROBE_SETTINGS", "seed_variant_path", "SeedRun", "NUMERICS", "cpu_of",
            "numerics_label", "mixed_numerics", "cell_runs", "cell", "probe_lr_picks", "wide_probe", "BASELINES_DIR",
            "floor_cells", "same_probe", "BASELINES_30MIN_EDGE", "seed_free", "PRETRAIN_SUFFIX", "SUPERSEDED_T2_CHAIN"]
 
@@ -76,13 +76,18 @@ class SeedRun:
 NUMERICS = ("torch", "cpu_model", "cpu_isa")
 
 
+def cpu_of(run: SeedRun) -> str | None:
+    """The CPU a run recorded: ``"AMD EPYC, AVX2"`` (model, then instruction set, what it has of them), or None."""
+    hw = dict(run.hardware)
+    return ", ".join(hw[k] for k in ("cpu_model", "cpu_isa") if k in hw) or None
+
+
 def numerics_label(run: SeedRun) -> str:
     """What a run's float results were computed with, as its ``run.json`` records it: ``"torch 2.14.1+cu130,
     Intel(R) Xeon(R) Processor, AVX512"``; a field not recorded then (the CPU, before bca2c65) says so."""
     hw = dict(run.hardware)
-    parts = [f"torch {hw['torch']}" if "torch" in hw else "torch not recorded"]
-    parts.append(", ".join(hw[k] for k in ("cpu_model", "cpu_isa") if k in hw) or "CPU not recorded")
-    return ", ".join(parts)
+    return ", ".join([f"torch {hw['torch']}" if "torch" in hw else "torch not recorded",
+                      cpu_of(run) or "CPU not recorded"])
 
 
 def mixed_numerics(runs_a: list[SeedRun], runs_b: list[SeedRun]) -> list[str]:

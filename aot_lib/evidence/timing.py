@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 
 from ..config_format import flatten
 from . import stats
-from .cells import seed_free, cell_runs
+from .cells import cpu_of, seed_free, cell_runs
 from .records import damaged, read_json, read_yaml
 from .search import FIRST_RECIPE, SEARCH_FAMILIES, finalist_rows, recipe_pick, search_rows, validation_scores
 
@@ -284,7 +284,7 @@ def goal_round2(root: str | Path) -> dict | None:
                   "the machine's other work was not measured" if other is None else
                   f"the machine was shared ({other:.2f} cores of other work)" if other > idle_max else None)
         rows.append({"seed": run.seed, "top1": run.top1, "wall_s": run.wall_time_s, "other_cores": other,
-                     "cpu": ", ".join(hardware[k] for k in ("cpu_model", "cpu_isa") if k in hardware) or None,
+                     "cpu": cpu_of(run),
                      "counts": reason is None, "reason": reason, "run": run})
     counted = [r["top1"] for r in rows if r["counts"]]
     summary = stats.summarize(counted) if counted else None
