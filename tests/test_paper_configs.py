@@ -9,6 +9,7 @@ their checkpoint paths pointed at this test's folder.
 import functools
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,10 @@ def test_every_paper_config_is_covered():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     base = tmp_path_factory.mktemp("paper")
-    return make_imagefolder(base / "data", n_train=4, n_test=2), base / "runs"
+    yield make_imagefolder(base / "data", n_train=4, n_test=2), base / "runs"
+    # the paper-size checkpoints are 0.1-0.3 GB each (5 GB in all), and pytest keeps its last three sessions' folders:
+    # CI once ran out of disk on them
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def _config(path: Path, data: Path, out: Path, *extra: str) -> dict:
@@ -76,6 +80,9 @@ def _chain_root(path: Path) -> str:
     return Path(start).parent.name if start else cfg["run"]["name"]
 
 
+# the runs another paper config starts from (fine-tuning's checkpoint, distillation's teacher)
+_LOADED = frozenset(_chain_root(p) for p in PAPER if _chain_root(p) != load_config(p)["run"]["name"])
+
 # a chain on one xdist worker (--dist loadgroup, pyproject.toml): its pretraining or teacher is trained there once,
 # not once on every worker that runs one of its stages
 CHAINED = [pytest.param(p, marks=pytest.mark.xdist_group(_chain_root(p))) for p in PAPER]
@@ -101,6 +108,8 @@ def test_paper_config_trains_one_step(path, tiny):
     else:
         # the reported accuracy is the saved weights' on the 4 test images, recomputed here from the files
         assert result["top1"] == top1_from_run(run, data) and result["steps"] == 2
+    if cfg["run"]["name"] not in _LOADED:  # no later stage loads it: its checkpoint need not outlive the test
+        shutil.rmtree(run)
 
 
 CPU = sorted((ROOT / "configs" / "cpu").rglob("*.yaml"))
