@@ -599,17 +599,16 @@ def test_a_floor_probed_again_stands_in_for_its_first_record_seed_by_seed(tmp_pa
         30.0, 31.0, 32.0]
 
 
-def test_same_probe_asks_for_every_shared_rate_and_the_test_scores_to_the_last_digit(tmp_path):
+def test_same_probe_asks_for_every_shared_rate_and_the_test_scores_to_the_last_digit():
     first = {"linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.0}, "linear_lr": 0.1, "linear_top1": 30.5,
              "knn_top1": 28.0, "knn_val_top1": 27.0}
     again = {**first, "linear_val_top1": {**first["linear_val_top1"], "lr=0.3,wd=0": 30.9}}  # one more rate tried
-    for name, probe in (("a", first), ("b", again), ("c", {**again, "linear_top1": 30.500001}),
-                        ("d", {**again, "linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.01}})):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "probe.json").write_text(json.dumps(probe))
-    assert evidence.same_probe(tmp_path / "a", tmp_path / "b")
-    assert not evidence.same_probe(tmp_path / "a", tmp_path / "c")  # the test score moved
-    assert not evidence.same_probe(tmp_path / "a", tmp_path / "d")  # a shared rate's score moved
+    assert evidence.same_probe(first, again)
+    assert not evidence.same_probe(first, {**again, "linear_top1": 30.500001})  # the test score moved
+    assert not evidence.same_probe(first, {**again, "linear_lr": 0.3})  # the pick moved
+    # a shared rate's score moved
+    assert not evidence.same_probe(first, {**again, "linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.01}})
+    assert not evidence.same_probe(first, {**first, "linear_val_top1": {"lr=0.3,wd=0": 31.0}})  # no rate in common
 
 
 def test_floor_gains_table_shows_each_side_and_the_paired_gain(tmp_path):

@@ -168,14 +168,15 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
             pairs[r.name] = firsts[r.name], r
     out = []
     for run_name, runs in sorted(pairs.items()):
-        sides = []
+        sides, probes = [], []
         for run in runs:
             probe = newest_result(run.folder, run.kind)[1]  # as floor_picks reads it
+            probes.append(probe)
             pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
             sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores,
                               numerics=numerics_label(run)))
         shared = set(sides[0]["scores"]) & set(sides[1]["scores"])
-        out.append(dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(runs[0].folder, runs[1].folder),
+        out.append(dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(*probes),
                         shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared)))
     return out
 

@@ -268,13 +268,13 @@ def floor_cells(root: str | Path, name: str, dataset: str,
     return out
 
 
-def same_probe(first: str | Path, again: str | Path) -> bool:
-    """Whether a floor probed again gave its first record's numbers (``probe.json`` of each folder): the same
-    validation score at every rate both tried, the same pick, and the same test scores, to the last digit."""
-    a, b = read_json(Path(first) / "probe.json"), read_json(Path(again) / "probe.json")
-    shared = set(a.get("linear_val_top1") or {}) & set(b.get("linear_val_top1") or {})
-    return bool(shared) and all(a["linear_val_top1"][k] == b["linear_val_top1"][k] for k in shared) and all(
-        a.get(k) == b.get(k) for k in ("linear_lr", "linear_top1", "knn_top1", "knn_val_top1"))
+def same_probe(first: Mapping, again: Mapping) -> bool:
+    """Whether a floor probed again gave its first record's numbers (two probes as recorded, each its run's newest,
+    as every reader of a floor takes it): the same validation score at every rate both tried, the same pick, and the
+    same test scores, to the last digit."""
+    shared = set(first.get("linear_val_top1") or {}) & set(again.get("linear_val_top1") or {})
+    return bool(shared) and all(first["linear_val_top1"][k] == again["linear_val_top1"][k] for k in shared) and all(
+        first.get(k) == again.get(k) for k in ("linear_lr", "linear_top1", "knn_top1", "knn_val_top1"))
 
 
 #: Table 2's pretraining run names carry the learning rate when it is not the recipe's 2e-3 (the equal sweep picked
