@@ -19,7 +19,7 @@ from typing import Mapping
 import torch
 
 __all__ = ["WHITEBOX_RUNS", "SHIPPED_IMAGES", "IMAGENETTE_NAMES", "initial_encoder", "Subject", "load_subjects",
-           "Drawn", "draw_images", "distinct_class_picks", "attention_share_on_top", "attention_mass_on_top",
+           "Drawn", "draw_images", "first_per_class", "distinct_class_picks", "attention_share_on_top", "attention_mass_on_top",
            "per_image_measures", "judge_predictions", "plot_attention_overlay", "plot_pca_overlay",
            "plot_layer_audit"]
 
@@ -90,22 +90,46 @@ class Drawn:
     shipped: bool
 
 
-def draw_images(cfg: Mapping, root: Path) -> Drawn:
+def draw_images(cfg: Mapping, root: Path, per_class: int | None = None) -> Drawn:
     """Imagenette's validation split as the run's config names it (``AOT_DATA``), else the book's shipped images
-    (:data:`SHIPPED_IMAGES` under the checkout ``root``)."""
+    (:data:`SHIPPED_IMAGES` under the checkout ``root``); with ``per_class``, only the first that many of each class
+    (:func:`first_per_class`; the fast build profile's sample), which ``source`` then says."""
     from ..data.datasets import DataError, load_split
     from ..training.builders import load_data
 
     try:
         data = load_data(dict(cfg), "test")
-        return Drawn(data.images, data.labels, list(data.classes),
-                     f"{len(data.images):,} images of Imagenette's validation split ({data.provenance['label']})", False)
+        drawn = Drawn(data.images, data.labels, list(data.classes),
+                      f"{len(data.images):,} images of Imagenette's validation split ({data.provenance['label']})",
+                      False)
     except DataError:
         data = load_split("imagefolder", "test", root=Path(root) / SHIPPED_IMAGES)
         per = len(data.images) // len(data.classes)
-        return Drawn(data.images, data.labels, list(data.classes),
-                     f"the {len(data.images)} Imagenette validation images shipped with the book ({per} of each of "
-                     f"its {len(data.classes)} classes; book/images/imagenette_val)", True)
+        drawn = Drawn(data.images, data.labels, list(data.classes),
+                      f"the {len(data.images)} Imagenette validation images shipped with the book ({per} of each of "
+                      f"its {len(data.classes)} classes; book/images/imagenette_val)", True)
+    if per_class is None:
+        return drawn
+    keep = first_per_class(drawn.labels, per_class)
+    if len(keep) == len(drawn.labels):
+        return drawn
+    return Drawn(drawn.images[keep], drawn.labels[keep], drawn.classes,
+                 f"the first {per_class} of each class ({len(keep):,} images: the fast build profile) of "
+                 f"{drawn.source}", drawn.shipped)
+
+
+def first_per_class(labels: torch.Tensor, n: int) -> torch.Tensor:
+    """The indices of the first ``n`` images of each class, in their order: a sample that keeps every class and is
+    the same on every machine. Refuses ``n < 1``."""
+    if n < 1:
+        raise ValueError(f"first_per_class needs at least one image of each class, got n={n}")
+    seen: dict[int, int] = {}
+    keep = []
+    for i, label in enumerate(labels.tolist()):
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] <= n:
+            keep.append(i)
+    return torch.tensor(keep, dtype=torch.long)
 
 
 def distinct_class_picks(labels: torch.Tensor, n: int) -> list[int]:
