@@ -69,7 +69,8 @@ from aot_lib.book.tables import Col, Table
 from aot_lib.book.whitebox import (IMAGENETTE_NAMES, distinct_class_picks, draw_images,
                                    judge_predictions, load_subjects, per_image_measures,
                                    plot_attention_overlay, plot_layer_audit,
-                                   plot_pca_overlay)
+                                   plot_pca_overlay, verdict_words)
+from aot_lib.book.inline import phrases
 from aot_lib.data.augment import prepare_images
 from aot_lib.training.builders import normalization_for
 from aot_lib.training.monitors import audit_layers, cls_attention, patch_pca
@@ -270,7 +271,18 @@ if drawn is not None:
                            {v["prediction"].key: v["prediction"]
                             for v in verdicts}.values())]))
 
+# %% tags=["hide-input"]
+words = verdict_words(verdicts if drawn is not None else [])
+said = phrases(n=sum(n for n, _ in words.values()),
+               **{k.replace(" ", "_"): n for k, (n, _) in words.items()},
+               **{k.replace(" ", "_") + "_which": w for k, (_, w) in words.items()})
+
 # %% [markdown]
+# Of the {eval}`said.n` verdicts, {eval}`said.holds` read "holds"
+# ({eval}`said.holds_which`), {eval}`said.fails` read "fails"
+# ({eval}`said.fails_which`) and {eval}`said.not_settled` are not settled
+# ({eval}`said.not_settled_which`).
+#
 # A verdict of "fails" is as much a result as "holds": the reading of the trained
 # network that the derivation suggests is not what these CPU-scale encoders do on these
 # images, and the table says by how much. Whether it would hold after the paper's

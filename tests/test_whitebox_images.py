@@ -36,3 +36,23 @@ def test_draw_images_without_the_split_reads_the_shipped_images_and_samples_them
     assert one.labels.tolist() == list(range(10)) and torch.equal(one.images, every.images[firsts])
     assert one.source == f"the first 1 of each class (10 images: the fast build profile) of {every.source}"
     assert draw_images(cfg, ROOT, per_class=3).source == every.source
+
+
+def test_verdict_words_group_the_verdicts_by_prediction_in_their_order():
+    """The white-box chapter's sentence on its verdict table, worked by hand from five rows."""
+    from aot_lib.book.whitebox import verdict_words
+    from aot_lib.book.whitebox_predictions import PREDICTIONS
+
+    compression, sparsity, attention = PREDICTIONS[0], PREDICTIONS[1], PREDICTIONS[2]
+    rows = [dict(prediction=compression, family="AoT-ADMM", verdict="holds"),
+            dict(prediction=compression, family="CRATE", verdict="holds"),
+            dict(prediction=compression, family="AoT", verdict="fails"),
+            dict(prediction=sparsity, family="CRATE", verdict="holds"),
+            dict(prediction=attention, family="AoT-ADMM", verdict="not settled")]
+    assert verdict_words(rows) == {
+        "holds": (3, "compression for AoT-ADMM and CRATE; sparsity for CRATE"),
+        "fails": (1, "compression for AoT"),
+        "not settled": (1, "attention that concentrates for AoT-ADMM")}
+    assert verdict_words(rows[:2])["fails"] == (0, "none")
+    three = [dict(prediction=sparsity, family=f, verdict="fails") for f in ("AoT-ADMM", "CRATE", "AoT")]
+    assert verdict_words(three)["fails"] == (3, "sparsity for AoT-ADMM, CRATE and AoT")

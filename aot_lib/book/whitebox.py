@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import torch
 
 __all__ = ["WHITEBOX_RUNS", "SHIPPED_IMAGES", "IMAGENETTE_NAMES", "initial_encoder", "Subject", "load_subjects",
            "Drawn", "draw_images", "first_per_class", "distinct_class_picks", "attention_share_on_top", "attention_mass_on_top",
-           "per_image_measures", "judge_predictions", "plot_attention_overlay", "plot_pca_overlay",
+           "per_image_measures", "judge_predictions", "VERDICTS", "verdict_words", "plot_attention_overlay", "plot_pca_overlay",
            "plot_layer_audit"]
 
 #: The book's own in-domain images, relative to the checkout: an ImageFolder tree ``val/<wnid>/<image>``.
@@ -191,6 +191,28 @@ def judge_predictions(measures: Mapping[str, Mapping[str, dict]], labels: Mappin
                   else judge_differences(t[MEASURED[p.key]], i[MEASURED[p.key]], confidence))
         rows.append({"prediction": p, "family": labels[family], "judged": judged, "verdict": judged["verdict"]})
     return rows
+
+
+VERDICTS = ("holds", "fails", "not settled")
+
+
+def verdict_words(rows: Sequence[Mapping]) -> dict[str, tuple[int, str]]:
+    """For each verdict of :data:`VERDICTS`, how many of :func:`judge_predictions`' ``rows`` read it and which, in
+    words for the chapter's prose: ``{"holds": (3, "compression for AoT-ADMM and CRATE; sparsity for CRATE"), ...}``
+    (predictions in the rows' order, families in theirs); a verdict no row reads is ``(0, "none")``."""
+    out = {}
+    for verdict in VERDICTS:
+        families: dict[str, list[str]] = {}
+        for r in rows:
+            if r["verdict"] == verdict:
+                families.setdefault(r["prediction"].title.lower(), []).append(r["family"])
+        n = sum(len(f) for f in families.values())
+        out[verdict] = (n, "; ".join(f"{title} for {_and(f)}" for title, f in families.items()) or "none")
+    return out
+
+
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _upsample(maps: torch.Tensor, grid: tuple[int, int], size: tuple[int, int]) -> torch.Tensor:
