@@ -76,7 +76,7 @@ from aot_lib.book.paper_tables import (encoder_sizes, floor_gains_table, floor_p
                                        floor_reprobe_table, floor_reprobes,
                                        table1_cpu, table3_cpu)
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
-from aot_lib.book.recorded import read_curve
+from aot_lib.book.recorded import read_curve, seed_runs_table
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
 from aot_lib.objectives.lejepa import alpha_from_lejepa_lambda
 from aot_lib.training.config import load_config
@@ -240,27 +240,10 @@ wide = phrases(
 display(
     Dropdown(
         "The recorded runs of this chapter",
-        Table(
-            [
-                dict(
-                    run=r.name,
-                    seed=r.seed,
-                    top1=r.top1,
-                    commit=r.commit[:10],
-                    numerics=evidence.numerics_label(r),
-                    wall=r.wall_time_s / 60,
-                )
-                for key in CELLS
-                for r in cells[key]
-            ],
-            [
-                Col("run"),
-                Col("seed"),
-                Col("top1", "linear top-1 (%)", ".2f"),
-                Col("commit"),
-                Col("numerics", "torch, CPU, instruction set"),
-                Col("wall", "pretraining (min, shared machine)", ".1f"),
-            ],
+        seed_runs_table(
+            {key: cells[key] for key in CELLS},
+            score="linear top-1 (%)",
+            wall="pretraining (min, shared machine)",
         ),
     )
 )

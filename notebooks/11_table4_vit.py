@@ -80,7 +80,7 @@ from aot_lib import evidence
 from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
-from aot_lib.book.recorded import read_curve
+from aot_lib.book.recorded import read_curve, seed_runs_table
 from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.training.recording import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
@@ -145,30 +145,8 @@ weights = phrases(teacher=f"{teacher_mb:.1f}", limit=f"{limit:.0f}")
 display(
     Dropdown(
         "The recorded runs of this chapter",
-        Table(
-            [
-                dict(
-                    stage=key,
-                    run=r.name,
-                    seed=r.seed,
-                    top1=r.top1,
-                    commit=r.commit[:10],
-                    numerics=evidence.numerics_label(r),
-                    wall=r.wall_time_s / 60,
-                )
-                for key, runs in cells.items()
-                for r in runs
-            ],
-            [
-                Col("stage"),
-                Col("run"),
-                Col("seed"),
-                Col("top1", "top-1 (%)", ".2f"),
-                Col("commit"),
-                Col("numerics", "torch, CPU, instruction set"),
-                Col("wall", "training (min, shared machine)", ".1f"),
-            ],
-        ),
+        seed_runs_table(cells, score="top-1 (%)", wall="training (min, shared machine)",
+                        group="stage"),
     )
 )
 

@@ -599,6 +599,24 @@ def test_a_floor_probed_again_stands_in_for_its_first_record_seed_by_seed(tmp_pa
         30.0, 31.0, 32.0]
 
 
+def test_seed_runs_table_lists_every_run_with_its_record(tmp_path):
+    """The chapters' "recorded runs" table (aot_lib.book.recorded.seed_runs_table) from two cells' records: one row
+    per run in the groups' order, the wall time in minutes (run.json's 100 + seed seconds), the commit shortened."""
+    from aot_lib.book.recorded import seed_runs_table
+
+    for name, seed, top1 in (("a", 0, 50.0), ("a_seed1", 1, 51.0), ("b", 0, 40.0)):
+        _record(tmp_path, name, seed, top1)
+    groups = {"pretraining": evidence.cell_runs(tmp_path, "a"), "fine-tuning": evidence.cell_runs(tmp_path, "b")}
+    table = seed_runs_table(groups, score="top-1 (%)", wall="training (min)", group="stage")
+    assert [table.header(c) for c in table.columns] == [
+        "stage", "run", "seed", "top-1 (%)", "commit", "torch, CPU, instruction set", "training (min)"]
+    assert table.text_cells() == [
+        ["pretraining", "a", "0", "50.00", "cccccccccc", "torch not recorded, CPU not recorded", "1.7"],
+        ["pretraining", "a_seed1", "1", "51.00", "cccccccccc", "torch not recorded, CPU not recorded", "1.7"],
+        ["fine-tuning", "b", "0", "40.00", "cccccccccc", "torch not recorded, CPU not recorded", "1.7"]]
+    assert [c.key for c in seed_runs_table(groups, score="s", wall="w").columns][0] == "run"  # no group column
+
+
 def test_same_probe_asks_for_every_shared_rate_and_the_test_scores_to_the_last_digit():
     first = {"linear_val_top1": {"lr=0.01,wd=0": 30.0, "lr=0.1,wd=0": 31.0}, "linear_lr": 0.1, "linear_top1": 30.5,
              "knn_top1": 28.0, "knn_val_top1": 27.0}

@@ -7,12 +7,13 @@ A page reads a run with :func:`load_recorded_run`, says how far its rows can be 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from ..evidence.records import RESULT_FILES, current_result, evaluations, read_json, superseded
 from .pages import Admonition
+from .tables import Col, Table
 
-__all__ = ["is_recorded", "load_recorded_run", "read_curve", "run_status", "run_notices"]
+__all__ = ["is_recorded", "load_recorded_run", "read_curve", "run_status", "run_notices", "seed_runs_table"]
 
 
 def is_recorded(root: Path, name: str, config: str) -> bool:
@@ -124,3 +125,16 @@ def run_notices(runs: Iterable[Mapping], missing: Iterable[str] = ()) -> list:
             "was built; their rows are marked 'smoke' and are not results.", kind="note"))
     notes += [Admonition("Superseded", f"{r['dir'].name}: {superseded(r)}") for r in runs if superseded(r)]
     return notes
+
+
+def seed_runs_table(groups: Mapping[object, Sequence], score: str, wall: str, group: str | None = None) -> Table:
+    """A chapter's "recorded runs" table: each run (:class:`aot_lib.evidence.SeedRun`) of ``groups`` (a label, e.g.
+    a stage, -> its runs) with its seed, top-1 (column title ``score``), commit, numerics
+    (:func:`aot_lib.evidence.numerics_label`) and wall minutes (``wall``); the label in a first column titled
+    ``group``, or no such column when None."""
+    from ..evidence import numerics_label
+
+    rows = [dict(group=label, run=r.name, seed=r.seed, top1=r.top1, commit=r.commit[:10], numerics=numerics_label(r),
+                 wall=r.wall_time_s / 60) for label, runs in groups.items() for r in runs]
+    return Table(rows, [*([Col("group", group)] if group else []), Col("run"), Col("seed"), Col("top1", score, ".2f"),
+                        Col("commit"), Col("numerics", "torch, CPU, instruction set"), Col("wall", wall, ".1f")])
