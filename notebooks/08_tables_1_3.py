@@ -753,7 +753,7 @@ edge = phrases(
 
 # %% [markdown]
 # (sec-floors-30-edge)=
-# {eval}`edge.recorded` of those {eval}`edge.expected` floors are probed again so far
+# {eval}`edge.recorded` of those {eval}`edge.expected` floors are probed again
 # ({numref}`tbl-floors-30-edge`, post hoc), beside the control the second addendum
 # asks for: one floor whose pick was inside, probed again to see the same numbers
 # come back. They did not quite. The control's pick and test accuracy are unchanged,
@@ -768,7 +768,7 @@ edge = phrases(
 # Of the {eval}`edge.recorded` edge floors probed again, {eval}`edge.beyond` picked a
 # rate the wide grid did not have; their test accuracy moved by {eval}`edge.low` to
 # {eval}`edge.high` points, and {eval}`edge.still` still sit at an end of the extended
-# grid. The other {eval}`edge.remaining` are still to be probed again. At the rates
+# grid (floors still to be probed again: {eval}`edge.remaining`). At the rates
 # both probes tried, the validation accuracy moved by up to {eval}`edge.shared_max`
 # points ({eval}`edge.shared_run`): that is how far the other machine and commit alone
 # move a floor's score here, so a move in test accuracy of that size may be rounding
@@ -794,9 +794,9 @@ edge_gain_rows = phrases(
 # %% [markdown]
 # {numref}`tbl-floors-30-edge-gains` sets the gain over each floor probed again beside
 # the gain over its first record, once every seed of that floor has been probed again:
-# {eval}`edge_gain_rows.n` of the {eval}`edge_gain_rows.possible` cell floors so far (a
-# floor with some seeds inside the grid is not probed again whole, and is not shown:
-# its seeds would come from two machines).
+# {eval}`edge_gain_rows.n` of the {eval}`edge_gain_rows.possible` cell floors that can
+# be (a floor with some seeds inside the grid is not probed again whole, and is not
+# shown: its seeds would come from two machines).
 
 # %% [markdown]
 # ## Exercises
