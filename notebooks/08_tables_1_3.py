@@ -658,7 +658,9 @@ wide30 = phrases(
     top=sum(p["at_top"] for p in picks_30), n=len(picks_30), probed=len(probed_30),
     mean=f"{mean(moved_30):+.2f}", low=f"{min(moved_30):+.2f}",
     high=f"{max(moved_30):+.2f}", later=len(later), probes=len(wide_30_runs),
-    same=sum(r["same"] for r in wide_30), claims=len(wide_30))
+    same=sum(r["same"] for r in wide_30), claims=len(wide_30),
+    still_top=sum(w["lr"] == max(w["grid"]) for w in wide_30_runs),
+    wide_top=f"{max(max(w['grid']) for w in wide_30_runs):g}")
 
 # %% [markdown]
 # The recorded probe picked its grid's top rate in {eval}`wide30.top` of
@@ -666,6 +668,8 @@ wide30 = phrases(
 # grid; their test accuracy moved by {eval}`wide30.mean` points on average (from
 # {eval}`wide30.low` to {eval}`wide30.high`), and {eval}`wide30.same` of the
 # {eval}`wide30.claims` verdicts read the same on it ({numref}`tbl-two-recipes-wide`).
+# {eval}`wide30.still_top` of the {eval}`wide30.probes` wider-grid probes still pick its
+# top rate ({eval}`wide30.wide_top`): the addendum extends the grid by one step only.
 #
 # {eval}`wide30.later` of the {eval}`wide30.probes` wider-grid probes ran at a later
 # commit than the addendum asks (an old copy of `scripts/reprobe.py` imported the
