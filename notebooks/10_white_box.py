@@ -69,7 +69,7 @@ from aot_lib.book.tables import Col, Table
 from aot_lib.book.whitebox import (IMAGENETTE_NAMES, distinct_class_picks, draw_images,
                                    judge_predictions, load_subjects, per_image_measures,
                                    plot_attention_overlay, plot_layer_audit,
-                                   plot_pca_overlay, verdict_words)
+                                   plot_pca_overlay, VERDICTS, verdict_words)
 from aot_lib.book.inline import phrases
 from aot_lib.data.augment import prepare_images
 from aot_lib.training.builders import normalization_for
@@ -273,9 +273,9 @@ if drawn is not None:
 
 # %% tags=["hide-input"]
 words = verdict_words(verdicts if drawn is not None else [])
-said = phrases(n=sum(n for n, _ in words.values()),
-               **{k.replace(" ", "_"): n for k, (n, _) in words.items()},
-               **{k.replace(" ", "_") + "_which": w for k, (_, w) in words.items()})
+(holds, held), (fails, failed), (unsettled, open_) = (words[v] for v in VERDICTS)
+said = phrases(n=holds + fails + unsettled, holds=holds, holds_which=held, fails=fails,
+               fails_which=failed, not_settled=unsettled, not_settled_which=open_)
 
 # %% [markdown]
 # Of the {eval}`said.n` verdicts, {eval}`said.holds` read "holds"
