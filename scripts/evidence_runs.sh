@@ -39,6 +39,10 @@
 #   floors30  the 30-minute cells' floors (issue 55, post hoc; the plan's addendum): every cpu30 config's encoder at
 #             its initialisation seed, and raw pixels at each seed, probed as the cells with the lr grid widened to
 #             1e-4 .. 1e-1; results/cpu/baselines_cpu30/
+#   cells30_edge  every 30-minute cell run whose wider-grid probe (results/cpu/probe_wide/) picked that grid's top,
+#             probed again with the grid extended upward a rate at a time (probe.lr_above), plus one run whose pick was
+#             inside, as a control of what the CPU alone moves; post hoc (the plan's third addendum); into
+#             runs/probe_wide_edge/ (copy each probe.json to results/cpu/probe_wide_edge/<run>/ by hand)
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
 #   floors30_edge  every floors30 floor whose pick sat at an end of the wide grid, probed again with the grid extended
 #             outward on that side a rate at a time (probe.lr_below / lr_above), plus one floor whose pick was inside,
@@ -68,18 +72,34 @@ FLOOR_EDGE_LR=('probe.lr_below=[3e-5,1e-5,3e-6,1e-6]' 'probe.lr_above=[0.3,1.0,3
 # the one floors30 floor whose pick was inside the wide grid that floors30_edge probes again: the same numbers
 # must come back (the extension only acts at an end); if they do not, the book shows the edge records apart
 FLOOR_EDGE_CONTROL=baseline_init_cpu30_aot_admm_cifar10
-floor_at_edge() {  # RECORDED_FOLDER: whether its probe's pick sits at an end of the rates it tried
+pick_at_edge() {  # FOLDER: whether the pick of its probe.json sits at an end of the rates it tried
   ${PYTHON:-.venv/bin/python} -c "import json, sys; from aot_lib.probe_grid import grid_pick
 p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); sys.exit(0 if p['at_top'] or p['at_bottom'] else 1)" "$1"
 }
 edge_floor() {  # KIND CONFIG: probed again into baselines_cpu30_edge if its floors30 record sits at an edge
   local name
   name=$(baseline_run_name "$1" "$2")
-  if [ "$name" = "$FLOOR_EDGE_CONTROL" ] || floor_at_edge "results/cpu/baselines_cpu30/$name"; then
+  if [ "$name" = "$FLOOR_EDGE_CONTROL" ] || pick_at_edge "results/cpu/baselines_cpu30/$name"; then
     baseline "$1" "$2" baselines_cpu30_edge "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
   else
     echo "== $1 $2: its pick is inside the wide grid; not probed again"
   fi
+}
+# The 30-minute cells' wider grid (the plan's first addendum on them) and its extension upward (the third addendum)
+CELL_WIDE_LR='probe.lr=[0.001,0.003,0.01,0.03,0.1]'
+CELL_EDGE_LR='probe.lr_above=[0.3,1.0,3.0,10.0]'
+CELL_EDGE_CONTROL=cpu30_aot_admm_cifar10_seed1  # its wider-grid pick was inside: what a probe moves on this CPU
+edge_cell() {  # RUN: its wider-grid probe extended upward into runs/probe_wide_edge/, if it picked the top
+  local py=${PYTHON:-.venv/bin/python} name=$1
+  if [ -f "results/cpu/probe_wide_edge/$name/probe.json" ] || [ -f "runs/probe_wide_edge/results/cpu/$name/probe.json" ]; then
+    echo "== $name: probed on the extended grid already, skipped"; return
+  fi
+  if [ "$name" != "$CELL_EDGE_CONTROL" ] && ! pick_at_edge "results/cpu/probe_wide/$name"; then
+    echo "== $name: its wider-grid pick is inside; not probed again"; return
+  fi
+  echo "== $name -> runs/probe_wide_edge ($(date -u +%H:%M:%S))"
+  $py scripts/reprobe.py --dest runs/probe_wide_edge --set "$CELL_WIDE_LR" --set "$CELL_EDGE_LR" "results/cpu/$name" \
+    || echo "== FAILED: reprobe $name"
 }
 
 for group in "$@"; do
@@ -156,6 +176,8 @@ for group in "$@"; do
           edge_floor pixels "configs/cpu/cpu30/cpu30_aot_admm_${data}$sfx.yaml"
         done
       done ;;
+    cells30_edge)
+      for f in results/cpu/probe_wide/cpu30_*; do edge_cell "$(basename "$f")"; done ;;
     floors_wide)
       # issue 36's floors (group baselines) probed again on the wide grid, written beside them (post hoc)
       for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
@@ -170,6 +192,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, floors_wide, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, floors_wide, controls)" >&2; exit 2 ;;
   esac
 done
