@@ -307,7 +307,8 @@ def test_a_wider_grid_must_hold_every_recorded_rate_and_more(copy, tmp_path, kin
                  "shifted": rec_grid[1:] + [max(rec_grid) * 3]}[kind]
     wide_root = tmp_path / "wide"
     (wide_root / runs[0].name).mkdir(parents=True)
-    rates = {str(x): rec["linear_val_top1"].get(str(x), 40.0) for x in wide_grid}
+    from aot_lib.probe_grid import grid_key
+    rates = {grid_key(x, 0): rec["linear_val_top1"].get(grid_key(x, 0), 40.0) for x in wide_grid}
     wide = {**rec, "probe": {**rec["probe"], "lr": wide_grid}, "linear_val_top1": rates}
     (wide_root / runs[0].name / "probe.json").write_text(json.dumps(wide))
     if kind == "one_step_wider":

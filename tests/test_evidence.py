@@ -156,7 +156,23 @@ def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encode
     assert evidence.wide_probe(runs, tmp_path / "wide") == {0: {
         "grid": [0.001, 0.01, 0.03], "lr": 0.03, "val": 49.5, "top1": 50.4,
         "grid0": [0.001, 0.01], "lr0": 0.01, "val0": 49.0, "top1_0": 50.0,
-        "commit": "c" * 40, "commit0": "c" * 40, "shared_same": False}}  # 49.5 at the shared rates, not 49.0
+        "root": tmp_path / "wide", "commit": "c" * 40, "commit0": "c" * 40, "cpu": None,
+        "shared_same": False}}  # 49.5 at the shared rates, not 49.0
+    # an extension's folder first: its probe wins where it has one, and its grid is the rates it tried
+    edge = tmp_path / "edge" / "a"
+    probe_json(edge, [0.001, 0.01, 0.03], 0.1, 49.7, 50.6)
+    scores = {"lr=0.001,wd=0": 49.0, "lr=0.01,wd=0": 49.1, "lr=0.03,wd=0": 49.5, "lr=0.1,wd=0": 49.7}
+    (edge / "probe.json").write_text(json.dumps({**json.loads((edge / "probe.json").read_text()),
+                                                 "linear_val_top1": scores, "hardware": {"cpu_model": "AMD EPYC",
+                                                                                         "cpu_isa": "AVX2"}}))
+    got = evidence.wide_probe(runs, [tmp_path / "edge", tmp_path / "wide"])[0]
+    assert (got["root"], got["grid"], got["lr"], got["top1"], got["cpu"]) == (
+        tmp_path / "edge", [0.001, 0.01, 0.03, 0.1], 0.1, 50.6, "AMD EPYC, AVX2")
+    assert evidence.wide_probe_file("a", [tmp_path / "nowhere", tmp_path / "wide"]) == tmp_path / "wide" / "a" / "probe.json"
+    assert evidence.wide_probe_file("b", [tmp_path / "edge", tmp_path / "wide"]) is None
+    with raises_exactly(FileNotFoundError, f"b has no wider-grid probe under {tmp_path / 'wide'}: run "
+                                           "scripts/reprobe.py --dest with the wider grid and copy its probe.json there"):
+        evidence.wide_probe([dataclasses.replace(runs[0], name="b")], tmp_path / "wide")
     probe_json(tmp_path / "wide" / "a", [0.001, 0.01, 0.03], 0.03, 49.5, 50.4, step=50)
     with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: probed the encoder of step 50, the record is of step "
                                     "100: probe the recorded encoder again"):

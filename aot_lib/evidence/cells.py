@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..config_format import built_model, flatten
 from ..probe_grid import grid_pick
@@ -17,7 +17,7 @@ from .records import (TOP1_KEY, checked_accuracy, damaged, newest_result, probe_
                       read_yaml)
 
 __all__ = ["SEED_FREE_KEYS", "CHAIN_KEYS", "UNRECORDED_PROBE_SETTINGS", "seed_variant_path", "SeedRun", "NUMERICS", "cpu_of",
-           "numerics_label", "mixed_numerics", "cell_runs", "cell", "probe_lr_picks", "wide_probe", "BASELINES_DIR",
+           "numerics_label", "mixed_numerics", "cell_runs", "cell", "probe_lr_picks", "wide_probe_file", "wide_probe", "BASELINES_DIR",
            "floor_cells", "same_probe", "BASELINES_30MIN_EDGE", "seed_free", "PRETRAIN_SUFFIX", "SUPERSEDED_T2_CHAIN"]
 
 
@@ -76,9 +76,10 @@ class SeedRun:
 NUMERICS = ("torch", "cpu_model", "cpu_isa")
 
 
-def cpu_of(run: SeedRun) -> str | None:
-    """The CPU a run recorded: ``"AMD EPYC, AVX2"`` (model, then instruction set, what it has of them), or None."""
-    hw = dict(run.hardware)
+def cpu_of(run: SeedRun | Mapping) -> str | None:
+    """The CPU a run (or a result file's dict) recorded: ``"AMD EPYC, AVX2"`` (model, then instruction set, what it
+    has of them), or None."""
+    hw = dict(run.hardware if isinstance(run, SeedRun) else run.get("hardware") or {})
     return ", ".join(hw[k] for k in ("cpu_model", "cpu_isa") if k in hw) or None
 
 
@@ -195,16 +196,28 @@ def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
     return picks
 
 
-def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
+def wide_probe_file(name: str, wide_root: str | Path | Sequence[str | Path]) -> Path | None:
+    """The wider-grid ``probe.json`` of run ``name``: under the first of ``wide_root``'s folders that has one (an
+    extension's folder before the grid it extends, so the newest probe of each run wins), or None."""
+    roots = [wide_root] if isinstance(wide_root, (str, Path)) else list(wide_root)
+    return next((f for f in (Path(r) / name / "probe.json" for r in roots) if f.exists()), None)
+
+
+def wide_probe(runs: list[SeedRun], wide_root: str | Path | Sequence[str | Path]) -> dict[int, dict]:
     """Each run of a cell probed again with a wider learning-rate grid (``scripts/reprobe.py --set``, its
-    ``probe.json`` under ``wide_root/<run>/``), by seed: ``{"grid", "lr", "val", "top1"}`` of the wide probe beside
-    ``{"grid0", "lr0", "val0", "top1_0"}`` of the recorded one, the commits each ran at (``commit``, ``commit0``)
-    and ``shared_same``: whether the wide probe gives the recorded validation accuracy at every rate both grids
-    share, to the last digit (the same features and the same probe give the same numbers). Refuses a wide probe
-    of another encoder (its ``pretrain_step`` differs) or one that did not widen the grid."""
+    ``probe.json`` under ``wide_root/<run>/``; with several folders, the first that has it: :func:`wide_probe_file`),
+    by seed: ``{"grid", "lr", "val", "top1"}`` of the wide probe (``grid``: the rates it tried, an extension's
+    included) beside ``{"grid0", "lr0", "val0", "top1_0"}`` of the recorded one, ``root`` (the folder it was read
+    from), the commits each ran at (``commit``, ``commit0``), the CPU it ran on (``cpu``) and ``shared_same``:
+    whether the wide probe gives the recorded validation accuracy at every rate both grids share, to the last digit
+    (the same features and the same probe on the same CPU give the same numbers). Refuses a missing wide probe, a
+    wide probe of another encoder (its ``pretrain_step`` differs) or one that did not widen the grid."""
     out = {}
     for r in runs:
-        (rec_path, rec), wide_path = newest_result(r.folder, "pretrain"), Path(wide_root) / r.name / "probe.json"
+        (rec_path, rec), wide_path = newest_result(r.folder, "pretrain"), wide_probe_file(r.name, wide_root)
+        if wide_path is None:
+            raise FileNotFoundError(f"{r.name} has no wider-grid probe under {wide_root}: run scripts/reprobe.py "
+                                    "--dest with the wider grid and copy its probe.json there")
         wide = read_json(wide_path)
         probe_of(wide_path, wide, r.name)
         checked_accuracy(wide_path, wide, "linear_top1")
@@ -212,16 +225,17 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path) -> dict[int, dict]:
             if not isinstance(result.get("linear_val_top1"), Mapping):
                 raise damaged(path, "has no 'linear_val_top1' (the validation accuracy of each rate)")
         if wide["pretrain_step"] != rec["pretrain_step"]:
-            raise ValueError(f"{wide_root}/{r.name}: probed the encoder of step {wide['pretrain_step']}, the record "
+            raise ValueError(f"{wide_path.parent}: probed the encoder of step {wide['pretrain_step']}, the record "
                              f"is of step {rec['pretrain_step']}: probe the recorded encoder again")
         if not set(rec["probe"]["lr"]) < set(wide["probe"]["lr"]):
-            raise ValueError(f"{wide_root}/{r.name}: grid {wide['probe']['lr']} does not extend the recorded "
+            raise ValueError(f"{wide_path.parent}: grid {wide['probe']['lr']} does not extend the recorded "
                              f"{rec['probe']['lr']}")
-        out[r.seed] = {"grid": wide["probe"]["lr"], "lr": float(wide["linear_lr"]),
+        out[r.seed] = {"grid": grid_pick(wide)["grid"], "lr": float(wide["linear_lr"]),
                        "val": float(wide["linear_val_best"]), "top1": float(wide["linear_top1"]),
                        "grid0": rec["probe"]["lr"], "lr0": float(rec["linear_lr"]),
                        "val0": float(rec["linear_val_best"]), "top1_0": float(rec["linear_top1"]),
-                       "commit": wide.get("commit", "?"), "commit0": rec.get("commit", "?"),
+                       "root": wide_path.parent.parent, "commit": wide.get("commit", "?"),
+                       "commit0": rec.get("commit", "?"), "cpu": cpu_of(wide),
                        "shared_same": all(wide["linear_val_top1"].get(k) == v
                                           for k, v in rec["linear_val_top1"].items())}
     return out

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from . import paper, plan, stats
-from .cells import BASELINES_DIR, PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe
+from .cells import (BASELINES_DIR, PRETRAIN_SUFFIX, cell, cell_runs, floor_cells, mixed_numerics, wide_probe,
+                    wide_probe_file)
 
 __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "TABLE13_CELLS", "CELLS_30MIN",
            "BASELINES_30MIN", "planned", "claim_rows", "compare", "wide_claims", "floor_rows", "verdict_label",
@@ -18,9 +19,9 @@ __all__ = ["Claim", "CLAIMS", "CLAIMS_30MIN", "TABLE13_NAMES", "TABLE13_DATA", "
            "all_claim_rows", "verdicts", "verdict_rows", "holm_rows"]
 
 
-def wide_claims(root: str | Path, rows: list[dict], wide_root: str | Path) -> list[dict]:
+def wide_claims(root: str | Path, rows: list[dict], wide_root: str | Path | Sequence[str | Path]) -> list[dict]:
     """Each recorded claim among ``rows`` (:func:`claim_rows` of ``root``) judged again on the wider learning-rate
-    grid's probes (:func:`wide_probe`, under ``wide_root``): a check beside the verdict, never the verdict (the plan
+    grid's probes (:func:`wide_probe`, under ``wide_root``'s folders): a check beside the verdict, never the verdict (the plan
     fixed the recorded grid). One row per claim with runs: ``{"claim", "verdict0"`` (the recorded verdict),
     ``"diff"`` and ``"verdict"`` (paired on the wider grid's test top-1, judged by the plan's rule and margin),
     ``"same"``, ``"missing"`` (runs not yet probed on the wider grid: then ``diff`` and ``same`` are None and
@@ -31,8 +32,7 @@ def wide_claims(root: str | Path, rows: list[dict], wide_root: str | Path) -> li
             continue
         c = r["claim"]
         runs = {side: cell_runs(root, name) for side, name in (("a", c.a), ("b", c.b))}
-        missing = [x.name for side in runs.values() for x in side
-                   if not (Path(wide_root) / x.name / "probe.json").exists()]
+        missing = [x.name for side in runs.values() for x in side if wide_probe_file(x.name, wide_root) is None]
         row = {"claim": c, "verdict0": r["verdict"], "missing": missing, "diff": None, "verdict": "pending",
                "same": None}
         if not missing:
