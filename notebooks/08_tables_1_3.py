@@ -72,8 +72,8 @@ from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.panels import curves_panel
 from aot_lib.book.paper_tables import (encoder_sizes, floor_gains_table, floor_picks,
-                                       edge_floor_gains_table, floor_label,
-                                       floor_reprobe_table, floor_reprobes,
+                                       edge_floor_gains_table, run_label,
+                                       reprobe_table, floor_reprobes,
                                        table1_cpu, table3_cpu)
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve, seed_runs_table
@@ -708,7 +708,7 @@ floors30 = phrases(
     high=f"{max(f['diff'].mean for f in floors_30):.1f}",
     edges=len(edges_f30), top=sum(p["at_top"] for p in edges_f30),
     bottom=sum(p["at_bottom"] for p in edges_f30),
-    edge_gain=f"{steepest['edge_gain']:.2f}", edge_run=floor_label(steepest["run"]))
+    edge_gain=f"{steepest['edge_gain']:.2f}", edge_run=run_label(steepest["run"]))
 assert all(("pixels" in p["run"]) == p["at_bottom"] for p in edges_f30), \
     "the text: the encoders at the top, the pixels at the bottom"
 
@@ -731,7 +731,7 @@ assert all(("pixels" in p["run"]) == p["at_bottom"] for p in edges_f30), \
 # %% tags=["hide-input"]
 EDGE_DIR = evidence.BASELINES_30MIN_EDGE[0]
 reprobes = floor_reprobes(RESULTS, CELLS_30, evidence.BASELINES_30MIN, EDGE_DIR)
-display(floor_reprobe_table(
+display(reprobe_table(
     reprobes, name="tbl-floors-30-edge",
     caption="Post hoc: the 30-minute cells' floors that picked an end of the wide "
     "grid, probed again with the grid extended outward at that end, beside their "
@@ -753,7 +753,7 @@ edge = phrases(
     still=sum(r["again"]["at_top"] or r["again"]["at_bottom"] for r in edge_again),
     remaining=len(edges_f30) - len(edge_again),
     shared_max=f"{max(r['shared_diff'] for r in reprobes):.2f}",
-    shared_run=floor_label(max(reprobes, key=lambda r: r["shared_diff"])["run"]))
+    shared_run=run_label(max(reprobes, key=lambda r: r["shared_diff"])["run"]))
 
 # %% [markdown]
 # (sec-floors-30-edge)=

@@ -689,7 +689,7 @@ def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_p
     0.001 .. 0.1 and is probed again with 0.3 and 1 above. Worked by hand: its pick moves to 0.3 (36.4, then 36.2 at
     1), no longer at an end; at the shared rates the largest move is 0.1 (36.0 -> 36.1); test 40.0 -> 40.25. The pixels
     floor is not probed again and is left out; a record probed again with no first record is refused."""
-    from aot_lib.book.paper_tables import floor_reprobe_table, floor_reprobes
+    from aot_lib.book.paper_tables import reprobe_table, floor_reprobes
 
     def probe(folder, grid, val, picked, top1):
         result = json.loads((folder / "probe.json").read_text())
@@ -710,7 +710,7 @@ def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_p
     assert (got["again"]["lr"], got["again"]["at_top"], got["again"]["at_bottom"], got["again"]["val"]) == (
         0.3, False, False, 36.4)
     assert got["shared_diff"] == pytest.approx(0.1) and got["same"] is False
-    (row,) = floor_reprobe_table([got], name="tbl-x", caption="c").rows
+    (row,) = reprobe_table([got], name="tbl-x", caption="c").rows
     assert (row["run"], row["pick0"], row["pick"], row["moved"]) == (
         "untrained AoT, CIFAR-10, seed 0", "0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1", pytest.approx(0.25))
     _record(tmp_path / "again", "baseline_init_cpu30_aot_cifar10_seed1", 1, 41.0, kind="baseline-init")
@@ -719,6 +719,66 @@ def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_p
     assert str(refused.value) == (
         f"{tmp_path / 'again' / 'baseline_init_cpu30_aot_cifar10_seed1'} has no first record in {tmp_path / 'first'}: "
         f"a floor is probed again only beside its first record; move the folder out of {tmp_path / 'again'}")
+
+
+def test_cell_reprobes_pair_each_run_probed_again_with_its_wider_grid_probe(tmp_path):
+    """A 30-minute cell's run whose wider-grid probe picked its top (0.1) is probed again with 0.3 and 1 above, on
+    another CPU. Worked by hand: the pick moves to 0.3 (56.46, then 56.40 at 1); at the shared rates the largest move is
+    0.05 (56.42 -> 56.37 at 0.1); test 54.81 -> 54.90. Each side's machine is read from its own probe.json. A run
+    probed again with no first probe, or a probe of another training step, is refused."""
+    from aot_lib.book.paper_tables import cell_reprobes, reprobe_table
+
+    def probe(root, name, rates, picked, top1, cpu, step=4290):
+        (tmp_path / root / name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / root / name / "probe.json").write_text(json.dumps({
+            "pretrain_step": step, "linear_lr": picked, "linear_top1": top1,
+            "linear_val_top1": {f"lr={lr:g},wd=0": v for lr, v in rates.items()},
+            "hardware": {"torch": "2.14.1", "cpu_model": cpu[0], "cpu_isa": cpu[1]}}))
+    wide = {0.001: 56.18, 0.01: 56.32, 0.1: 56.42}
+    probe("wide", "cpu30_aot_admm_cifar10_seed4", wide, 0.1, 54.81, ("Intel(R) Xeon(R) Processor", "AVX512"))
+    probe("edge", "cpu30_aot_admm_cifar10_seed4", {0.001: 56.18, 0.01: 56.30, 0.1: 56.37, 0.3: 56.46, 1.0: 56.40},
+          0.3, 54.90, ("AMD EPYC", "AVX2"))
+    (got,) = cell_reprobes(tmp_path, "wide", "edge")
+    assert (got["first"]["lr"], got["first"]["at_top"], got["again"]["lr"], got["again"]["at_top"]) == (
+        0.1, True, 0.3, False)
+    assert got["shared_diff"] == pytest.approx(0.05) and got["same"] is False
+    assert (got["first"]["numerics"], got["again"]["numerics"]) == (
+        "torch 2.14.1, Intel(R) Xeon(R) Processor, AVX512", "torch 2.14.1, AMD EPYC, AVX2")
+    (row,) = reprobe_table([got], name="tbl-x", caption="c", what="run").rows
+    assert (row["run"], row["pick0"], row["pick"], row["moved"]) == (
+        "AoT-ADMM, CIFAR-10, seed 4", "0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1", pytest.approx(0.09))
+    probe("edge", "cpu30_crate_cifar10", wide, 0.1, 50.0, ("AMD EPYC", "AVX2"))
+    with pytest.raises(ValueError) as refused:
+        cell_reprobes(tmp_path, "wide", "edge")
+    assert str(refused.value) == (
+        f"{tmp_path / 'edge' / 'cpu30_crate_cifar10'} has no first probe in {tmp_path / 'wide'}: a run is probed "
+        f"again only beside its first probe; move the folder out of {tmp_path / 'edge'}")
+    probe("wide", "cpu30_crate_cifar10", wide, 0.1, 50.0, ("AMD EPYC", "AVX2"), step=100)
+    with pytest.raises(ValueError) as refused:
+        cell_reprobes(tmp_path, "wide", "edge")
+    assert str(refused.value) == (
+        f"{tmp_path / 'edge' / 'cpu30_crate_cifar10' / 'probe.json'}: probed the encoder of step 4290, "
+        f"{tmp_path / 'wide' / 'cpu30_crate_cifar10' / 'probe.json'} that of step 100: probe the same recorded "
+        "encoder again")
+
+
+@pytest.mark.parametrize("run, words", [
+    ("baseline_init_cpu30_aot_cifar10_seed2", "untrained AoT, CIFAR-10, seed 2"),
+    ("baseline_pixels_cifar100_seed0", "raw pixels, CIFAR-100, seed 0"),
+    ("cpu30_aot_admm_cifar10_seed4", "AoT-ADMM, CIFAR-10, seed 4"),
+    ("cpu_crate_cifar100", "CRATE, CIFAR-100, seed 0")])
+def test_run_label_says_a_floor_or_a_tables_run_in_words(run, words):
+    from aot_lib.book.paper_tables import run_label
+    assert run_label(run) == words
+
+
+def test_run_label_refuses_a_name_of_no_floor_or_tables_run():
+    from aot_lib.book.paper_tables import run_label
+    with pytest.raises(ValueError) as refused:
+        run_label("cpu_vit_tiny_lejepa")
+    assert str(refused.value) == (
+        "'cpu_vit_tiny_lejepa' is not a floor's or a Tables 1/3 run's name (baseline_init_<recipe>_<family>_<data>"
+        "[_seed<k>], baseline_pixels_<data>_seed<k> or <recipe>_<family>_<data>[_seed<k>])")
 
 
 def test_gains_over_floors_probed_again_show_only_floors_with_every_seed_probed_again(tmp_path):

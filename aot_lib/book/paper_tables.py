@@ -11,12 +11,12 @@ from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
                         numerics_label, paper, probe_lr_picks, same_probe, stats)
-from ..evidence.records import newest_result
+from ..evidence.records import newest_result, read_json
 from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
-           "floor_reprobes", "floor_reprobe_table", "floor_label",
+           "floor_reprobes", "cell_reprobes", "reprobe_table", "run_label",
            "edge_floor_gains_table", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
@@ -166,19 +166,37 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
                 raise ValueError(f"{r.folder} has no first record in {Path(results) / first}: a floor is probed "
                                  f"again only beside its first record; move the folder out of {r.folder.parent}")
             pairs[r.name] = firsts[r.name], r
+    return [_reprobe_row(run_name, [newest_result(run.folder, run.kind)[1] for run in runs],  # as floor_picks reads
+                         [numerics_label(run) for run in runs]) for run_name, runs in sorted(pairs.items())]
+
+
+def cell_reprobes(results: Path, first: str, again: str) -> list[dict]:
+    """Every pretraining run probed again into ``results/again/<run>/probe.json`` (``scripts/reprobe.py --dest``, e.g.
+    the 30-minute cells' wider grid extended at its top) beside its probe in ``results/first/<run>/``: the rows of
+    :func:`floor_reprobes`, each side's ``numerics`` read from its own probe.json (a re-probe ran on its own machine,
+    not the training run's). Refuses a run with no first probe, and two probes of different encoders."""
     out = []
-    for run_name, runs in sorted(pairs.items()):
-        sides, probes = [], []
-        for run in runs:
-            probe = newest_result(run.folder, run.kind)[1]  # as floor_picks reads it
-            probes.append(probe)
-            pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
-            sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores,
-                              numerics=numerics_label(run)))
-        shared = set(sides[0]["scores"]) & set(sides[1]["scores"])
-        out.append(dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(*probes),
-                        shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared)))
+    for path in sorted((Path(results) / again).glob("*/probe.json")):
+        first_path = Path(results) / first / path.parent.name / "probe.json"
+        if not first_path.is_file():
+            raise ValueError(f"{path.parent} has no first probe in {first_path.parent.parent}: a run is probed again "
+                             f"only beside its first probe; move the folder out of {path.parent.parent}")
+        probes = [read_json(first_path), read_json(path)]
+        if probes[0].get("pretrain_step") != probes[1].get("pretrain_step"):
+            raise ValueError(f"{path}: probed the encoder of step {probes[1].get('pretrain_step')}, {first_path} that "
+                             f"of step {probes[0].get('pretrain_step')}: probe the same recorded encoder again")
+        out.append(_reprobe_row(path.parent.name, probes, [numerics_label(p) for p in probes]))
     return out
+
+
+def _reprobe_row(run_name: str, probes: list[dict], numerics: list[str]) -> dict:
+    sides = []
+    for probe, label in zip(probes, numerics):
+        pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
+        sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores, numerics=label))
+    shared = set(sides[0]["scores"]) & set(sides[1]["scores"])
+    return dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(*probes),
+                shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared))
 
 
 def edge_floor_gains_table(results: Path, cells: dict, first: str, again: str, caption: str,
@@ -211,25 +229,28 @@ def _pick(side: dict) -> str:
     return f"{side['lr']:g}{end} of {side['grid'][0]:g} … {side['grid'][-1]:g}"
 
 
-def floor_label(run: str) -> str:
-    """A floor's run name in words: ``baseline_init_cpu30_aot_cifar10_seed2`` -> ``"untrained AoT, CIFAR-10, seed
-    2"``, ``baseline_pixels_cifar100_seed0`` -> ``"raw pixels, CIFAR-100, seed 0"``. Refuses a name of no floor."""
-    data = "|".join(TABLE13_DATA)
-    m = re.fullmatch(rf"baseline_(?:init_[a-z0-9]+?_(?P<family>{'|'.join(TABLE13_NAMES)})|pixels)_"
-                     rf"(?P<data>{data})(?:_seed(?P<seed>\d+))?", run)
+def run_label(run: str) -> str:
+    """A floor's or a Tables 1/3 run's name in words: ``baseline_init_cpu30_aot_cifar10_seed2`` -> ``"untrained AoT,
+    CIFAR-10, seed 2"``, ``baseline_pixels_cifar100_seed0`` -> ``"raw pixels, CIFAR-100, seed 0"``,
+    ``cpu30_aot_admm_cifar10_seed4`` -> ``"AoT-ADMM, CIFAR-10, seed 4"``. Refuses any other name."""
+    data, families = "|".join(TABLE13_DATA), "|".join(TABLE13_NAMES)
+    m = re.fullmatch(rf"(?:baseline_(?:init_[a-z0-9]+?_(?P<family>{families})|(?P<pixels>pixels))|[a-z0-9]+?_"
+                     rf"(?P<trained>{families}))_(?P<data>{data})(?:_seed(?P<seed>\d+))?", run)
     if m is None:
-        raise ValueError(f"{run!r} is not a floor's run name (baseline_init_<recipe>_<family>_<data>[_seed<k>] or "
-                         "baseline_pixels_<data>_seed<k>)")
-    what = f"untrained {TABLE13_NAMES[m['family']]}" if m["family"] else "raw pixels"
+        raise ValueError(f"{run!r} is not a floor's or a Tables 1/3 run's name (baseline_init_<recipe>_<family>_<data>"
+                         "[_seed<k>], baseline_pixels_<data>_seed<k> or <recipe>_<family>_<data>[_seed<k>])")
+    what = ("raw pixels" if m["pixels"] else f"untrained {TABLE13_NAMES[m['family']]}" if m["family"]
+            else TABLE13_NAMES[m["trained"]])
     return f"{what}, {TABLE13_DATA[m['data']]}, seed {m['seed'] or 0}"
 
 
-def floor_reprobe_table(reprobes: list[dict], name: str, caption: str) -> Table:
-    """Table of :func:`floor_reprobes`: each floor's first probe and the probe again side by side."""
-    rows = [dict(run=floor_label(r["run"]), pick0=_pick(r["first"]), val0=r["first"]["val"], top0=r["first"]["top1"],
+def reprobe_table(reprobes: list[dict], name: str, caption: str, what: str = "floor") -> Table:
+    """Table of :func:`floor_reprobes` or :func:`cell_reprobes` (``what``: "run"): each first probe and the probe
+    again side by side."""
+    rows = [dict(run=run_label(r["run"]), pick0=_pick(r["first"]), val0=r["first"]["val"], top0=r["first"]["top1"],
                  pick=_pick(r["again"]), val=r["again"]["val"], top=r["again"]["top1"],
                  moved=r["again"]["top1"] - r["first"]["top1"], shared=r["shared_diff"]) for r in reprobes]
-    return Table(rows, [Col("run", "floor"), Col("pick0", "first pick (lr, of the grid)"),
+    return Table(rows, [Col("run", what), Col("pick0", "first pick (lr, of the grid)"),
                         Col("val0", "first val (%)", ".2f"), Col("top0", "first test (%)", ".2f"),
                         Col("pick", "pick again"), Col("val", "val again (%)", ".2f"),
                         Col("top", "test again (%)", ".2f"), Col("moved", "test moved (points)", "+.2f"),

@@ -83,10 +83,11 @@ def cpu_of(run: SeedRun | Mapping) -> str | None:
     return ", ".join(hw[k] for k in ("cpu_model", "cpu_isa") if k in hw) or None
 
 
-def numerics_label(run: SeedRun) -> str:
-    """What a run's float results were computed with, as its ``run.json`` records it: ``"torch 2.14.1+cu130,
-    Intel(R) Xeon(R) Processor, AVX512"``; a field not recorded then (the CPU, before bca2c65) says so."""
-    hw = dict(run.hardware)
+def numerics_label(run: SeedRun | Mapping) -> str:
+    """What a run's float results were computed with, as its ``run.json`` (or a result file, e.g. a re-probe's
+    ``probe.json``) records it: ``"torch 2.14.1+cu130, Intel(R) Xeon(R) Processor, AVX512"``; a field not recorded
+    then (the CPU, before bca2c65) says so."""
+    hw = dict(run.hardware if isinstance(run, SeedRun) else run.get("hardware") or {})
     return ", ".join([f"torch {hw['torch']}" if "torch" in hw else "torch not recorded",
                       cpu_of(run) or "CPU not recorded"])
 
