@@ -73,7 +73,7 @@ from aot_lib.book.pages import Dropdown
 from aot_lib.book.panels import curves_panel
 from aot_lib.book.paper_tables import (encoder_sizes, floor_gains_table, floor_picks,
                                        edge_floor_gains_table, run_label,
-                                       reprobe_table, floor_reprobes,
+                                       reprobe_table, floor_reprobes, cell_reprobes,
                                        table1_cpu, table3_cpu)
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve, seed_runs_table
@@ -677,6 +677,72 @@ wide30 = phrases(
 # at every rate both grids share, to the last digit.
 
 # %% [markdown]
+# (sec-cells-30-edge)=
+# **Post hoc: the runs still at the top, extended.** A third addendum to the plan,
+# written after those probes were seen and before any of these, probes each run whose
+# wider-grid pick is its top again, with the grid extended upward a rate at a time
+# while the pick stays at the top (`scripts/evidence_runs.sh cells30_edge`,
+# `results/cpu/probe_wide_edge/`). One run whose pick was inside is probed again the
+# same way, as a control of what the machine alone moves.
+
+# %% tags=["hide-input"]
+EDGE_WIDE = RESULTS / "probe_wide_edge"  # copied from runs/probe_wide_edge
+cell_edges = cell_reprobes(RESULTS, WIDE.name, EDGE_WIDE.name)
+display(reprobe_table(
+    cell_edges, what="run", name="tbl-two-recipes-edge-probes",
+    caption="Post hoc: the 30-minute runs whose wider-grid probe picked its top, "
+    "probed again with the grid extended upward, beside their wider-grid probe (and "
+    "the control, whose pick was inside)"))
+CELL_CONTROL = "cpu30_aot_admm_cifar10_seed1"  # the third addendum's control
+cell_control = next(r for r in cell_edges if r["run"] == CELL_CONTROL)
+extended = [r for r in cell_edges if r is not cell_control]
+top_runs = {x.name for x in probed_30 for w in evidence.wide_probe([x], WIDE).values()
+            if w["lr"] == max(w["grid"])}
+assert {r["run"] for r in extended} == top_runs, "the text: each run at the top, again"
+edge_claims = evidence.wide_claims(RESULTS, rows_30, [EDGE_WIDE, WIDE])
+display(Table(
+    [dict(claim=short_what(r["claim"]), diff=f"{r['diff'].mean:+.2f}",
+          ci=f"[{r['diff'].low:+.2f}, {r['diff'].high:+.2f}]", seeds=r["diff"].n,
+          verdict=r["verdict"], wide=w["verdict"], recorded=r["verdict0"])
+     for r, w in zip(edge_claims, wide_30)],
+    [Col("claim", "comparison (A − B, points)"), Col("verdict", "extended: verdict"),
+     Col("wide", "wider grid: verdict"), Col("recorded", "recorded probe: verdict"),
+     Col("diff", "extended: ours"), Col("ci", "extended: 95 % CI"), Col("seeds")],
+    caption="Post hoc: the 30-minute claims re-read with the runs still at the wider "
+    "grid's top probed on the extended grid",
+    name="tbl-two-recipes-edge",
+    notes=["Every other run keeps its wider-grid probe, so a claim's seeds were "
+           "probed on up to three machines (the table above names them)."]))
+moved_edge = [r["again"]["top1"] - r["first"]["top1"] for r in extended]
+(cpu_again,) = {r["again"]["numerics"] for r in cell_edges}
+cells_edge = phrases(
+    n=len(extended),
+    beyond=sum(r["again"]["lr"] > max(r["first"]["grid"]) for r in extended),
+    still=sum(r["again"]["at_top"] for r in extended),
+    tried=f"{max(max(r['again']['grid']) for r in extended):g}",
+    low=f"{min(moved_edge):+.2f}", high=f"{max(moved_edge):+.2f}",
+    unmoved=sum(m == 0 for m in moved_edge), cpu=cpu_again,
+    control_same="gave" if cell_control["same"] else "did not give",
+    shared_max=f"{max(r['shared_diff'] for r in extended):.2f}",
+    same=sum(r["verdict"] == w["verdict"] for r, w in zip(edge_claims, wide_30)),
+    claims=len(edge_claims))
+assert all(w["claim"] == r["claim"] for r, w in zip(edge_claims, wide_30))
+
+# %% [markdown]
+# All {eval}`cells_edge.n` runs are probed again
+# ({numref}`tbl-two-recipes-edge-probes`), on {eval}`cells_edge.cpu`.
+# {eval}`cells_edge.beyond` picked a rate above the wider grid's top;
+# {eval}`cells_edge.still` still pick the top of the rates they tried (up to
+# {eval}`cells_edge.tried`), so no 30-minute run's probe now picks the edge of its grid.
+# Their test accuracy moved by {eval}`cells_edge.low` to {eval}`cells_edge.high` points
+# ({eval}`cells_edge.unmoved` not at all). The control {eval}`cells_edge.control_same`
+# its wider-grid probe's numbers at every rate, to the last digit; at the rates both
+# probes tried, the runs at the top moved by up to {eval}`cells_edge.shared_max` points
+# of validation accuracy. {eval}`cells_edge.same` of the {eval}`cells_edge.claims`
+# claims read as on the wider grid ({numref}`tbl-two-recipes-edge`); the verdicts stay
+# the recorded probe's.
+
+# %% [markdown]
 # (sec-floors-30)=
 # **The floor under the 30-minute cells.** They were recorded without one. An addendum
 # to the plan, written after them and before any of their floors was probed, adds it
@@ -921,7 +987,7 @@ learned = phrases(
 # :::{figure}
 # :label: tbl-floors-30-edge
 # :kind: table
-# :enumerator: 8.13
+# :enumerator: 8.15
 # Post hoc: the 30-minute cells' floors that picked an end of the wide grid, probed
 # again with the grid extended outward at that end, beside their first probe (and the
 # control, whose pick was inside)
@@ -1030,9 +1096,26 @@ learned = phrases(
 # :::
 #
 # :::{figure}
-# :label: tbl-floors-30
+# :label: tbl-two-recipes-edge-probes
 # :kind: table
 # :enumerator: 8.12
+# Post hoc: the 30-minute runs whose wider-grid probe picked its top, probed again with
+# the grid extended upward, beside their wider-grid probe (and the control, whose pick
+# was inside)
+# :::
+#
+# :::{figure}
+# :label: tbl-two-recipes-edge
+# :kind: table
+# :enumerator: 8.13
+# Post hoc: the 30-minute claims re-read with the runs still at the wider grid's top
+# probed on the extended grid
+# :::
+#
+# :::{figure}
+# :label: tbl-floors-30
+# :kind: table
+# :enumerator: 8.14
 # Post hoc: the 30-minute cells over their floor: each side's linear top-1 (mean ± std
 # over its seeds) and the mean of the per-seed gains with its 95 % CI
 # :::
@@ -1040,7 +1123,7 @@ learned = phrases(
 # :::{figure}
 # :label: tbl-floors-30-edge-gains
 # :kind: table
-# :enumerator: 8.14
+# :enumerator: 8.16
 # Post hoc: what the 30-minute cells add over their floor's first record and over the
 # same floor probed again with the grid extended, for the floors whose every seed was
 # probed again
