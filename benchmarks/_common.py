@@ -35,9 +35,13 @@ def peak_rss_mb() -> float:
 
 def write(name: str, payload: dict, out: Path | None = None) -> Path:
     """``payload`` with the benchmark's name, commit, hardware and date, to ``out`` (default
-    ``results/benchmarks/<name>.json``, or ``$AOT_BENCH_DIR/<name>.json``)."""
+    ``results/benchmarks/<name>.json``, or ``$AOT_BENCH_DIR/<name>.json``). Refuses (before writing anything) a file
+    that exists: a recorded benchmark is never written over."""
     if out is None:
         out = Path(os.environ.get("AOT_BENCH_DIR", ROOT / "results" / "benchmarks")) / f"{name}.json"
+    if out.exists():
+        raise SystemExit(f"{out} exists: a benchmark record is never written over; give the run another name "
+                         "(--name where the script has it) or AOT_BENCH_DIR=<a folder of its own>")
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "commit": git_commit(), "hardware": hardware_summary(),
                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **payload}

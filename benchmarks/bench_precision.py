@@ -11,7 +11,8 @@ order that rotates each repeat, so a drift in machine speed hits them alike. Eac
 the per-repeat ratios. The CPU's bf16 instructions are recorded (``avx512_bf16``, ``amx_bf16`` in /proc/cpuinfo):
 without them bf16 is emulated and slower.
 
-Writes ``results/benchmarks/precision_<cpu>.json``.
+Writes ``results/benchmarks/precision_<vendor>_<isa>.json`` (``precision_amd_avx2``: two CPU types of one vendor
+differ in their instruction set; the first record, ``precision_amd.json``, is the AMD EPYC with AVX-512).
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def main() -> None:
     ap.add_argument("--precisions", default="fp32,bf16")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--name", default=None, help="output name (default precision_<cpu>)")
+    ap.add_argument("--name", default=None, help="output name (default precision_<vendor>_<isa>)")
     args = ap.parse_args()
     base = load_config(ROOT / args.config)
     families, precisions = args.families.split(","), args.precisions.split(",")
@@ -107,7 +108,8 @@ def main() -> None:
             row["bf16_over_fp32"] = {"median": statistics.median(r), "min": min(r), "max": max(r)}
         results[fam] = row
     cpu = "amd" if "AMD" in Path("/proc/cpuinfo").read_text() else "intel"
-    write(args.name or f"precision_{cpu}", {
+    isa = torch.backends.cpu.get_cpu_capability().lower()  # what tells two types of one vendor apart
+    write(args.name or f"precision_{cpu}_{isa}", {
         "config": args.config, "batch": batch, "views": base["views"], "repeats": args.repeats,
         "threads": torch.get_num_threads(), "cpu_bf16_flags": cpu_bf16_flags(), "results": results,
         "peak_rss_mb": peak_rss_mb(),

@@ -361,3 +361,20 @@ def test_cpu_types_table_divides_each_step_by_the_clocks_and_refuses_two_commits
     with pytest.raises(ValueError, match=r"^step times at aaaaaaa and bbbbbbb \(or of other candidates\) are not one "
                                          r"measurement on two CPUs: time both at one commit$"):
         cpu_types_table(clock, {**other, "commit": "b" * 40})
+
+
+def test_a_benchmark_record_is_never_written_over(tmp_path):
+    """benchmarks/_common.write: the first record stays byte for byte; a second run under the same name is refused
+    with the fix before anything is written."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from _common import write
+
+    out = write("x", {"value": 1}, tmp_path / "x.json")
+    first = out.read_bytes()
+    with pytest.raises(SystemExit) as refused:
+        write("x", {"value": 2}, tmp_path / "x.json")
+    assert str(refused.value) == (
+        f"{tmp_path / 'x.json'} exists: a benchmark record is never written over; give the run another name "
+        "(--name where the script has it) or AOT_BENCH_DIR=<a folder of its own>")
+    assert out.read_bytes() == first and sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
