@@ -596,25 +596,32 @@ elsewhere = phrases(
 #   ({numref}`tbl-bf16-cpu`).
 
 # %% tags=["hide-input"]
-BF16_BENCH = ROOT / "results" / "benchmarks" / "precision_amd.json"
-bench_bf16 = json.loads(BF16_BENCH.read_text())
-bf16_table = precision_table(bench_bf16, name="tbl-bf16-cpu")
+BF16_BENCHES = sorted((ROOT / "results" / "benchmarks").glob("precision_*.json"))
+benches_bf16 = [json.loads(p.read_text()) for p in BF16_BENCHES]  # one per CPU type
+bf16_table = precision_table(benches_bf16, name="tbl-bf16-cpu")
 display(bf16_table)
-ratios = [r["ratio"] for r in bf16_table.rows]
-assert min(ratios) > 1 and bench_bf16["cpu_bf16_flags"], \
-    "the text: slower, on a CPU that has bf16"
-bf16 = phrases(low=f"{min(ratios):.2f}", high=f"{max(ratios):.2f}",
-               cpu=bench_bf16["hardware"]["cpu_model"],
-               flags=", ".join(bench_bf16["cpu_bf16_flags"]))
+ratios = {cpu: [r["ratio"] for r in bf16_table.rows if r["cpu"] == cpu]
+          for cpu in dict.fromkeys(r["cpu"] for r in bf16_table.rows)}
+(has,) = [b for b in benches_bf16 if b["cpu_bf16_flags"]]
+(lacks,) = [b for b in benches_bf16 if not b["cpu_bf16_flags"]]
+assert min(min(r) for r in ratios.values()) > 1, "the text: slower on every CPU type"
+bf16 = phrases(low=f"{min(ratios[cpu_label(has['hardware'])]):.2f}",
+               high=f"{max(ratios[cpu_label(has['hardware'])]):.2f}",
+               cpu=cpu_label(has["hardware"]), flags=", ".join(has["cpu_bf16_flags"]),
+               other=cpu_label(lacks["hardware"]),
+               other_low=f"{min(ratios[cpu_label(lacks['hardware'])]):.1f}",
+               other_high=f"{max(ratios[cpu_label(lacks['hardware'])]):.1f}")
 
 # %% [markdown]
 # On the {eval}`bf16.cpu`, which has {eval}`bf16.flags`, a bf16-mixed step took
 # {eval}`bf16.low` to {eval}`bf16.high` times the fp32 step, depending on the family:
 # in a fixed number of minutes bf16 would buy fewer steps, so the rule keeps fp32 on
-# this CPU type and an accuracy check at equal steps would decide nothing. A CPU with
-# AMX (a recent Intel Xeon) may differ; none has been at hand. For such a CPU the rule
-# is fixed: bf16 is used if its step is faster there and its validation accuracy at
-# equal steps is within fp32's seed spread over 2 seeds.
+# this CPU type and an accuracy check at equal steps would decide nothing. The
+# {eval}`bf16.other` has no bf16 instructions, so bf16 is emulated there, and a step
+# took {eval}`bf16.other_low` to {eval}`bf16.other_high` times as long: fp32 there too.
+# A CPU with AMX (a recent Intel Xeon) may differ; none has been at hand. For such a
+# CPU the rule is fixed: bf16 is used if its step is faster there and its validation
+# accuracy at equal steps is within fp32's seed spread over 2 seeds.
 #
 # The clock's CPU is "the slower of the two types" only as long as no slower one
 # turns up. A third type did turn up: an AMD EPYC with AVX2 and no AVX-512. The same
@@ -1018,9 +1025,10 @@ if encoder is not None:
 #    fit in 30 minutes there, and how many PFLOP a second does your machine sustain on
 #    this workload (`aot_lib.book.benchmarks.pretraining_flops`)? Redraw
 #    {numref}`fig-time-to-accuracy` on your clock.
-# 6. **What bf16 costs on your CPU.** Run `benchmarks/bench_precision.py` (it writes a
-#    record like the one behind {numref}`tbl-bf16-cpu`) and read it with
-#    `aot_lib.book.round2.precision_table`. Does your CPU list `avx512_bf16` or
+# 6. **What bf16 costs on your CPU.** Run `AOT_BENCH_DIR=runs/bench python
+#    benchmarks/bench_precision.py` (it writes a record like those behind
+#    {numref}`tbl-bf16-cpu` into `runs/bench/`, beside the recorded ones) and read it
+#    with `aot_lib.book.round2.precision_table`. Does your CPU list `avx512_bf16` or
 #    `amx_bf16` among its flags, and is bf16-mixed faster there for any family?
 
 # %% [markdown]
@@ -1133,7 +1141,7 @@ if encoder is not None:
 # :label: tbl-bf16-cpu
 # :kind: table
 # :enumerator: 7.7
-# bf16-mixed against fp32 on the AMD EPYC AVX512: one pretraining step of
+# bf16-mixed against fp32 on each CPU type measured: one pretraining step of
 # cpu30_aot_admm_cifar10.yaml, per family
 # :::
 #

@@ -322,10 +322,11 @@ def test_the_recorded_suite_runs_match_their_record():
         assert {k: got[k] for k in call["counts"]} == call["counts"] and got["failed_tests"] == call["failed"]
 
 
-def test_precision_table_reads_each_familys_ratio_and_loss_gap():
-    """A hand-made bench_precision.py record: the ratio and its range are the record's own (bf16 over fp32, paired
-    repeat by repeat, as the benchmark computes them), the loss gap the largest step-by-step difference (0.5 here, at
-    the second step), the hardware named in the caption."""
+def test_precision_table_reads_each_cpus_and_familys_ratio_and_loss_gap():
+    """Hand-made bench_precision.py records of two CPU types: the ratio and its range are each record's own (bf16
+    over fp32, paired repeat by repeat, as the benchmark computes them), the loss gap the largest step-by-step
+    difference (0.5 here, at the second step), each CPU named in its rows and the notes; records of two configs are
+    refused."""
     from aot_lib.book.round2 import precision_table
 
     fam = {"fp32": {"median_s": 0.5, "losses": [4.0, 3.0, 2.0]}, "bf16": {"median_s": 1.0, "losses": [4.0, 3.5, 2.25]},
@@ -333,12 +334,23 @@ def test_precision_table_reads_each_familys_ratio_and_loss_gap():
     bench = {"results": {"aot_admm": fam}, "hardware": {"cpu_model": "AMD EPYC", "cpu_isa": "AVX512"},
              "config": "configs/cpu/cpu30/cpu30_aot_admm_cifar10.yaml", "repeats": 9, "batch": 256, "threads": 2,
              "commit": "8cf998a5" + "0" * 32, "date": "2026-11-28T10:33:59+0000", "cpu_bf16_flags": ["avx512_bf16"]}
-    table = precision_table(bench, name="tbl-bf16")
-    assert table.rows == [dict(model="AoT-ADMM", fp32=0.5, bf16=1.0, ratio=2.0, spread="1.50–2.50", drift=0.5,
-                               steps=3)]
-    assert table.caption == ("bf16-mixed against fp32 on the AMD EPYC AVX512: one pretraining step of "
+    avx2 = {**bench, "hardware": {"cpu_model": "AMD EPYC", "cpu_isa": "AVX2"}, "cpu_bf16_flags": [],
+            "results": {"crate": {**fam, "bf16": {"median_s": 8.0, "losses": [4.0, 3.0, 2.0]},
+                                  "bf16_over_fp32": {"median": 15.0, "min": 14.0, "max": 17.0}}}}
+    table = precision_table([bench, avx2], name="tbl-bf16")
+    assert table.rows == [
+        dict(cpu="AMD EPYC AVX512", model="AoT-ADMM", fp32=0.5, bf16=1.0, ratio=2.0, spread="1.50–2.50", drift=0.5,
+             steps=3),
+        dict(cpu="AMD EPYC AVX2", model="CRATE", fp32=0.5, bf16=8.0, ratio=15.0, spread="14.00–17.00", drift=0.0,
+             steps=3)]
+    assert table.caption == ("bf16-mixed against fp32 on each CPU type measured: one pretraining step of "
                              "cpu30_aot_admm_cifar10.yaml, per family")
-    assert "at commit 8cf998a (2026-11-28); the CPU's bf16 flags: avx512_bf16." in table.notes[0]
+    assert ("AMD EPYC AVX512: 9 repeats, batch 256, 2 threads, at commit 8cf998a (2026-11-28), bf16 flags avx512_bf16; "
+            "AMD EPYC AVX2: 9 repeats, batch 256, 2 threads, at commit 8cf998a (2026-11-28), bf16 flags none.") \
+        in table.notes[0]
+    with raises_exactly(ValueError, "precision records of ['a.yaml', 'configs/cpu/cpu30/cpu30_aot_admm_cifar10.yaml']: "
+                                    "time one config on every CPU type"):
+        precision_table([bench, {**avx2, "config": "a.yaml"}])
 
 
 def test_cpu_types_table_divides_each_step_by_the_clocks_and_refuses_two_commits():

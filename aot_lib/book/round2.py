@@ -7,7 +7,7 @@ Every number comes from the records; the chapter keeps only what its sentences c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..evidence import TABLE13_NAMES
 from ..runtime import cpu_label
@@ -68,30 +68,37 @@ def search2_table(root: Path) -> tuple[Table, dict]:
     return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened)
 
 
-def precision_table(bench: Mapping, name: str | None = None) -> Table:
-    """``benchmarks/bench_precision.py``'s record (fp32 against bf16-mixed, the families interleaved on one CPU) as a
-    table: per family the median step in each precision, bf16's time over fp32's (median over the interleaved
-    repeats, with their range), and how far the two precisions' losses drift apart over the timed steps."""
+def precision_table(benches: Sequence[Mapping], name: str | None = None) -> Table:
+    """``benchmarks/bench_precision.py``'s records (fp32 against bf16-mixed, the families interleaved on one CPU), one
+    per CPU type, as one table: per CPU and family the median step in each precision, bf16's time over fp32's (median
+    over the interleaved repeats, with their range), and how far the two precisions' losses drift apart over the
+    timed steps. Refuses records of different configs (they would not time one step)."""
+    configs = {b["config"] for b in benches}
+    if len(configs) != 1:
+        raise ValueError(f"precision records of {sorted(configs)}: time one config on every CPU type")
     rows = []
-    for fam, r in bench["results"].items():
-        drift = max(abs(a - b) for a, b in zip(r["fp32"]["losses"], r["bf16"]["losses"]))
-        ratio = r["bf16_over_fp32"]
-        rows.append(dict(model=TABLE13_NAMES.get(fam, fam), fp32=r["fp32"]["median_s"], bf16=r["bf16"]["median_s"],
-                         ratio=ratio["median"], spread=f"{ratio['min']:.2f}–{ratio['max']:.2f}", drift=drift,
-                         steps=len(r["fp32"]["losses"])))
-    return Table(rows, [Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"), Col("spread", "range of paired ratios"),
-                        Col("fp32", "fp32 step (s)", ".3f"), Col("bf16", "bf16-mixed step (s)", ".3f"),
-                        Col("drift", "largest loss gap", ".3f"), Col("steps", "steps compared")],
-                 caption=f"bf16-mixed against fp32 on the {cpu_label(bench['hardware'])}: one pretraining step of "
-                         f"{bench['config'].rsplit('/', 1)[-1]}, per family",
+    for bench in benches:
+        for fam, r in bench["results"].items():
+            drift = max(abs(a - b) for a, b in zip(r["fp32"]["losses"], r["bf16"]["losses"]))
+            ratio = r["bf16_over_fp32"]
+            rows.append(dict(cpu=cpu_label(bench["hardware"]), model=TABLE13_NAMES.get(fam, fam),
+                             fp32=r["fp32"]["median_s"], bf16=r["bf16"]["median_s"], ratio=ratio["median"],
+                             spread=f"{ratio['min']:.2f}–{ratio['max']:.2f}", drift=drift,
+                             steps=len(r["fp32"]["losses"])))
+    return Table(rows, [Col("cpu", "CPU"), Col("model"), Col("ratio", "bf16 / fp32, step time", ".2f"),
+                        Col("spread", "range of paired ratios"), Col("fp32", "fp32 step (s)", ".3f"),
+                        Col("bf16", "bf16-mixed step (s)", ".3f"), Col("drift", "largest loss gap", ".3f"),
+                        Col("steps", "steps compared")],
+                 caption=f"bf16-mixed against fp32 on each CPU type measured: one pretraining step of "
+                         f"{configs.pop().rsplit('/', 1)[-1]}, per family",
                  name=name,
-                 notes=[f"bf16 / fp32: the median over {bench['repeats']} interleaved repeats of each repeat's ratio "
-                        f"(not the ratio of the median steps), after warm-up, batch {bench['batch']}, {bench['threads']} "
-                        f"threads, at commit {bench['commit'][:7]} "
-                        f"({bench['date'][:10]}); the CPU's bf16 flags: "
-                        f"{', '.join(bench['cpu_bf16_flags']) or 'none'}. Largest loss gap: the two precisions' "
-                        "losses step by step from the same start, a check that bf16 trains the same thing, not "
-                        "an accuracy comparison."])
+                 notes=["bf16 / fp32: the median over the interleaved repeats of each repeat's ratio (not the ratio of "
+                        "the median steps), after warm-up. " + "; ".join(
+                            f"{cpu_label(b['hardware'])}: {b['repeats']} repeats, batch {b['batch']}, {b['threads']} "
+                            f"threads, at commit {b['commit'][:7]} ({b['date'][:10]}), bf16 flags "
+                            f"{', '.join(b['cpu_bf16_flags']) or 'none'}" for b in benches)
+                        + ". Largest loss gap: the two precisions' losses step by step from the same start, a check "
+                        "that bf16 trains the same thing, not an accuracy comparison."])
 
 
 def _isa(record: Mapping) -> str:
