@@ -44,6 +44,9 @@
 #             inside, as a control of what the CPU alone moves; post hoc (the plan's third addendum); into
 #             runs/probe_wide_edge/ (copy each probe.json to results/cpu/probe_wide_edge/<run>/ by hand)
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
+#   floors_wide_edge  every floors_wide floor whose pick sat at an end of the wide grid, probed again with the grid
+#             extended outward on that side as floors30_edge does, plus one floor whose pick was inside, as a control;
+#             post hoc (the plan's fourth addendum); results/cpu/baselines_wide_edge/
 #   floors30_edge  every floors30 floor whose pick sat at an end of the wide grid, probed again with the grid extended
 #             outward on that side a rate at a time (probe.lr_below / lr_above), plus one floor whose pick was inside,
 #             which must come out the same; post hoc (the plan's second addendum); results/cpu/baselines_cpu30_edge/
@@ -76,15 +79,17 @@ pick_at_edge() {  # FOLDER: whether the pick of its probe.json sits at an end of
   ${PYTHON:-.venv/bin/python} -c "import json, sys; from aot_lib.probe_grid import grid_pick
 p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); sys.exit(0 if p['at_top'] or p['at_bottom'] else 1)" "$1"
 }
-edge_floor() {  # KIND CONFIG: probed again into baselines_cpu30_edge if its floors30 record sits at an edge
-  local name
+edge_floor() {  # KIND CONFIG [FIRST EDGE CONTROL]: probed again into EDGE if its record in FIRST sits at an edge
+  local name first=${3:-baselines_cpu30} edge=${4:-baselines_cpu30_edge} control=${5:-$FLOOR_EDGE_CONTROL}
   name=$(baseline_run_name "$1" "$2")
-  if [ "$name" = "$FLOOR_EDGE_CONTROL" ] || pick_at_edge "results/cpu/baselines_cpu30/$name"; then
-    baseline "$1" "$2" baselines_cpu30_edge "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
+  if [ "$name" = "$control" ] || pick_at_edge "results/cpu/$first/$name"; then
+    baseline "$1" "$2" "$edge" "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
   else
     echo "== $1 $2: its pick is inside the wide grid; not probed again"
   fi
 }
+# the one floors_wide floor whose pick was inside that floors_wide_edge probes again (the plan's fourth addendum)
+FLOOR_WIDE_EDGE_CONTROL=baseline_init_cpu_aot_admm_cifar10
 # The 30-minute cells' wider grid (the plan's first addendum on them) and its extension upward (the third addendum)
 CELL_WIDE_LR='probe.lr=[0.001,0.003,0.01,0.03,0.1]'
 CELL_EDGE_LR='probe.lr_above=[0.3,1.0,3.0,10.0]'
@@ -178,6 +183,14 @@ for group in "$@"; do
       done ;;
     cells30_edge)
       for f in results/cpu/probe_wide/cpu30_*; do edge_cell "$(basename "$f")"; done ;;
+    floors_wide_edge)
+      # issue 36's floors on the wide grid that picked an end, extended there (post hoc), in floors_wide's order
+      for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
+        edge_floor init "$cfg" baselines_wide baselines_wide_edge "$FLOOR_WIDE_EDGE_CONTROL"
+      done
+      for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
+        edge_floor pixels "$cfg" baselines_wide baselines_wide_edge "$FLOOR_WIDE_EDGE_CONTROL"
+      done ;;
     floors_wide)
       # issue 36's floors (group baselines) probed again on the wide grid, written beside them (post hoc)
       for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
@@ -192,6 +205,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, floors_wide, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
   esac
 done
