@@ -77,3 +77,12 @@ def test_round_2_screening_names_each_change_and_every_edge_left():
     assert newest["linear_lr"] == max(newest["probe"]["lr"]) == 0.3
     assert ("r1_lr1e-3", "aot", 0.3) in facts["edges"] and ("r1_lr1e-3", "aot") in facts["widened"]
     assert "widening goes one step only, so " in table.notes[1] and "AoT r1_lr1e-3 (still at 0.3)" in table.notes[1]
+    # r3_batch128 on AoT picked the configured grid's top, 0.1, and is not probed wider yet: awaiting widen, not an
+    # edge that stands (once widen records its re-probe, it moves to "widened")
+    r3 = json.loads((ROOT / "results" / "cpu" / "search2" / "search2_r3_batch128_aot" / "probe.json").read_text())
+    assert r3["linear_lr"] == max(r3["probe"]["lr"]) == 0.1
+    waiting = ("r3_batch128", "aot", 0.1) in facts["to_widen"]
+    assert waiting != (("r3_batch128", "aot") in facts["widened"])  # one or the other, never both
+    assert not any(e[:2] == ("r3_batch128", "aot") for e in facts["edges"]) or not waiting
+    assert waiting == ("not yet probed one step wider (recipe_search2.py widen, before the ranking): AoT r3_batch128 "
+                       "(at 0.1)" in table.notes[1])

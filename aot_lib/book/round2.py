@@ -36,8 +36,10 @@ def search2_table(root: Path) -> tuple[Table, dict]:
     """Table ``tbl-recipe-search2-screening`` (:func:`aot_lib.evidence.search_rows` of round 2): per candidate what
     it changes from round 1's recipe, its length on the slower CPU's clock, each family's validation linear top-1
     from the run's newest probe and their mean; and the facts the chapter's sentences state: ``rows``, ``done``
-    (row, family) pairs recorded, ``screened`` (rows with all three), ``edges`` (runs whose pick still sits at an
-    end of its grid: ``(candidate, family, lr)``), ``widened`` (runs probed again on a wider grid)."""
+    (row, family) pairs recorded, ``screened`` (rows with all three), ``edges`` (runs probed again one step wider
+    whose pick still sits at an end: ``(candidate, family, lr)``), ``to_widen`` (runs at an end of the configured
+    grid that ``recipe_search2.py widen`` has not probed yet, likewise), ``widened`` (runs probed again on a wider
+    grid)."""
     from .. import evidence
 
     search = evidence.search_rows(root, round=2)
@@ -46,8 +48,10 @@ def search2_table(root: Path) -> tuple[Table, dict]:
         r["change"] = _change(r, base)
     done = [(r, f) for r in search for f in TABLE13_NAMES if r[f] is not None]
     widened = [(r["candidate"], f) for r, f in done if len(r[f + "_grid"]) > len(r["probe_lr"])]
-    edges = [(r["candidate"], f, r[f + "_lr"]) for r, f in done
-             if r[f + "_lr"] in (min(r[f + "_grid"]), max(r[f + "_grid"]))]
+    at_end = [(r["candidate"], f, r[f + "_lr"]) for r, f in done
+              if r[f + "_lr"] in (min(r[f + "_grid"]), max(r[f + "_grid"]))]
+    edges = [e for e in at_end if e[:2] in widened]  # widened once and still at an end: ranked as they stand
+    to_widen = [e for e in at_end if e[:2] not in widened]  # recipe_search2.py widen has not probed them yet
     screened = [r for r in search if r["mean"] is not None]
     table = Table(
         search,
@@ -64,8 +68,11 @@ def search2_table(root: Path) -> tuple[Table, dict]:
                "runs picked an end and were probed again one step wider (the score shown is that probe's)"
                + ("; widening goes one step only, so " + ", ".join(f"{TABLE13_NAMES[f]} {c} (still at {lr:g})"
                                                                      for c, f, lr in edges)
-                  + " are ranked as they stand, as the rule says" if edges else "") + "."])
-    return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened)
+                  + " are ranked as they stand, as the rule says" if edges else "")
+               + ("; not yet probed one step wider (recipe_search2.py widen, before the ranking): "
+                  + ", ".join(f"{TABLE13_NAMES[f]} {c} (at {lr:g})" for c, f, lr in to_widen) if to_widen else "")
+               + "."])
+    return table, dict(rows=search, done=done, screened=screened, edges=edges, widened=widened, to_widen=to_widen)
 
 
 def precision_table(benches: Sequence[Mapping], name: str | None = None) -> Table:
