@@ -43,6 +43,8 @@
 #             probed again with the grid extended upward a rate at a time (probe.lr_above), plus one run whose pick was
 #             inside, as a control of what the CPU alone moves; post hoc (the plan's third addendum); into
 #             runs/probe_wide_edge/ (copy each probe.json to results/cpu/probe_wide_edge/<run>/ by hand)
+#   cells10_edge  the same for the first recipe's (10-epoch) CIFAR-10 runs on their wider grid (1e-3 .. 3e-2),
+#             extended from 1e-1 up; post hoc (the plan's fifth addendum); into runs/probe_wide_edge/ likewise
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
 #   floors_wide_edge  every floors_wide floor whose pick sat at an end of the wide grid, probed again with the grid
 #             extended outward on that side as floors30_edge does, plus one floor whose pick was inside, as a control;
@@ -94,16 +96,20 @@ FLOOR_WIDE_EDGE_CONTROL=baseline_init_cpu_aot_admm_cifar10
 CELL_WIDE_LR='probe.lr=[0.001,0.003,0.01,0.03,0.1]'
 CELL_EDGE_LR='probe.lr_above=[0.3,1.0,3.0,10.0]'
 CELL_EDGE_CONTROL=cpu30_aot_admm_cifar10_seed1  # its wider-grid pick was inside: what a probe moves on this CPU
-edge_cell() {  # RUN: its wider-grid probe extended upward into runs/probe_wide_edge/, if it picked the top
-  local py=${PYTHON:-.venv/bin/python} name=$1
+# the first recipe's wider grid and its extension upward (the fifth addendum)
+CELL10_WIDE_LR='probe.lr=[0.001,0.003,0.01,0.03]'
+CELL10_EDGE_LR='probe.lr_above=[0.1,0.3,1.0,3.0,10.0]'
+CELL10_EDGE_CONTROL=cpu_aot_admm_cifar10
+edge_cell() {  # RUN [WIDE_LR EDGE_LR CONTROL]: its wider-grid probe extended upward into runs/probe_wide_edge/, if it picked the top
+  local py=${PYTHON:-.venv/bin/python} name=$1 wide=${2:-$CELL_WIDE_LR} above=${3:-$CELL_EDGE_LR} control=${4:-$CELL_EDGE_CONTROL}
   if [ -f "results/cpu/probe_wide_edge/$name/probe.json" ] || [ -f "runs/probe_wide_edge/results/cpu/$name/probe.json" ]; then
     echo "== $name: probed on the extended grid already, skipped"; return
   fi
-  if [ "$name" != "$CELL_EDGE_CONTROL" ] && ! pick_at_edge "results/cpu/probe_wide/$name"; then
+  if [ "$name" != "$control" ] && ! pick_at_edge "results/cpu/probe_wide/$name"; then
     echo "== $name: its wider-grid pick is inside; not probed again"; return
   fi
   echo "== $name -> runs/probe_wide_edge ($(date -u +%H:%M:%S))"
-  $py scripts/reprobe.py --dest runs/probe_wide_edge --set "$CELL_WIDE_LR" --set "$CELL_EDGE_LR" "results/cpu/$name" \
+  $py scripts/reprobe.py --dest runs/probe_wide_edge --set "$wide" --set "$above" "results/cpu/$name" \
     || echo "== FAILED: reprobe $name"
 }
 
@@ -183,6 +189,10 @@ for group in "$@"; do
       done ;;
     cells30_edge)
       for f in results/cpu/probe_wide/cpu30_*; do edge_cell "$(basename "$f")"; done ;;
+    cells10_edge)
+      for f in results/cpu/probe_wide/cpu_*; do
+        edge_cell "$(basename "$f")" "$CELL10_WIDE_LR" "$CELL10_EDGE_LR" "$CELL10_EDGE_CONTROL"
+      done ;;
     floors_wide_edge)
       # issue 36's floors on the wide grid that picked an end, extended there (post hoc), in floors_wide's order
       for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
@@ -205,6 +215,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, cells10_edge, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
   esac
 done
