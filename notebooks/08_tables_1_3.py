@@ -687,7 +687,8 @@ wide30 = phrases(
 
 # %% tags=["hide-input"]
 EDGE_WIDE = RESULTS / "probe_wide_edge"  # copied from runs/probe_wide_edge
-cell_edges = cell_reprobes(RESULTS, WIDE.name, EDGE_WIDE.name)
+cell_edges = cell_reprobes(RESULTS, WIDE.name, EDGE_WIDE.name,
+                           runs=[x.name for x in runs_30])
 display(reprobe_table(
     cell_edges, what="run", name="tbl-two-recipes-edge-probes",
     caption="Post hoc: the 30-minute runs whose wider-grid probe picked its top, "

@@ -748,6 +748,9 @@ def test_cell_reprobes_pair_each_run_probed_again_with_its_wider_grid_probe(tmp_
     assert (row["run"], row["pick0"], row["pick"], row["moved"]) == (
         "AoT-ADMM, CIFAR-10, seed 4", "0.1 (top) of 0.001 … 0.1", "0.3 of 0.001 … 1", pytest.approx(0.09))
     probe("edge", "cpu30_crate_cifar10", wide, 0.1, 50.0, ("AMD EPYC", "AVX2"))
+    # one recipe's runs only: the other run (no first probe) is not read
+    assert [r["run"] for r in cell_reprobes(tmp_path, "wide", "edge", runs=["cpu30_aot_admm_cifar10_seed4"])] == [
+        "cpu30_aot_admm_cifar10_seed4"]
     with pytest.raises(ValueError) as refused:
         cell_reprobes(tmp_path, "wide", "edge")
     assert str(refused.value) == (

@@ -7,6 +7,7 @@ A cell's runs come from :func:`aot_lib.evidence.cell_runs`; the floor (untrained
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
@@ -170,13 +171,17 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
                          [numerics_label(run) for run in runs]) for run_name, runs in sorted(pairs.items())]
 
 
-def cell_reprobes(results: Path, first: str, again: str) -> list[dict]:
+def cell_reprobes(results: Path, first: str, again: str, runs: Iterable[str] | None = None) -> list[dict]:
     """Every pretraining run probed again into ``results/again/<run>/probe.json`` (``scripts/reprobe.py --dest``, e.g.
     the 30-minute cells' wider grid extended at its top) beside its probe in ``results/first/<run>/``: the rows of
     :func:`floor_reprobes`, each side's ``numerics`` read from its own probe.json (a re-probe ran on its own machine,
-    not the training run's). Refuses a run with no first probe, and two probes of different encoders."""
+    not the training run's). With ``runs``, only those run names (one recipe's). Refuses a run with no first probe,
+    and two probes of different encoders."""
     out = []
+    keep = None if runs is None else set(runs)
     for path in sorted((Path(results) / again).glob("*/probe.json")):
+        if keep is not None and path.parent.name not in keep:
+            continue
         first_path = Path(results) / first / path.parent.name / "probe.json"
         if not first_path.is_file():
             raise ValueError(f"{path.parent} has no first probe in {first_path.parent.parent}: a run is probed again "
