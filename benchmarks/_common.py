@@ -33,15 +33,23 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write(name: str, payload: dict, out: Path | None = None) -> Path:
-    """``payload`` with the benchmark's name, commit, hardware and date, to ``out`` (default
-    ``results/benchmarks/<name>.json``, or ``$AOT_BENCH_DIR/<name>.json``). Refuses (before writing anything) a file
-    that exists: a recorded benchmark is never written over."""
+def record_path(name: str, out: Path | None = None) -> Path:
+    """Where benchmark ``name`` is recorded (``out``, default ``results/benchmarks/<name>.json`` or
+    ``$AOT_BENCH_DIR/<name>.json``). Refuses a file that exists, in one line naming the fixes: a recorded benchmark
+    is never written over. A script calls it before it measures, so a refusal costs no minutes."""
     if out is None:
         out = Path(os.environ.get("AOT_BENCH_DIR", ROOT / "results" / "benchmarks")) / f"{name}.json"
     if out.exists():
         raise SystemExit(f"{out} exists: a benchmark record is never written over; give the run another name "
-                         "(--name where the script has it) or AOT_BENCH_DIR=<a folder of its own>")
+                         "(--name where the script has it), AOT_BENCH_DIR=<a folder of its own>, or move the old "
+                         "record to results/history/<its commit>/ first")
+    return out
+
+
+def write(name: str, payload: dict, out: Path | None = None) -> Path:
+    """``payload`` with the benchmark's name, commit, hardware and date, to :func:`record_path` (which refuses, before
+    writing anything, a record that exists)."""
+    out = record_path(name, out)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"benchmark": name, "commit": git_commit(), "hardware": hardware_summary(),
                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **payload}

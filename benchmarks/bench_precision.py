@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import torch
-from _common import ROOT, peak_rss_mb, write
+from _common import ROOT, peak_rss_mb, record_path, write
 
 from aot_lib.book.benchmarks import FAMILY_NAMES
 from aot_lib.data.augment import BatchedMultiCrop, MultiCropConfig
@@ -69,6 +69,10 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--name", default=None, help="output name (default precision_<vendor>_<isa>)")
     args = ap.parse_args()
+    cpu = "amd" if "AMD" in Path("/proc/cpuinfo").read_text() else "intel"
+    isa = torch.backends.cpu.get_cpu_capability().lower()  # what tells two types of one vendor apart
+    name = args.name or f"precision_{cpu}_{isa}"
+    record_path(name)  # refuses an existing record before minutes of timing, not after
     base = load_config(ROOT / args.config)
     families, precisions = args.families.split(","), args.precisions.split(",")
     units = {}
@@ -107,9 +111,7 @@ def main() -> None:
             r = [b / a for a, b in zip(times[(fam, "fp32")], times[(fam, "bf16")])]
             row["bf16_over_fp32"] = {"median": statistics.median(r), "min": min(r), "max": max(r)}
         results[fam] = row
-    cpu = "amd" if "AMD" in Path("/proc/cpuinfo").read_text() else "intel"
-    isa = torch.backends.cpu.get_cpu_capability().lower()  # what tells two types of one vendor apart
-    write(args.name or f"precision_{cpu}_{isa}", {
+    write(name, {
         "config": args.config, "batch": batch, "views": base["views"], "repeats": args.repeats,
         "threads": torch.get_num_threads(), "cpu_bf16_flags": cpu_bf16_flags(), "results": results,
         "peak_rss_mb": peak_rss_mb(),

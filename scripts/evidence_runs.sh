@@ -77,17 +77,26 @@ FLOOR_EDGE_LR=('probe.lr_below=[3e-5,1e-5,3e-6,1e-6]' 'probe.lr_above=[0.3,1.0,3
 # the one floors30 floor whose pick was inside the wide grid that floors30_edge probes again: the same numbers
 # must come back (the extension only acts at an end); if they do not, the book shows the edge records apart
 FLOOR_EDGE_CONTROL=baseline_init_cpu30_aot_admm_cifar10
-pick_at_edge() {  # FOLDER: whether the pick of its probe.json sits at an end of the rates it tried
+pick_at_edge() {  # FOLDER [top|bottom|either]: exit 0 if the pick of its probe.json sits at that end of the rates it
+  # tried, 3 if not; anything else (no probe.json, a damaged one) is an error, which the callers report as FAILED
   ${PYTHON:-.venv/bin/python} -c "import json, sys; from aot_lib.probe_grid import grid_pick
-p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); sys.exit(0 if p['at_top'] or p['at_bottom'] else 1)" "$1"
+p = grid_pick(json.load(open(sys.argv[1] + '/probe.json'))); end = sys.argv[2]
+sys.exit(0 if (p['at_top'] and end != 'bottom') or (p['at_bottom'] and end != 'top') else 3)" "$1" "${2:-either}"
+}
+at_edge_or_report() {  # NAME FOLDER END: whether to probe NAME again (its pick at END); says why not, or FAILED
+  pick_at_edge "$2" "$3"; local rc=$?
+  case $rc in
+    0) return 0 ;;
+    3) echo "== $1: its pick is $([ "$3" = either ] && echo "inside its grid" || echo "not at the $3 of its grid"); not probed again" ;;
+    *) echo "== FAILED: reading the pick of $2 (exit $rc)" ;;
+  esac
+  return 1
 }
 edge_floor() {  # KIND CONFIG [FIRST EDGE CONTROL]: probed again into EDGE if its record in FIRST sits at an edge
   local name first=${3:-baselines_cpu30} edge=${4:-baselines_cpu30_edge} control=${5:-$FLOOR_EDGE_CONTROL}
-  name=$(baseline_run_name "$1" "$2")
-  if [ "$name" = "$control" ] || pick_at_edge "results/cpu/$first/$name"; then
+  name=$(baseline_run_name "$1" "$2") || { echo "== FAILED: the run name of $1 $2"; return; }
+  if [ "$name" = "$control" ] || at_edge_or_report "$name" "results/cpu/$first/$name" either; then
     baseline "$1" "$2" "$edge" "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
-  else
-    echo "== $1 $2: its pick is inside the wide grid; not probed again"
   fi
 }
 # the one floors_wide floor whose pick was inside that floors_wide_edge probes again (the plan's fourth addendum)
@@ -105,9 +114,8 @@ edge_cell() {  # RUN [WIDE_LR EDGE_LR CONTROL]: its wider-grid probe extended up
   if [ -f "results/cpu/probe_wide_edge/$name/probe.json" ] || [ -f "runs/probe_wide_edge/results/cpu/$name/probe.json" ]; then
     echo "== $name: probed on the extended grid already, skipped"; return
   fi
-  if [ "$name" != "$control" ] && ! pick_at_edge "results/cpu/probe_wide/$name"; then
-    echo "== $name: its wider-grid pick is inside; not probed again"; return
-  fi
+  # only the top: the extension goes upward (lr_above)
+  if [ "$name" != "$control" ] && ! at_edge_or_report "$name" "results/cpu/probe_wide/$name" top; then return; fi
   echo "== $name -> runs/probe_wide_edge ($(date -u +%H:%M:%S))"
   $py scripts/reprobe.py --dest runs/probe_wide_edge --set "$wide" --set "$above" "results/cpu/$name" \
     || echo "== FAILED: reprobe $name"
@@ -188,9 +196,9 @@ for group in "$@"; do
         done
       done ;;
     cells30_edge)
-      for f in results/cpu/probe_wide/cpu30_*; do edge_cell "$(basename "$f")"; done ;;
+      for f in results/cpu/probe_wide/cpu30_*/; do edge_cell "$(basename "$f")"; done ;;
     cells10_edge)
-      for f in results/cpu/probe_wide/cpu_*; do
+      for f in results/cpu/probe_wide/cpu_*/; do
         edge_cell "$(basename "$f")" "$CELL10_WIDE_LR" "$CELL10_EDGE_LR" "$CELL10_EDGE_CONTROL"
       done ;;
     floors_wide_edge)

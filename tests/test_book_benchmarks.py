@@ -388,5 +388,6 @@ def test_a_benchmark_record_is_never_written_over(tmp_path):
         write("x", {"value": 2}, tmp_path / "x.json")
     assert str(refused.value) == (
         f"{tmp_path / 'x.json'} exists: a benchmark record is never written over; give the run another name "
-        "(--name where the script has it) or AOT_BENCH_DIR=<a folder of its own>")
+        "(--name where the script has it), AOT_BENCH_DIR=<a folder of its own>, or move the old record to "
+        "results/history/<its commit>/ first")
     assert out.read_bytes() == first and sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]

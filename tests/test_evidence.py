@@ -173,6 +173,10 @@ def test_wide_probe_reads_each_seed_beside_its_record_and_refuses_another_encode
     with raises_exactly(FileNotFoundError, f"b has no wider-grid probe under {tmp_path / 'wide'}: run "
                                            "scripts/reprobe.py --dest with the wider grid and copy its probe.json there"):
         evidence.wide_probe([dataclasses.replace(runs[0], name="b")], tmp_path / "wide")
+    with raises_exactly(FileNotFoundError, f"b has no wider-grid probe under {tmp_path / 'edge'}, {tmp_path / 'wide'}: "
+                                           "run scripts/reprobe.py --dest with the wider grid and copy its probe.json "
+                                           "there"):
+        evidence.wide_probe([dataclasses.replace(runs[0], name="b")], [tmp_path / "edge", tmp_path / "wide"])
     probe_json(tmp_path / "wide" / "a", [0.001, 0.01, 0.03], 0.03, 49.5, 50.4, step=50)
     with raises_exactly(ValueError, f"{tmp_path / 'wide'}/a: probed the encoder of step 50, the record is of step "
                                     "100: probe the recorded encoder again"):

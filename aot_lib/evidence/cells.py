@@ -217,7 +217,8 @@ def wide_probe(runs: list[SeedRun], wide_root: str | Path | Sequence[str | Path]
     for r in runs:
         (rec_path, rec), wide_path = newest_result(r.folder, "pretrain"), wide_probe_file(r.name, wide_root)
         if wide_path is None:
-            raise FileNotFoundError(f"{r.name} has no wider-grid probe under {wide_root}: run scripts/reprobe.py "
+            where = ", ".join(map(str, [wide_root] if isinstance(wide_root, (str, Path)) else wide_root))
+            raise FileNotFoundError(f"{r.name} has no wider-grid probe under {where}: run scripts/reprobe.py "
                                     "--dest with the wider grid and copy its probe.json there")
         wide = read_json(wide_path)
         probe_of(wide_path, wide, r.name)
