@@ -68,6 +68,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
+from aot_lib.evidence.search import ROUND2_PROBE_LR, ROUND2_WIDER, widened_grid  # noqa: E402
 from aot_lib.files import loads_json, write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, write_cells  # noqa: E402
@@ -75,9 +76,9 @@ from recipe_search import time_steps as _time_steps  # noqa: E402
 
 STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
 PROXY_FRACTION = 0.3
-PROBE_LR = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
-#: The one step the grid is widened by on the side of an edge pick (the rule above).
-WIDER = {"low": 3e-4, "high": 3e-1}
+#: The screening grid and the one step it is widened by on the side of an edge pick (the rule above); they and
+#: widened_grid live in aot_lib.evidence.search, so the book reads the rule this script applies.
+PROBE_LR, WIDER = ROUND2_PROBE_LR, ROUND2_WIDER
 RESULTS = ROOT / "results" / "cpu" / "search2"
 BASE = "../cpu30/recipe.yaml"  # relative to configs/cpu/search2/
 OUT = ROOT / "configs" / "cpu" / "search2"
@@ -162,18 +163,6 @@ def write_configs(times: dict) -> list[Path]:
                     f"steps; this screening run: {proxy}). The rule: the script's docstring.\n")
             written.append(_write_config(OUT / f"{cand}_{fam}.yaml", head, body))
     return written
-
-
-def widened_grid(scores: dict) -> list[float] | None:
-    """The grid a screening run is probed again on (:func:`aot_lib.evidence.validation_scores` of its newest probe):
-    ``PROBE_LR`` with one step added on the side where the pick sits at the edge; None when the pick is inside, or
-    the grid was widened on that side already (then the run is ranked as it is, and the edge reported)."""
-    grid, pick = sorted(scores["grid"] or PROBE_LR), scores["lr"]
-    if pick == grid[0] and WIDER["low"] < grid[0]:
-        return [WIDER["low"], *grid]
-    if pick == grid[-1] and grid[-1] < WIDER["high"]:
-        return [*grid, WIDER["high"]]
-    return None
 
 
 def widen(dry_run: bool = False) -> list[tuple[Path, list[float]]]:

@@ -83,6 +83,22 @@ def test_round_2_screening_names_each_change_and_every_edge_left():
     assert r3["linear_lr"] == max(r3["probe"]["lr"]) == 0.1
     waiting = ("r3_batch128", "aot", 0.1) in facts["to_widen"]
     assert waiting != (("r3_batch128", "aot") in facts["widened"])  # one or the other, never both
-    assert not any(e[:2] == ("r3_batch128", "aot") for e in facts["edges"]) or not waiting
     assert waiting == ("not yet probed one step wider (recipe_search2.py widen, before the ranking): AoT r3_batch128 "
                        "(at 0.1)" in table.notes[1])
+
+
+def test_screening_edges_follow_the_widen_rule_on_hand_made_runs():
+    """aot_lib.book.round2.screening_edges against the rule (one step wider, 3e-4 below or 3e-1 above, once per side),
+    worked by hand on five runs of one candidate: at the configured top, not yet widened -> to widen; widened above
+    and still at 3e-1 -> an edge that stands; widened above and now inside -> neither; widened above and now at the
+    configured bottom -> to widen (below was never widened); inside the configured grid -> neither."""
+    from aot_lib.book.round2 import screening_edges
+
+    grid = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
+    runs = {"a": (grid, 1e-1), "b": (grid + [3e-1], 3e-1), "c": (grid + [3e-1], 1e-2), "d": (grid + [3e-1], 1e-3),
+            "e": (grid, 1e-2)}
+    done = [({"candidate": "r", "probe_lr": grid, f"{f}_grid": g, f"{f}_lr": lr}, f) for f, (g, lr) in runs.items()]
+    edges, to_widen, widened = screening_edges(done)
+    assert to_widen == [("r", "a", 1e-1), ("r", "d", 1e-3)]
+    assert edges == [("r", "b", 3e-1)]
+    assert widened == [("r", "b"), ("r", "c"), ("r", "d")]

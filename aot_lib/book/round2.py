@@ -32,6 +32,26 @@ def _change(row: dict, base: dict) -> str:
     return ", ".join(changed) or "none (round 1's recipe at round 2's length)"
 
 
+def screening_edges(done: list[tuple[dict, str]]) -> tuple[list, list, list]:
+    """Which recorded screening runs (``(row, family)`` of :func:`aot_lib.evidence.search_rows`) sit at an edge, by
+    the rule ``recipe_search2.py widen`` applies (:func:`aot_lib.evidence.widened_grid`): ``to_widen``, the runs it
+    would still probe one step wider, ``(candidate, family, lr)``; ``edges``, the runs at an end of the rates they
+    tried that it would not (widened on that side once already: ranked as they stand), likewise; ``widened``, the
+    runs probed on more rates than configured, ``(candidate, family)``."""
+    from ..evidence import widened_grid
+
+    to_widen, edges, widened = [], [], []
+    for r, f in done:
+        grid, lr = r[f + "_grid"], r[f + "_lr"]
+        if len(grid) > len(r["probe_lr"]):
+            widened.append((r["candidate"], f))
+        if widened_grid({"grid": grid, "lr": lr}):
+            to_widen.append((r["candidate"], f, lr))
+        elif lr in (min(grid), max(grid)):
+            edges.append((r["candidate"], f, lr))
+    return edges, to_widen, widened
+
+
 def search2_table(root: Path) -> tuple[Table, dict]:
     """Table ``tbl-recipe-search2-screening`` (:func:`aot_lib.evidence.search_rows` of round 2): per candidate what
     it changes from round 1's recipe, its length on the slower CPU's clock, each family's validation linear top-1
@@ -47,11 +67,7 @@ def search2_table(root: Path) -> tuple[Table, dict]:
     for r in search:
         r["change"] = _change(r, base)
     done = [(r, f) for r in search for f in TABLE13_NAMES if r[f] is not None]
-    widened = [(r["candidate"], f) for r, f in done if len(r[f + "_grid"]) > len(r["probe_lr"])]
-    at_end = [(r["candidate"], f, r[f + "_lr"]) for r, f in done
-              if r[f + "_lr"] in (min(r[f + "_grid"]), max(r[f + "_grid"]))]
-    edges = [e for e in at_end if e[:2] in widened]  # widened once and still at an end: ranked as they stand
-    to_widen = [e for e in at_end if e[:2] not in widened]  # recipe_search2.py widen has not probed them yet
+    edges, to_widen, widened = screening_edges(done)
     screened = [r for r in search if r["mean"] is not None]
     table = Table(
         search,

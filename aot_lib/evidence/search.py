@@ -13,7 +13,26 @@ from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
 from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
-           "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE"]
+           "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE",
+           "ROUND2_PROBE_LR", "ROUND2_WIDER", "widened_grid"]
+
+#: Round 2's screening probe grid, and the one step it is widened by on the side of an edge pick (the rule of
+#: scripts/recipe_search2.py, which uses these; here so that the book reads the rule the script applies).
+ROUND2_PROBE_LR = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
+ROUND2_WIDER = {"low": 3e-4, "high": 3e-1}
+
+
+def widened_grid(scores: Mapping) -> list[float] | None:
+    """The grid a round-2 screening run is probed again on (``scores``: :func:`validation_scores` of its newest probe,
+    ``{"grid", "lr"}``): :data:`ROUND2_PROBE_LR` (or the grid it tried) with one step added on the side where the pick
+    sits at the edge; None when the pick is inside, or the grid was widened on that side already (then the run is
+    ranked as it is, and the edge reported)."""
+    grid, pick = sorted(scores["grid"] or ROUND2_PROBE_LR), scores["lr"]
+    if pick == grid[0] and ROUND2_WIDER["low"] < grid[0]:
+        return [ROUND2_WIDER["low"], *grid]
+    if pick == grid[-1] and grid[-1] < ROUND2_WIDER["high"]:
+        return [*grid, ROUND2_WIDER["high"]]
+    return None
 
 
 #: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
