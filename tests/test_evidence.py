@@ -760,6 +760,14 @@ def test_cell_reprobes_pair_each_run_probed_again_with_its_wider_grid_probe(tmp_
     assert str(refused.value) == (
         f"{tmp_path / 'edge' / 'cpu30_crate_cifar10'} has no first probe in {tmp_path / 'wide'}: a run is probed "
         f"again only beside its first probe; move the folder out of {tmp_path / 'edge'}")
+    probe("wide", "cpu30_crate_cifar10", {0.001: 56.0, 0.01: 57.0}, 0.01, 50.0, ("AMD EPYC", "AVX2"))
+    probe("edge", "cpu30_crate_cifar10", {0.01: 57.0, 0.1: 56.0}, 0.01, 50.0, ("AMD EPYC", "AVX2"))
+    with pytest.raises(ValueError) as refused:
+        cell_reprobes(tmp_path, "wide", "edge")
+    assert str(refused.value) == (
+        "cpu30_crate_cifar10: probed again on rates [0.01, 0.1] that leave out some of the first probe's "
+        "[0.001, 0.01]: probe it again on a grid that holds them")
+    probe("edge", "cpu30_crate_cifar10", wide, 0.1, 50.0, ("AMD EPYC", "AVX2"))
     probe("wide", "cpu30_crate_cifar10", wide, 0.1, 50.0, ("AMD EPYC", "AVX2"), step=100)
     with pytest.raises(ValueError) as refused:
         cell_reprobes(tmp_path, "wide", "edge")

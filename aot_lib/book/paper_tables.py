@@ -200,6 +200,9 @@ def _reprobe_row(run_name: str, probes: list[dict], numerics: list[str]) -> dict
         pick, scores = grid_pick(probe), lr_scores(probe["linear_val_top1"])
         sides.append(dict(pick, val=scores[pick["lr"]], top1=probe["linear_top1"], scores=scores, numerics=label))
     shared = set(sides[0]["scores"]) & set(sides[1]["scores"])
+    if not set(sides[0]["scores"]) <= set(sides[1]["scores"]):
+        raise ValueError(f"{run_name}: probed again on rates {sorted(sides[1]['scores'])} that leave out some of the "
+                         f"first probe's {sorted(sides[0]['scores'])}: probe it again on a grid that holds them")
     return dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(*probes),
                 shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared))
 
