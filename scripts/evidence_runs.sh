@@ -99,6 +99,9 @@ edge_floor() {  # KIND CONFIG [FIRST EDGE CONTROL]: probed again into EDGE if it
     baseline "$1" "$2" "$edge" "$FLOOR_WIDE_LR" "${FLOOR_EDGE_LR[@]}"
   fi
 }
+# issue 36's floors as floors_wide probes them, and floors_wide_edge after it: untrained encoders, then raw pixels
+FLOORS_WIDE_INIT=(configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml)
+FLOORS_WIDE_PIXELS=(configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml)
 # the one floors_wide floor whose pick was inside that floors_wide_edge probes again (the plan's fourth addendum)
 FLOOR_WIDE_EDGE_CONTROL=baseline_init_cpu_aot_admm_cifar10
 # The 30-minute cells' wider grid (the plan's first addendum on them) and its extension upward (the third addendum)
@@ -203,20 +206,16 @@ for group in "$@"; do
       done ;;
     floors_wide_edge)
       # issue 36's floors on the wide grid that picked an end, extended there (post hoc), in floors_wide's order
-      for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
+      for cfg in "${FLOORS_WIDE_INIT[@]}"; do
         edge_floor init "$cfg" baselines_wide baselines_wide_edge "$FLOOR_WIDE_EDGE_CONTROL"
       done
-      for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
+      for cfg in "${FLOORS_WIDE_PIXELS[@]}"; do
         edge_floor pixels "$cfg" baselines_wide baselines_wide_edge "$FLOOR_WIDE_EDGE_CONTROL"
       done ;;
     floors_wide)
       # issue 36's floors (group baselines) probed again on the wide grid, written beside them (post hoc)
-      for cfg in configs/cpu/{aot_admm,crate,aot}_cifar10{,_seed1,_seed2}.yaml configs/cpu/{aot_admm,crate}_cifar100{,_seed1}.yaml; do
-        baseline init "$cfg" baselines_wide "$FLOOR_WIDE_LR"
-      done
-      for cfg in configs/cpu/aot_admm_cifar10{,_seed1,_seed2}.yaml configs/cpu/aot_admm_cifar100{,_seed1}.yaml; do
-        baseline pixels "$cfg" baselines_wide "$FLOOR_WIDE_LR"
-      done ;;
+      for cfg in "${FLOORS_WIDE_INIT[@]}"; do baseline init "$cfg" baselines_wide "$FLOOR_WIDE_LR"; done
+      for cfg in "${FLOORS_WIDE_PIXELS[@]}"; do baseline pixels "$cfg" baselines_wide "$FLOOR_WIDE_LR"; done ;;
     controls)
       run results/cpu configs/cpu/table2/*_scratch_*.yaml
       for s in 1 2; do
