@@ -45,6 +45,9 @@
 #             runs/probe_wide_edge/ (copy each probe.json to results/cpu/probe_wide_edge/<run>/ by hand)
 #   cells10_edge  the same for the first recipe's (10-epoch) CIFAR-10 runs on their wider grid (1e-3 .. 3e-2),
 #             extended from 1e-1 up; post hoc (the plan's fifth addendum); into runs/probe_wide_edge/ likewise
+#   cells100_wide  the first recipe's CIFAR-100 runs (Table 1's CIFAR-100 row), never probed wider, on cells10_edge's
+#             grid and extension; post hoc (the plan's sixth addendum); into runs/probe_wide/ (copy each probe.json to
+#             results/cpu/probe_wide/<run>/ by hand)
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
 #   floors_wide_edge  every floors_wide floor whose pick sat at an end of the wide grid, probed again with the grid
 #             extended outward on that side as floors30_edge does, plus one floor whose pick was inside, as a control;
@@ -204,6 +207,16 @@ for group in "$@"; do
       for f in results/cpu/probe_wide/cpu_*/; do
         edge_cell "$(basename "$f")" "$CELL10_WIDE_LR" "$CELL10_EDGE_LR" "$CELL10_EDGE_CONTROL"
       done ;;
+    cells100_wide)
+      # the first recipe's CIFAR-100 runs, never probed wider: all four on cells10_edge's grid (the sixth addendum)
+      for name in cpu_aot_admm_cifar100 cpu_aot_admm_cifar100_seed1 cpu_crate_cifar100 cpu_crate_cifar100_seed1; do
+        if [ -f "results/cpu/probe_wide/$name/probe.json" ] || [ -f "runs/probe_wide/results/cpu/$name/probe.json" ]; then
+          echo "== $name: probed on the wider grid already, skipped"; continue
+        fi
+        echo "== $name -> runs/probe_wide ($(date -u +%H:%M:%S))"
+        ${PYTHON:-.venv/bin/python} scripts/reprobe.py --dest runs/probe_wide --set "$CELL10_WIDE_LR" \
+          --set "$CELL10_EDGE_LR" "results/cpu/$name" || echo "== FAILED: reprobe $name"
+      done ;;
     floors_wide_edge)
       # issue 36's floors on the wide grid that picked an end, extended there (post hoc), in floors_wide's order
       for cfg in "${FLOORS_WIDE_INIT[@]}"; do
@@ -222,6 +235,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, cells10_edge, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, cells10_edge, cells100_wide, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
   esac
 done
