@@ -171,22 +171,27 @@ def floor_reprobes(results: Path, cells: dict, first: str, again: str) -> list[d
                          [numerics_label(run) for run in runs]) for run_name, runs in sorted(pairs.items())]
 
 
-def cell_reprobes(results: Path, first: str, again: str, runs: Iterable[str] | None = None) -> list[dict]:
+def cell_reprobes(results: Path, first: str | None, again: str, runs: Iterable[str] | None = None) -> list[dict]:
     """Every pretraining run probed again into ``results/again/<run>/probe.json`` (``scripts/reprobe.py --dest``, e.g.
-    the 30-minute cells' wider grid extended at its top) beside its probe in ``results/first/<run>/``: the rows of
-    :func:`floor_reprobes`, each side's ``numerics`` read from its own probe.json (a re-probe ran on its own machine,
-    not the training run's). With ``runs``, only those run names (one recipe's). Refuses a run with no first probe,
-    and two probes of different encoders."""
+    the 30-minute cells' wider grid extended at its top) beside its probe in ``results/first/<run>/`` (``first``
+    None: the run's own newest recorded probe, as the tables read it): the rows of :func:`floor_reprobes`, each
+    side's ``numerics`` read from its own probe.json (a re-probe ran on its own machine, not the training run's).
+    With ``runs``, only those run names (one recipe's). Refuses a run with no first probe, and two probes of
+    different encoders."""
     out = []
     keep = None if runs is None else set(runs)
     for path in sorted((Path(results) / again).glob("*/probe.json")):
         if keep is not None and path.parent.name not in keep:
             continue
-        first_path = Path(results) / first / path.parent.name / "probe.json"
-        if not first_path.is_file():
-            raise ValueError(f"{path.parent} has no first probe in {first_path.parent.parent}: a run is probed again "
-                             f"only beside its first probe; move the folder out of {path.parent.parent}")
-        probes = [read_json(first_path), read_json(path)]
+        if first is None:
+            first_path, first_probe = newest_result(Path(results) / path.parent.name, "pretrain")
+        else:
+            first_path = Path(results) / first / path.parent.name / "probe.json"
+            if not first_path.is_file():
+                raise ValueError(f"{path.parent} has no first probe in {first_path.parent.parent}: a run is probed "
+                                 f"again only beside its first probe; move the folder out of {path.parent.parent}")
+            first_probe = read_json(first_path)
+        probes = [first_probe, read_json(path)]
         if probes[0].get("pretrain_step") != probes[1].get("pretrain_step"):
             raise ValueError(f"{path}: probed the encoder of step {probes[1].get('pretrain_step')}, {first_path} that "
                              f"of step {probes[0].get('pretrain_step')}: probe the same recorded encoder again")
