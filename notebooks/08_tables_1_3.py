@@ -236,12 +236,11 @@ wide = phrases(
 # floor pick the edge of its grid, and these are the floors it first named. A fourth
 # addendum to the plan, written after these records were seen and before any of the
 # following, probes each of them again with the grid extended outward on that side a
-# rate at a time while the pick stays at the end (`probe.lr_below` down to 1e-6,
-# `probe.lr_above` up to 10; `scripts/evidence_runs.sh floors_wide_edge`,
-# `results/cpu/baselines_wide_edge/`), and one floor whose pick was inside as a
-# control. The control's wide-grid record ran on the AVX2 EPYC, so on that CPU type the
-# same numbers must come back; where they do not, the extended floors are shown apart
-# and the gains above stay over the wide-grid floors.
+# rate at a time while the pick stays at the end (`probe.lr_below`, `probe.lr_above`;
+# `scripts/evidence_runs.sh floors_wide_edge`, `results/cpu/baselines_wide_edge/`), and
+# one floor whose pick was inside as a control: on the CPU type of its wide-grid record
+# the same numbers must come back; where they do not, the extended floors are shown
+# apart and the gains above stay over the wide-grid floors.
 
 # %% tags=["hide-input"]
 WIDE_EDGE_DIR = "baselines_wide_edge"
@@ -263,6 +262,11 @@ moved_w = [r["again"]["top1"] - r["first"]["top1"] for r in again_w]
 differs_w = [lr for lr in control_w["first"]["scores"]
              if control_w["first"]["scores"][lr] != control_w["again"]["scores"][lr]]
 assert not control_w["same"] and differs_w, "the text: the control did not come back"
+assert (control_w["again"]["lr"], control_w["again"]["top1"]) == (
+    control_w["first"]["lr"], control_w["first"]["top1"]), "the text: pick, test same"
+assert cpu_first_w != cpu_again_w, "the text: two CPU types"
+assert {p["run"] for p in picks_first} == {p["run"] for p in picks_wide}, \
+    "the text: every floor of the first recipe has its wide-grid probe"
 assert max(abs(m) for m in moved_w) < max(r["shared_diff"] for r in reprobes_wide), \
     "the text: the extension moved the floors less than the machine"
 wide_edge = phrases(
@@ -270,27 +274,26 @@ wide_edge = phrases(
     cpu_again=cpu_again_w, control_rates=len(differs_w),
     control_lrs=", ".join(f"{lr:g}" for lr in differs_w),
     control_diff=f"{control_w['shared_diff']:.2f}",
-    control_moved=f"{control_w['again']['top1'] - control_w['first']['top1']:+.2f}",
     beyond=sum(r["again"]["lr"] not in r["first"]["grid"] for r in again_w),
     low=f"{min(moved_w):+.2f}", high=f"{max(moved_w):+.2f}",
     shared_max=f"{max(r['shared_diff'] for r in reprobes_wide):.2f}")
 
 # %% [markdown]
 # All {eval}`wide_edge.recorded` floors at an end are probed again
-# ({numref}`tbl-table1-floors-wide-edge`). The control did not quite come back: its
-# wide-grid record ran with {eval}`wide_edge.cpu_first`, this one with
+# ({numref}`tbl-table1-floors-wide-edge`). The control's numbers did not all come
+# back: its wide-grid record ran with {eval}`wide_edge.cpu_first`, this one with
 # {eval}`wide_edge.cpu_again`, and at {eval}`wide_edge.control_rates` of its rates
-# ({eval}`wide_edge.control_lrs`) the validation accuracy moved, by
-# {eval}`wide_edge.control_diff` points; its test accuracy moved by
-# {eval}`wide_edge.control_moved`. So, as the addendum says for this case, the extended
-# floors are shown apart. Of the {eval}`wide_edge.recorded` edge floors,
-# {eval}`wide_edge.beyond` picked a rate the wide grid did not have; their test accuracy
+# ({eval}`wide_edge.control_lrs`) the validation accuracy moved, by up to
+# {eval}`wide_edge.control_diff` points, while its pick and test accuracy stayed the
+# same. So, as the addendum says for this case, the extended floors are shown apart.
+# Of the {eval}`wide_edge.recorded` edge floors, {eval}`wide_edge.beyond` picked a rate
+# the wide grid did not have; the test accuracy of all {eval}`wide_edge.recorded`
 # moved by {eval}`wide_edge.low` to {eval}`wide_edge.high` points, and none still sits
 # at an end of the rates it tried: no floor of the first recipe now picks the edge of
 # its grid. At the rates both probes tried, the validation accuracy moved by up to
-# {eval}`wide_edge.shared_max` points: what the other CPU type and the code since alone
-# move a floor's score; every move in test accuracy above is smaller, and so may be
-# rounding alone.
+# {eval}`wide_edge.shared_max` points, what the other CPU type and the code since
+# alone move a floor's score; every move in test accuracy above is smaller than that,
+# so none can be told apart from the machine's own.
 
 # %% tags=["hide-input"]
 wide_gains_table, wide_gains = edge_floor_gains_table(
@@ -300,10 +303,10 @@ wide_gains_table, wide_gains = edge_floor_gains_table(
     "record and over the same floor probed again with the grid extended, for the "
     "floors whose every seed was probed again")
 display(wide_gains_table)
-wide_gain_rows = phrases(
-    n=len(wide_gains),
-    low=f"{min(r['moved'] for r in wide_gains):+.2f}" if wide_gains else "",
-    high=f"{max(r['moved'] for r in wide_gains):+.2f}" if wide_gains else "")
+assert wide_gains, "the text: some floors have every seed probed again"
+wide_gain_rows = phrases(n=len(wide_gains),
+                         low=f"{min(r['moved'] for r in wide_gains):+.2f}",
+                         high=f"{max(r['moved'] for r in wide_gains):+.2f}")
 
 # %% [markdown]
 # {numref}`tbl-table1-floors-wide-edge-gains` sets the gain over each extended floor
@@ -416,6 +419,7 @@ assert all(r["same"] for r in again_edge.values()), "the text: both verdicts sta
 moved_10 = [r["again"]["top1"] - r["first"]["top1"] for r in extended_10]
 (cpu_first_10,), (cpu_again_10,) = ({r[side]["numerics"] for r in edges_10}
                                     for side in ("first", "again"))
+assert cpu_first_10 != cpu_again_10, "the text: another torch and CPU"
 above_10 = [r for r in extended_10 if r["again"]["lr"] > max(r["first"]["grid"])]
 edge10 = phrases(
     n=len(extended_10), beyond=len(above_10), kept=len(extended_10) - len(above_10),
@@ -443,13 +447,14 @@ edge10 = phrases(
 
 # %% [markdown]
 # (sec-cells-100-wide)=
-# **Post hoc: the CIFAR-100 runs, never probed wider.** The wider grid above was run on
-# the CIFAR-10 runs only. A survey of every cell run's newest probe, made after all of
-# the above, found two CIFAR-100 runs still picking the top of their recorded grid. A
-# sixth addendum to the plan, written then and before any of these probes, probes all
-# the runs of Table 1's CIFAR-100 row, both sides of its claim, as the CIFAR-10 runs
-# were at last: the wider grid extended upward a rate at a time while the pick stays
-# at the top (`scripts/evidence_runs.sh cells100_wide`, `results/cpu/probe_wide/`).
+# **Post hoc: the CIFAR-100 runs, not probed wider until the sixth addendum.** The
+# first addendum ran the wider grid on the CIFAR-10 runs only. A survey of every cell
+# run's newest probe, made after all of the above, found CIFAR-100 runs still picking
+# the top of their recorded grid. A sixth addendum to the plan, written then and before
+# any of these probes, probes all the runs of Table 1's CIFAR-100 row, both sides of
+# its claim, on the CIFAR-10 runs' wider grid, extended upward in the same probe a rate
+# at a time while the pick stays at the top (`scripts/evidence_runs.sh cells100_wide`,
+# `results/cpu/probe_wide/`).
 
 # %% tags=["hide-input"]
 runs_100 = [x.name for (f, d), xs in cells.items() if d == "cifar100" for x in xs]
@@ -1059,10 +1064,8 @@ edge_gain_rows = phrases(
 
 # %% [markdown]
 # (sec-grid-edges)=
-# **Where the grids stand.** Each probe above that picked an end of its grid was
-# probed again, post hoc, with the grid extended at that end. The cell below takes
-# every cell run and every floor of this chapter at its newest probe, the extended one
-# where there is one.
+# **Where the grids stand.** The cell below takes every cell run and every floor of
+# this chapter at its newest probe: the wider or extended one where there is one.
 
 # %% tags=["hide-input"]
 runs_all = [x for runs in cells.values() for x in runs] + runs_30
@@ -1077,6 +1080,7 @@ def newest_floors(cellset: dict, first: str, again: str) -> list[dict]:
     return list(picks.values())
 
 
+assert len(picks_f30) == expected_f30, "the text: every 30-minute floor is recorded"
 floors_now = (newest_floors(CELLS, "baselines_wide", WIDE_EDGE_DIR)
               + newest_floors(CELLS_30, evidence.BASELINES_30MIN, EDGE_DIR))
 cell_ends = [w for w in newest_cells if w["lr"] in (min(w["grid"]), max(w["grid"]))]
@@ -1086,13 +1090,13 @@ grids_now = phrases(cells=len(newest_cells), floors=len(floors_now),
 assert not cell_ends and not floor_ends, "the text: no pick at an end"
 assert all(r["same"] for r in [*again.values(), *again_edge.values(), again_100,
                               *wide_30, *edge_claims]), \
-    "the text: no re-reading changes a verdict"
+    "the text: no re-probing changes a verdict"
 
 # %% [markdown]
 # Of those {eval}`grids_now.cells` cell runs and {eval}`grids_now.floors` floors,
 # {eval}`grids_now.ends` pick an end of the rates their probe tried: no cell or floor
 # of this chapter picks the edge of its grid. The verdicts stay the recorded probes';
-# none of the re-readings above changes one.
+# none of the re-probings above changes one.
 
 # %% [markdown]
 # ## Exercises

@@ -45,7 +45,7 @@
 #             runs/probe_wide_edge/ (copy each probe.json to results/cpu/probe_wide_edge/<run>/ by hand)
 #   cells10_edge  the same for the first recipe's (10-epoch) CIFAR-10 runs on their wider grid (1e-3 .. 3e-2),
 #             extended from 1e-1 up; post hoc (the plan's fifth addendum); into runs/probe_wide_edge/ likewise
-#   cells100_wide  the first recipe's CIFAR-100 runs (Table 1's CIFAR-100 row), never probed wider, on cells10_edge's
+#   cells100_wide  the first recipe's CIFAR-100 runs (Table 1's CIFAR-100 row), not probed wider before, on cells10_edge's
 #             grid and extension; post hoc (the plan's sixth addendum); into runs/probe_wide/ (copy each probe.json to
 #             results/cpu/probe_wide/<run>/ by hand)
 #   floors_wide  issue 36's floors (baselines) probed again on that wide grid, beside them; results/cpu/baselines_wide/
@@ -204,11 +204,11 @@ for group in "$@"; do
     cells30_edge)
       for f in results/cpu/probe_wide/cpu30_*/; do edge_cell "$(basename "$f")"; done ;;
     cells10_edge)
-      for f in results/cpu/probe_wide/cpu_*/; do
+      for f in results/cpu/probe_wide/cpu_*cifar10/ results/cpu/probe_wide/cpu_*cifar10_seed*/; do
         edge_cell "$(basename "$f")" "$CELL10_WIDE_LR" "$CELL10_EDGE_LR" "$CELL10_EDGE_CONTROL"
       done ;;
     cells100_wide)
-      # the first recipe's CIFAR-100 runs, never probed wider: all four on cells10_edge's grid (the sixth addendum)
+      # the first recipe's CIFAR-100 runs, not probed wider before: all four on cells10_edge's grid (the sixth addendum)
       for name in cpu_aot_admm_cifar100 cpu_aot_admm_cifar100_seed1 cpu_crate_cifar100 cpu_crate_cifar100_seed1; do
         if [ -f "results/cpu/probe_wide/$name/probe.json" ] || [ -f "runs/probe_wide/results/cpu/$name/probe.json" ]; then
           echo "== $name: probed on the wider grid already, skipped"; continue

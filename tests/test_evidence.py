@@ -778,10 +778,12 @@ def test_cell_reprobes_pair_each_run_probed_again_with_its_wider_grid_probe(tmp_
 
 
 def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_probe(tmp_path):
-    """A first-recipe CIFAR-100 run never probed wider: its record holds probe.json (0.003, the top of 0.0003 ..
-    0.003) and a later reprobes/1.json on 0.001 .. 0.01 picking 0.01, its top; the tables read that newest one, so
-    the wider probe is set beside it, not beside probe.json. Worked by hand: first pick 0.01 (top, val 26.6), again 0.03 of 0.001 ..
-    0.1 (val 27.1; 0.1 tried), test 26.73 -> 26.53 (-0.20), shared rates equal, so the largest move is 0."""
+    """A first-recipe CIFAR-100 run not probed wider before: its record holds probe.json (0.003, the top of
+    0.0003 .. 0.003), reprobes/1.json (0.003 again, inside 0.0003 .. 0.01) and the newest, reprobes/2.json on
+    0.001 .. 0.01 picking 0.01, its top; the tables read the newest, so the wider probe is set beside it (either
+    older one holds 0.0003, which the wider probe lacks, and would be refused). Worked by hand: first pick 0.01
+    (top, val 26.6), again 0.03 of 0.001 .. 0.1 (val 27.1; 0.1 tried), test 26.73 -> 26.53, shared rates equal,
+    so the largest move is 0."""
     from aot_lib.book.paper_tables import cell_reprobes
 
     def probe(path, rates, picked, top1):
@@ -790,8 +792,9 @@ def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_pro
                                     "linear_val_top1": {f"lr={lr:g},wd=0": v for lr, v in rates.items()}}))
     run = tmp_path / "cpu_aot_admm_cifar100"
     probe(run / "probe.json", {0.0003: 25.0, 0.001: 26.0, 0.003: 26.2}, 0.003, 26.0)
+    probe(run / "reprobes" / "1.json", {0.0003: 25.0, 0.001: 26.0, 0.003: 26.2, 0.01: 26.1}, 0.003, 26.0)
     newest = {0.001: 26.0, 0.003: 26.2, 0.01: 26.6}
-    probe(run / "reprobes" / "1.json", newest, 0.01, 26.73)
+    probe(run / "reprobes" / "2.json", newest, 0.01, 26.73)
     probe(tmp_path / "wide" / run.name / "probe.json", {**newest, 0.03: 27.1, 0.1: 26.9}, 0.03, 26.53)
     (got,) = cell_reprobes(tmp_path, None, "wide")
     assert (got["first"]["lr"], got["first"]["at_top"], got["first"]["val"], got["first"]["top1"]) == (

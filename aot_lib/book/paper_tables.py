@@ -175,9 +175,9 @@ def cell_reprobes(results: Path, first: str | None, again: str, runs: Iterable[s
     """Every pretraining run probed again into ``results/again/<run>/probe.json`` (``scripts/reprobe.py --dest``, e.g.
     the 30-minute cells' wider grid extended at its top) beside its probe in ``results/first/<run>/`` (``first``
     None: the run's own newest recorded probe, as the tables read it): the rows of :func:`floor_reprobes`, each
-    side's ``numerics`` read from its own probe.json (a re-probe ran on its own machine, not the training run's).
-    With ``runs``, only those run names (one recipe's). Refuses a run with no first probe, and two probes of
-    different encoders."""
+    side's ``numerics`` read from the probe file it comes from (a re-probe ran on its own machine, not the
+    training run's). With ``runs``, only those run names (one recipe's). Refuses a run with no first probe, and
+    two probes of different encoders."""
     out = []
     keep = None if runs is None else set(runs)
     for path in sorted((Path(results) / again).glob("*/probe.json")):
