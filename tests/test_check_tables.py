@@ -324,3 +324,45 @@ def test_chromium_reads_a_pages_console_errors(tmp_path):
                                                                   "<script>const X = 2;</script></body>"))
     noisy = check_tables.measure(tmp_path, widths=(1280,))["index.html"][1280]
     assert len(noisy["console_errors"]) == 1 and "Identifier 'X' has already been declared" in noisy["console_errors"][0]
+
+
+def test_on_a_phone_code_in_a_table_keeps_its_words_and_a_filled_in_path_wraps(tmp_path):
+    """Two things a phone showed in the built book (390 px, chapter 1 and chapter 7). A Markdown table whose last
+    column is code: breaking code anywhere let the browser shrink that column to one letter, `aot_lib` one letter
+    a line and the header 6 lines tall; the book's CSS breaks a cell's code only at its spaces. A run's config path
+    filled into a sentence ({eval}, myst-nb's span.output.text_plain) could not break and widened the page; it now
+    wraps. At 420, 390 and 360 px every code word keeps to one line and the page does not scroll sideways."""
+    _needs_chromium()
+    shutil.copy(ROOT / "book" / "_static" / "aot.css", tmp_path / "aot.css")
+
+    def code(text):
+        return f'<code class="docutils literal notranslate"><span class="pre">{text}</span></code>'
+    rows = "".join(f"<tr><td><p>term {i}</p></td><td><p>compression</p></td><td><p><strong>network</strong>: ADMM "
+                   f"step = MSSA</p></td><td><p>{code('SIGReg')}, {code('LeJEPALoss')}</p></td></tr>"
+                   for i in range(3))
+    table = (f'<div class="pst-scrollable-table-container"><table class="table"><thead><tr><th class="head"><p>term'
+             f'</p></th><th class="head"><p>role</p></th><th class="head"><p>where it goes</p></th><th class="head">'
+             f'<p>in {code("aot_lib")}</p></th></tr></thead><tbody>{rows}</tbody></table></div>')
+    path = "results/cpu/search2/search2_r11_w256_d4_aot_admm/reprobes/1.json"
+    sentence = f'<p>The run (<span class="output text_plain">{path}</span>) was probed again.</p>'
+    (tmp_path / "index.html").write_text(
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<style>{LAYOUT} .pst-scrollable-table-container {{ overflow-x: auto; }}</style>'
+        '<link rel="stylesheet" href="aot.css"></head><body><main><div class="nav"></div><article class="bd-article">'
+        f'<h1>A chapter</h1>{sentence}{table}</article><div class="toc">Contents</div></main></body></html>')
+    driver, why = check_tables.browser()
+    server = check_tables.serve(tmp_path)
+    try:
+        for width in (check_tables.PHONE_WIDTH, 390, 360):  # the check's phone width, an iPhone's, an Android's
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": True})
+            driver.get(f"http://127.0.0.1:{server.server_address[1]}/index.html")
+            # each code word's line boxes (an inline element broken across lines has one rect a line)
+            lines = driver.execute_script(
+                "return Array.from(document.querySelectorAll('table code span.pre'), s => s.getClientRects().length)")
+            assert lines == [1] * 7, (width, lines)  # aot_lib, then SIGReg and LeJEPALoss in each of 3 rows
+            assert driver.execute_script("return document.documentElement.scrollWidth") == width
+    finally:
+        driver.quit()
+        server.shutdown()
