@@ -74,6 +74,7 @@ from aot_lib.book.panels import curves_panel
 from aot_lib.book.paper_tables import (encoder_sizes, floor_gains_table, floor_picks,
                                        edge_floor_gains_table, run_label,
                                        reprobe_table, floor_reprobes, cell_reprobes,
+                                       split_control,
                                        table1_cpu, table3_cpu)
 from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_training_curves
 from aot_lib.book.recorded import read_curve, seed_runs_table
@@ -251,16 +252,13 @@ display(reprobe_table(
     "probed again with the grid extended outward at that end, beside their wide-grid "
     "probe (and the control, whose pick was inside)"))
 WIDE_CONTROL = "baseline_init_cpu_aot_admm_cifar10"  # the fourth addendum's control
-control_w = next(r for r in reprobes_wide if r["run"] == WIDE_CONTROL)
-again_w = [r for r in reprobes_wide if r is not control_w]
+split_w = split_control(reprobes_wide, WIDE_CONTROL)
+control_w, again_w, moved_w = split_w.control, split_w.others, split_w.moved
+(cpu_first_w,), (cpu_again_w,) = split_w.numerics_first, split_w.numerics_again
+differs_w = split_w.control_rates
 assert {r["run"] for r in again_w} == {p["run"] for p in edges_wide}, "the text: all"
 assert not any(r["again"]["at_top"] or r["again"]["at_bottom"] for r in again_w), \
     "the text: none still at an end"
-moved_w = [r["again"]["top1"] - r["first"]["top1"] for r in again_w]
-(cpu_first_w,), (cpu_again_w,) = ({r[side]["numerics"] for r in reprobes_wide}
-                                  for side in ("first", "again"))
-differs_w = [lr for lr in control_w["first"]["scores"]
-             if control_w["first"]["scores"][lr] != control_w["again"]["scores"][lr]]
 assert not control_w["same"] and differs_w, "the text: the control did not come back"
 assert (control_w["again"]["lr"], control_w["again"]["top1"]) == (
     control_w["first"]["lr"], control_w["first"]["top1"]), "the text: pick, test same"
@@ -405,8 +403,9 @@ display(reprobe_table(
     "its top, probed again with the grid extended upward, beside their wider-grid "
     "probe (and the control, whose pick was inside)"))
 CELL10_CONTROL = "cpu_aot_admm_cifar10"  # the fifth addendum's control
-control_10 = next(r for r in edges_10 if r["run"] == CELL10_CONTROL)
-extended_10 = [r for r in edges_10 if r is not control_10]
+split_10 = split_control(edges_10, CELL10_CONTROL)
+control_10, extended_10, moved_10 = split_10.control, split_10.others, split_10.moved
+(cpu_first_10,), (cpu_again_10,) = split_10.numerics_first, split_10.numerics_again
 top_10 = {x.name for f in NAMES for x in cells[f, "cifar10"]
           for w in evidence.wide_probe([x], WIDE).values() if w["lr"] == max(w["grid"])}
 assert {r["run"] for r in extended_10} == top_10, "the text: each run at the top, again"
@@ -416,9 +415,6 @@ assert all(r["shared_diff"] == 0 for r in edges_10), "the text: same at shared r
 again_edge = {r["claim"].key[:2]: r for r in evidence.wide_claims(
     RESULTS, [claims["t1_cifar10"], claims["t3_cifar10"]], [EDGE_WIDE, WIDE])}
 assert all(r["same"] for r in again_edge.values()), "the text: both verdicts stay"
-moved_10 = [r["again"]["top1"] - r["first"]["top1"] for r in extended_10]
-(cpu_first_10,), (cpu_again_10,) = ({r[side]["numerics"] for r in edges_10}
-                                    for side in ("first", "again"))
 assert cpu_first_10 != cpu_again_10, "the text: another torch and CPU"
 above_10 = [r for r in extended_10 if r["again"]["lr"] > max(r["first"]["grid"])]
 edge10 = phrases(
@@ -883,8 +879,9 @@ display(reprobe_table(
     "probed again with the grid extended upward, beside their wider-grid probe (and "
     "the control, whose pick was inside)"))
 CELL_CONTROL = "cpu30_aot_admm_cifar10_seed1"  # the third addendum's control
-cell_control = next(r for r in cell_edges if r["run"] == CELL_CONTROL)
-extended = [r for r in cell_edges if r is not cell_control]
+split_30 = split_control(cell_edges, CELL_CONTROL)
+cell_control, extended, moved_edge = split_30.control, split_30.others, split_30.moved
+(cpu_again,) = split_30.numerics_again
 top_runs = {x.name for x in probed_30 for w in evidence.wide_probe([x], WIDE).values()
             if w["lr"] == max(w["grid"])}
 assert {r["run"] for r in extended} == top_runs, "the text: each run at the top, again"
@@ -907,8 +904,6 @@ display(Table(
     notes=["Every other run keeps its wider-grid probe (the control's probe again "
            "gave its numbers), so a claim's seeds were probed on "
            f"{len(machines)} CPU types: {'; '.join(machines)}."]))
-moved_edge = [r["again"]["top1"] - r["first"]["top1"] for r in extended]
-(cpu_again,) = {r["again"]["numerics"] for r in cell_edges}
 cells_edge = phrases(
     n=len(extended),
     beyond=sum(r["again"]["lr"] > max(r["first"]["grid"]) for r in extended),
@@ -997,17 +992,14 @@ display(reprobe_table(
     "grid, probed again with the grid extended outward at that end, beside their "
     "first probe (and the control, whose pick was inside)"))
 CONTROL = "baseline_init_cpu30_aot_admm_cifar10"  # the addendum's floor picked inside
-control = next(r for r in reprobes if r["run"] == CONTROL)
-edge_again = [r for r in reprobes if r is not control]
-(cpu_first,), (cpu_again,) = ({r[side]["numerics"] for r in reprobes}
-                              for side in ("first", "again"))
-moved = [r["again"]["top1"] - r["first"]["top1"] for r in edge_again]
+split = split_control(reprobes, CONTROL)
+control, edge_again, moved = split.control, split.others, split.moved
+(cpu_first,), (cpu_again,) = split.numerics_first, split.numerics_again
 assert not control["same"], "the text: the control did not come back the same"
 edge = phrases(
     recorded=len(edge_again), expected=len(edges_f30), cpu_first=cpu_first,
     cpu_again=cpu_again, control_diff=f"{control['shared_diff']:.2f}",
-    control_rates=sum(control["first"]["scores"][lr] != control["again"]["scores"][lr]
-                      for lr in control["first"]["scores"]),
+    control_rates=len(split.control_rates),
     beyond=sum(r["again"]["lr"] not in r["first"]["grid"] for r in edge_again),
     low=f"{min(moved):+.2f}", high=f"{max(moved):+.2f}",
     still=sum(r["again"]["at_top"] or r["again"]["at_bottom"] for r in edge_again),

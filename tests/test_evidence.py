@@ -777,6 +777,42 @@ def test_cell_reprobes_pair_each_run_probed_again_with_its_wider_grid_probe(tmp_
         "encoder again")
 
 
+def test_split_control_reads_a_reprobe_group_against_its_control(tmp_path):
+    """A group of two runs probed again on another CPU: seed 4 picked the top (0.1) and moves to 0.3, test 54.81 ->
+    54.90; the control, seed 1, picked inside (0.01) and comes back with 55.10 instead of 55.00 at 0.001 only, test
+    unchanged. Worked by hand: the others are [seed 4], moved [+0.09], the control's changed rates [0.001], one
+    machine per side. Two first machines are both named; a control not in the group is refused."""
+    from aot_lib.book.paper_tables import cell_reprobes, split_control
+
+    def probe(root, name, rates, picked, top1, cpu):
+        (tmp_path / root / name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / root / name / "probe.json").write_text(json.dumps({
+            "pretrain_step": 4290, "linear_lr": picked, "linear_top1": top1,
+            "linear_val_top1": {f"lr={lr:g},wd=0": v for lr, v in rates.items()},
+            "hardware": {"torch": "2.14.1", "cpu_model": cpu, "cpu_isa": "AVX512"}}))
+    probe("wide", "cpu30_aot_admm_cifar10_seed4", {0.001: 56.18, 0.01: 56.32, 0.1: 56.42}, 0.1, 54.81, "Xeon")
+    probe("edge", "cpu30_aot_admm_cifar10_seed4", {0.001: 56.18, 0.01: 56.32, 0.1: 56.42, 0.3: 56.46, 1.0: 56.40},
+          0.3, 54.90, "EPYC")
+    probe("wide", "cpu30_aot_admm_cifar10_seed1", {0.001: 55.0, 0.01: 56.0, 0.1: 55.5}, 0.01, 55.2, "Xeon")
+    probe("edge", "cpu30_aot_admm_cifar10_seed1", {0.001: 55.1, 0.01: 56.0, 0.1: 55.5}, 0.01, 55.2, "EPYC")
+    rows = cell_reprobes(tmp_path, "wide", "edge")
+    split = split_control(rows, "cpu30_aot_admm_cifar10_seed1")
+    assert split.control["run"] == "cpu30_aot_admm_cifar10_seed1"
+    assert [r["run"] for r in split.others] == ["cpu30_aot_admm_cifar10_seed4"]
+    assert split.moved == [pytest.approx(0.09)] and split.control_rates == [0.001]
+    assert (split.numerics_first, split.numerics_again) == (
+        ("torch 2.14.1, Xeon, AVX512",), ("torch 2.14.1, EPYC, AVX512",))
+    probe("wide", "cpu30_aot_admm_cifar10_seed1", {0.001: 55.0, 0.01: 56.0, 0.1: 55.5}, 0.01, 55.2, "EPYC")
+    assert split_control(cell_reprobes(tmp_path, "wide", "edge"), "cpu30_aot_admm_cifar10_seed1").numerics_first == (
+        "torch 2.14.1, EPYC, AVX512", "torch 2.14.1, Xeon, AVX512")
+    with pytest.raises(ValueError) as refused:
+        split_control(rows, "cpu30_aot_admm_cifar10_seed0")
+    assert str(refused.value) == (
+        "cpu30_aot_admm_cifar10_seed0 is not among the runs probed again (cpu30_aot_admm_cifar10_seed1, "
+        "cpu30_aot_admm_cifar10_seed4): probe the control again beside them, or name the control the group was run "
+        "with")
+
+
 def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_probe(tmp_path):
     """A first-recipe CIFAR-100 run not probed wider before: its record holds probe.json (0.003, the top of
     0.0003 .. 0.003), reprobes/1.json (0.003 again, inside 0.0003 .. 0.01) and the newest, reprobes/2.json on

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..evidence import (BASELINES_DIR, TABLE13_CELLS, TABLE13_DATA, TABLE13_NAMES, floor_cells, floor_rows,
@@ -210,6 +211,37 @@ def _reprobe_row(run_name: str, probes: list[dict], numerics: list[str]) -> dict
                          f"first probe's {sorted(sides[0]['scores'])}: probe it again on a grid that holds them")
     return dict(run=run_name, first=sides[0], again=sides[1], same=same_probe(*probes),
                 shared_diff=max(abs(sides[0]["scores"][lr] - sides[1]["scores"][lr]) for lr in shared))
+
+
+@dataclass(frozen=True)
+class ControlSplit:
+    """A post-hoc re-probe group read against its control (the run whose pick was inside, probed again to see what
+    the machine alone moves): ``control`` and ``others`` are :func:`floor_reprobes` / :func:`cell_reprobes` rows,
+    ``moved`` each other run's test top-1 again minus first (points), ``numerics_first`` / ``numerics_again`` the
+    machines of each side (:func:`aot_lib.evidence.numerics_label`, sorted; one where a side ran on one machine),
+    ``control_rates`` the rates at which the control's validation top-1 changed."""
+
+    control: dict
+    others: list[dict]
+    moved: list[float]
+    numerics_first: tuple[str, ...]
+    numerics_again: tuple[str, ...]
+    control_rates: list[float]
+
+
+def split_control(reprobes: list[dict], control: str) -> ControlSplit:
+    """Split re-probe rows into the control named ``control`` and the rest (see :class:`ControlSplit`). Refuses a
+    group without its control."""
+    found = [r for r in reprobes if r["run"] == control]
+    if not found:
+        raise ValueError(f"{control} is not among the runs probed again ({', '.join(r['run'] for r in reprobes)}): "
+                         "probe the control again beside them, or name the control the group was run with")
+    first, again = (tuple(sorted({r[side]["numerics"] for r in reprobes})) for side in ("first", "again"))
+    scores0, scores1 = found[0]["first"]["scores"], found[0]["again"]["scores"]
+    others = [r for r in reprobes if r["run"] != control]
+    return ControlSplit(found[0], others, [r["again"]["top1"] - r["first"]["top1"] for r in others],
+                        first, again,
+                        [lr for lr in scores0 if scores0[lr] != scores1[lr]])
 
 
 def edge_floor_gains_table(results: Path, cells: dict, first: str, again: str, caption: str,
