@@ -669,11 +669,18 @@ table2, facts2 = search2_table(ROOT)
 display(table2)
 best2 = {f: max((r for r, g in facts2["done"] if g == f), key=lambda r: r[f])
          for f in FAMILY_NAMES}
+plan_r2 = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())["round2"]
 round2 = phrases(
     done=len(facts2["done"]), total=len(facts2["rows"]) * len(FAMILY_NAMES),
     screened=len(facts2["screened"]), candidates=len(facts2["rows"]),
     best="; ".join(f"{FAMILY_NAMES[f]} {r['candidate']} ({r['change']}, {r[f]:.2f} %)"
-                   for f, r in best2.items()))
+                   for f, r in best2.items()),
+    still=len(facts2["edges"]),
+    step_up=f"{plan_r2['probe_lr_above'][0]:g}",
+    up=", ".join(f"{x:g}" for x in plan_r2["probe_lr_above"]),
+    down=", ".join(f"{x:g}" for x in plan_r2["probe_lr_below"]))
+assert facts2["edges"] and {lr for _, _, lr in facts2["edges"]} == {
+    plan_r2["probe_lr_above"][0]}, "the text: runs still at the widened top"
 
 # %% [markdown]
 # {eval}`round2.done` of the {eval}`round2.total` screening runs are recorded;
@@ -689,6 +696,15 @@ round2 = phrases(
 # finalists run at full length with a probe that takes the widening step itself
 # (`probe.lr_below`, `probe.lr_above`, {ref}`sec-quick-probe`), and `recipe_search2.py
 # recipe` writes the better one's cells, `configs/cpu/cpu30b/`.
+#
+# One step past an edge is not always enough: {eval}`round2.still` of the screening
+# runs so far were widened and still pick {eval}`round2.step_up`, the top of their one
+# step. The search ranks them as they stand, as its rule says, but a cell's pick must
+# not sit at the edge of its grid. So a seventh addendum to the plan, written before
+# any finalist or round-2 cell ran, extends the probe of every round-2 cell and floor
+# one rate at a time while the pick stays at an end: up through {eval}`round2.up`, and
+# down through {eval}`round2.down`. Its first step is the search's, so a pick that one
+# step brings inside is the same.
 
 # %% tags=["hide-input"]
 plan_yaml = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())

@@ -51,7 +51,9 @@ read as equal when rounded to 0.01 points, the precision the book shows. A final
 full length (``full_epochs`` of its step time), validation only; its probe takes the widening step itself
 (``probe.lr_below`` 3e-4, ``probe.lr_above`` 3e-1: tried only if the pick sits at that end), which is what ``widen``
 does to a screening run. ``recipe`` writes ``configs/cpu/cpu30b/``: the picked finalist at full length with the
-plan's round-2 probe (the same grid and widening step, the test split read once), and the plan's cells
+plan's round-2 probe (the same grid, extended one rate at a time while the pick sits at an end: the plan's seventh
+addendum, written 2026-12-07 after 21 screening runs, whose first step is the widening step; the test split read
+once), and the plan's cells
 ``cpu30b_<family>_<data>[_seed<k>]``, seeds 0-4 on CIFAR-10 and 0-2 on CIFAR-100.
 """
 from __future__ import annotations
@@ -69,6 +71,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 
 from aot_lib.evidence.search import ROUND2_PROBE_LR, ROUND2_WIDER, widened_grid  # noqa: E402
+from aot_lib.evidence.records import read_yaml  # noqa: E402
 from aot_lib.files import loads_json, write_json  # noqa: E402
 from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, write_cells  # noqa: E402
@@ -191,8 +194,20 @@ N_FINALISTS = 2
 #: The finalists' and the recipe's probe: the screening grid, with the widening step taken by the probe itself.
 EDGE_PROBE = {"lr": PROBE_LR, "lr_below": [WIDER["low"]], "lr_above": [WIDER["high"]]}
 CPU30B = ROOT / "configs" / "cpu" / "cpu30b"
-#: The plan's probe of the round-2 cells (results/cpu/plan.yaml, round2.probe_lr): the test split read once.
-CPU30B_PROBE = {**EDGE_PROBE, "weight_decay": 0.0, "test": True}
+
+
+def cpu30b_probe(root: Path = ROOT) -> dict:
+    """The plan's probe of the round-2 cells (results/cpu/plan.yaml, ``round2``: ``probe_lr`` extended one rate at a
+    time by ``probe_lr_below`` / ``probe_lr_above`` while the pick sits at that end, the seventh addendum), the test
+    split read once. Refuses a plan whose grid is not the screening's, or whose extension does not start with the
+    search rule's one step (the addendum keeps that step first)."""
+    plan = read_yaml(root / "results" / "cpu" / "plan.yaml")["round2"]
+    below, above = list(plan["probe_lr_below"]), list(plan["probe_lr_above"])
+    if list(plan["probe_lr"]) != PROBE_LR or below[:1] != [WIDER["low"]] or above[:1] != [WIDER["high"]]:
+        raise SystemExit(f"recipe_search2: results/cpu/plan.yaml's round-2 probe ({plan['probe_lr']}, below {below}, "
+                         f"above {above}) is not the screening grid {PROBE_LR} extended first by {WIDER['low']:g} / "
+                         f"{WIDER['high']:g}: restore the plan (results/history holds each version)")
+    return {"lr": PROBE_LR, "lr_below": below, "lr_above": above, "weight_decay": 0.0, "test": True}
 
 
 def ranked(rows: list[dict]) -> list[dict]:
@@ -240,7 +255,7 @@ def write_finalists(rows: list[dict], out: Path = FINAL) -> list[Path]:
 def write_recipe(root: Path = ROOT, out: Path = CPU30B) -> list[Path]:
     """Round 2's recipe and the plan's round-2 cells (``recipe_search.write_cells``), once both finalists are
     recorded on every family."""
-    return write_cells(root, out, 2, CANDIDATES, "cpu30b", CPU30B_PROBE, "../cpu30/recipe.yaml",
+    return write_cells(root, out, 2, CANDIDATES, "cpu30b", cpu30b_probe(root), "../cpu30/recipe.yaml",
                        "recipe_search2.py", "the round-2 CPU recipe", "round-2", "finalists2")
 
 

@@ -558,6 +558,7 @@ def test_round_two_recipe_is_the_better_finalist_with_the_plans_round_two_cells(
 
     full("r4_lambda0.02", "aot_admm", 55.0)
     out = root / "configs" / "cpu" / "cpu30b"
+    shutil.copy(ROOT / "results" / "cpu" / "plan.yaml", root / "results" / "cpu" / "plan.yaml")  # the cells' probe
     with pytest.raises(SystemExit) as e:
         RS2.write_recipe(root, out)
     assert str(e.value) == ("recipe_search2: the finalists are not all recorded (r4_lambda0.02 on crate, r4_lambda0.02 "
@@ -580,10 +581,23 @@ def test_round_two_recipe_is_the_better_finalist_with_the_plans_round_two_cells(
     cfg = load_config(out / "cpu30b_aot_admm_cifar10_seed4.yaml")
     assert (cfg["loss"]["lejepa_lambda"], cfg["run"]["seed"], cfg["data"]["name"]) == (0.02, 4, "cifar10")
     assert cfg["probe"]["lr"] == goal["probe_lr"] and cfg["probe"]["test"] is True
-    assert (cfg["probe"]["lr_below"], cfg["probe"]["lr_above"], cfg["probe"]["weight_decay"]) == ([3e-4], [3e-1], 0.0)
+    # the seventh addendum: one rate at a time past an end, the search rule's step first
+    assert (cfg["probe"]["lr_below"], cfg["probe"]["lr_above"], cfg["probe"]["weight_decay"]) == (
+        [3e-4, 1e-4, 3e-5, 1e-5], [0.3, 1.0, 3.0, 10.0], 0.0)
     # the monitor once an epoch at batch 256: 50,000 // 256; on CIFAR-100's 40,000 training images, 156
     assert cfg["monitor"]["every"] == 195 and cfg["monitor"]["knn"] is True
     assert load_config(out / "cpu30b_crate_cifar100_seed2.yaml")["monitor"]["every"] == 156
+    # a plan whose extension skips the search rule's first step is refused, and no config is written
+    plan = root / "results" / "cpu" / "plan.yaml"
+    plan.write_text(plan.read_text().replace("probe_lr_above: [3.0e-1, 1.0,", "probe_lr_above: [1.0,"))
+    shutil.rmtree(out)
+    with pytest.raises(SystemExit) as e:
+        RS2.write_recipe(root, out)
+    assert str(e.value) == (
+        "recipe_search2: results/cpu/plan.yaml's round-2 probe ([0.001, 0.003, 0.01, 0.03, 0.1], below [0.0003, 0.0001, "
+        "3e-05, 1e-05], above [1.0, 3.0, 10.0]) is not the screening grid [0.001, 0.003, 0.01, 0.03, 0.1] extended "
+        "first by 0.0003 / 0.3: restore the plan (results/history holds each version)")
+    assert not out.exists()
     # r4's full length, the one its screening config names
     r4 = {r["candidate"]: r for r in search_rows(root, round=2)}["r4_lambda0.02"]
     assert cfg["optim"]["epochs"] == r4["full_epochs"] and cfg["optim"]["warmup_epochs"] == round(r4["full_epochs"] / 10, 2)
