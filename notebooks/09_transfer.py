@@ -64,7 +64,7 @@ from aot_lib.book.pages import data_label
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, describe_split
-from aot_lib.book.paper_tables import encoder_size, table2_stages
+from aot_lib.book.paper_tables import encoder_size, grid_edge_note, table2_stages
 from aot_lib.book.plotting import plot_training_curves
 from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
 
@@ -212,6 +212,7 @@ display(
         "probed on its 1,000 validation images",
         name="tbl-transfer-pretraining",
         notes=["Ten classes: chance is 10 %."]
+        + grid_edge_note(r for runs in done.values() for r in runs)
         + (
             ["pending: the run at the picked learning rate is not recorded yet "
              "(scripts/evidence_runs.sh table2)."]

@@ -81,6 +81,7 @@ from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve, seed_runs_table
+from aot_lib.book.paper_tables import grid_edge_note
 from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.training.recording import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
@@ -189,7 +190,7 @@ display(
         [Col("model"), Col("seeds"), Col("linear", "linear top-1 (%), mean ± std")],
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
         name="tbl-table4-pretraining",
-        notes=probe_note,
+        notes=probe_note + grid_edge_note(cells["pretrain"]),
     )
 )
 

@@ -813,6 +813,31 @@ def test_split_control_reads_a_reprobe_group_against_its_control(tmp_path):
         "with")
 
 
+def test_grid_edge_note_names_the_seeds_at_an_end_of_their_newest_probe(tmp_path):
+    """Three seeds on 0.001 .. 0.01: seed 0 picks 0.01 (the top); seed 1 picked 0.01 too, but its newest probe
+    (reprobes/1.json, 0.001 .. 0.03) picks 0.01 inside; seed 2 picks 0.001 (the bottom). Worked by hand: 2 of 3, one
+    phrase per distinct end. With only seed 1, no note."""
+    from types import SimpleNamespace
+
+    from aot_lib.book.paper_tables import grid_edge_note
+
+    def probe(path, rates, picked):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"pretrain_step": 10, "linear_lr": picked, "linear_top1": 50.0,
+                                    "linear_val_top1": {f"lr={lr:g},wd=0": v for lr, v in rates.items()}}))
+    grid = {0.001: 40.0, 0.003: 41.0, 0.01: 42.0}
+    probe(tmp_path / "s0" / "probe.json", grid, 0.01)
+    probe(tmp_path / "s1" / "probe.json", grid, 0.01)
+    probe(tmp_path / "s1" / "reprobes" / "1.json", {**grid, 0.03: 41.5}, 0.01)
+    probe(tmp_path / "s2" / "probe.json", {0.001: 43.0, 0.003: 41.0, 0.01: 40.0}, 0.001)
+    runs = [SimpleNamespace(folder=tmp_path / f"s{k}") for k in range(3)]
+    assert grid_edge_note(iter(runs)) == [
+        "2 of 3 seeds picked an end of their probe's learning-rate grid (0.001, the bottom of 0.001 … 0.01; 0.01, "
+        "the top of 0.001 … 0.01): a wider grid could pick another rate and move this number. No claim is judged on "
+        "it, and it was not probed wider."]
+    assert grid_edge_note(runs[1:2]) == []
+
+
 def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_probe(tmp_path):
     """A first-recipe CIFAR-100 run not probed wider before: its record holds probe.json (0.003, the top of
     0.0003 .. 0.003), reprobes/1.json (0.003 again, inside 0.0003 .. 0.01) and the newest, reprobes/2.json on
