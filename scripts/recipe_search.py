@@ -270,6 +270,20 @@ def write_cells(root: Path, out: Path, search_round: int, candidates: dict, pref
     return written
 
 
+def record_step_times(out: Path, repeats: int, warmup: int, timer, script: str, **extra) -> dict:
+    """``time``'s record: ``timer(repeats, warmup)``'s step times written to ``out`` with the commit, the hardware and
+    the date (``extra`` keys beside them), and printed. A record is never rewritten: refuses an ``out`` that exists
+    before anything is timed."""
+    if out.exists():  # a new measurement goes beside the recorded one
+        raise SystemExit(f"{script}: {out} exists (a recorded measurement): pass --out with a new path")
+    steps = timer(repeats, warmup)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, {"commit": git_commit(), "hardware": hardware_summary(),
+                     "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": repeats, "steps": steps, **extra})
+    print(json.dumps(steps, indent=1))
+    return steps
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=["time", "configs", "finalists", "recipe"])
@@ -278,13 +292,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, default=TIMES, help=f"where time writes (default {TIMES.relative_to(ROOT)})")
     a = p.parse_args()
     if a.what == "time":
-        if a.out.exists():  # a record is never rewritten: a new measurement goes beside it
-            raise SystemExit(f"recipe_search: {a.out} exists (a recorded measurement): pass --out with a new path")
-        steps = time_steps(a.repeats, a.warmup)
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        write_json(a.out, {"commit": git_commit(), "hardware": hardware_summary(),
-                           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": a.repeats, "steps": steps})
-        print(json.dumps(steps, indent=1))
+        record_step_times(a.out, a.repeats, a.warmup, time_steps, "recipe_search")
     elif a.what == "configs":
         for path in write_configs(json.loads(TIMES.read_text())):
             print(path.relative_to(ROOT))

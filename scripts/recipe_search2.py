@@ -62,7 +62,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,9 +71,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from aot_lib.evidence.search import ROUND2_PROBE_LR, ROUND2_WIDER, widened_grid  # noqa: E402
 from aot_lib.evidence.records import read_yaml  # noqa: E402
-from aot_lib.files import loads_json, write_json  # noqa: E402
-from aot_lib.runtime import git_commit, hardware_summary  # noqa: E402
-from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, write_cells  # noqa: E402
+from aot_lib.files import loads_json  # noqa: E402
+from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, record_step_times, write_cells  # noqa: E402
 from recipe_search import time_steps as _time_steps  # noqa: E402
 
 STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
@@ -282,14 +280,8 @@ def main() -> None:
             print(path.relative_to(ROOT))
         return
     if a.what == "time":
-        if a.out.exists():  # a record is never rewritten: a new measurement goes beside it
-            raise SystemExit(f"recipe_search2: {a.out} exists (a recorded measurement): pass --out with a new path")
-        steps = time_steps(a.repeats, a.warmup)
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        write_json(a.out, {"commit": git_commit(), "hardware": hardware_summary(),
-                           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "repeats": a.repeats, "steps": steps,
-                           "note": "interleaved, rotating order, on an idle machine"})
-        print(json.dumps(steps, indent=1))
+        record_step_times(a.out, a.repeats, a.warmup, time_steps, "recipe_search2",
+                          note="interleaved, rotating order, on an idle machine")
     else:
         if not TIMES.is_file():
             raise SystemExit(f"recipe_search2: no step times at {TIMES.relative_to(ROOT)}: run `recipe_search2.py "

@@ -370,16 +370,39 @@ def test_time_to_accuracy_puts_old_and_new_recipes_on_one_clock(tmp_path):
         time_to_accuracy(root)
 
 
-def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch):
+@pytest.mark.parametrize("script", ["recipe_search", "recipe_search2"])
+def test_time_never_overwrites_a_recorded_measurement(tmp_path, monkeypatch, script):
     import sys
 
     recorded = tmp_path / "step_times.json"
     recorded.write_text("{}")
-    monkeypatch.setattr(sys, "argv", ["recipe_search.py", "time", "--out", str(recorded)])
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", "time", "--out", str(recorded)])
     with pytest.raises(SystemExit) as e:
-        RS.main()
-    assert str(e.value) == f"recipe_search: {recorded} exists (a recorded measurement): pass --out with a new path"
+        {"recipe_search": RS, "recipe_search2": RS2}[script].main()
+    assert str(e.value) == f"{script}: {recorded} exists (a recorded measurement): pass --out with a new path"
     assert recorded.read_text() == "{}"
+
+
+def test_a_step_time_record_holds_the_timers_steps_and_where_they_were_measured(tmp_path):
+    """record_step_times (both rounds' ``time``): the timer is called with the repeats and warm-up asked for, and the
+    record holds its steps, the repeats, the commit, the CPU and the extra keys; the timer is not called when the
+    record exists."""
+    from aot_lib.runtime import git_commit, hardware_summary
+
+    calls = []
+
+    def timer(repeats, warmup):
+        calls.append((repeats, warmup))
+        return {"r0": {"aot_admm": {"median_s": 0.5}}}
+    out = tmp_path / "times" / "step_times.json"
+    RS.record_step_times(out, 3, 1, timer, "recipe_search2", note="idle")
+    got = json.loads(out.read_text())
+    assert calls == [(3, 1)]
+    assert (got["steps"], got["repeats"], got["note"]) == ({"r0": {"aot_admm": {"median_s": 0.5}}}, 3, "idle")
+    assert (got["commit"], got["hardware"]) == (git_commit(), hardware_summary())
+    with pytest.raises(SystemExit):
+        RS.record_step_times(out, 3, 1, timer, "recipe_search2")
+    assert calls == [(3, 1)]
 
 
 def test_the_goal_reads_the_30_minute_aot_admm_seeds_on_the_test_split(tmp_path):
