@@ -669,17 +669,20 @@ table2, facts2 = search2_table(ROOT)
 display(table2)
 best2 = {f: max((r for r, g in facts2["done"] if g == f), key=lambda r: r[f])
          for f in FAMILY_NAMES}
-plan_r2 = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())["round2"]
+plan_yaml = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())
+plan_r2 = plan_yaml["round2"]
 round2 = phrases(
     done=len(facts2["done"]), total=len(facts2["rows"]) * len(FAMILY_NAMES),
     screened=len(facts2["screened"]), candidates=len(facts2["rows"]),
     best="; ".join(f"{FAMILY_NAMES[f]} {r['candidate']} ({r['change']}, {r[f]:.2f} %)"
                    for f, r in best2.items()),
-    still=len(facts2["edges"]),
     which="; ".join(f"{FAMILY_NAMES[f]} {c} at {lr:g}" for c, f, lr in facts2["edges"]),
     up=", ".join(f"{x:g}" for x in plan_r2["probe_lr_above"]),
-    down=", ".join(f"{x:g}" for x in plan_r2["probe_lr_below"]))
+    down=", ".join(f"{x:.0e}".replace("e-0", "e-") for x in plan_r2["probe_lr_below"]))
 assert facts2["edges"], "the text: some widened runs still pick an end"
+assert (plan_r2["probe_lr_below"][0], plan_r2["probe_lr_above"][0]) == (
+    evidence.ROUND2_WIDER["low"], evidence.ROUND2_WIDER["high"]), \
+    "the text: the extension's first step is the search's"
 
 # %% [markdown]
 # {eval}`round2.done` of the {eval}`round2.total` screening runs are recorded;
@@ -696,17 +699,17 @@ assert facts2["edges"], "the text: some widened runs still pick an end"
 # (`probe.lr_below`, `probe.lr_above`, {ref}`sec-quick-probe`), and `recipe_search2.py
 # recipe` writes the better one's cells, `configs/cpu/cpu30b/`.
 #
-# One step past an edge is not always enough: {eval}`round2.still` of the screening
-# runs so far were widened and still pick the end of their one step
-# ({eval}`round2.which`). The search ranks them as they stand, as its rule says, but a
-# cell's pick must not sit at the edge of its grid. So a seventh addendum to the plan,
-# written before any finalist or round-2 cell ran, extends the probe of every round-2
-# cell and floor one rate at a time while the pick stays at an end: up through
-# {eval}`round2.up`, and down through {eval}`round2.down`. Its first step is the
-# search's, so a pick that one step brings inside is the same.
+# One added rate is not always enough. Some screening runs, probed again with one rate
+# added past the end they picked, picked that new rate too; so far:
+# {eval}`round2.which`. The search ranks them as they stand, as its rule says. A
+# round-2 cell's pick, though, must not sit at the edge of its grid. So a seventh
+# addendum to the plan, written when the first of these were seen and before any
+# finalist or round-2 cell ran, lets the probe of every round-2 cell and floor keep
+# adding rates, one at a time, while its pick stays at an end: up through
+# {eval}`round2.up`, and down through {eval}`round2.down`. The first rate it adds is
+# the one the search adds, so where that one rate was enough, the pick is the same.
 
 # %% tags=["hide-input"]
-plan_yaml = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())
 idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
                measured=plan_yaml["round2_idle"]["measured_idle_other_cores"],
                wall=f"{plan_yaml['round2']['goal']['wall_s']:,}",

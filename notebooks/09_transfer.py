@@ -64,9 +64,9 @@ from aot_lib.book.pages import data_label
 from aot_lib.book.recorded import read_curve
 from aot_lib.training.config import load_config
 from aot_lib.data.datasets import DataError, describe_split
-from aot_lib.book.paper_tables import encoder_size, grid_edge_note, table2_stages
+from aot_lib.book.paper_tables import encoder_size, table2_stages
 from aot_lib.book.plotting import plot_training_curves
-from aot_lib.book.tables import Col, Table, sweep_table, verdict_table
+from aot_lib.book.tables import Col, Table, edge_pick_note, sweep_table, verdict_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 NAMES = {"aot_admm": "AoT-ADMM", "crate": "CRATE"}
@@ -212,7 +212,9 @@ display(
         "probed on its 1,000 validation images",
         name="tbl-transfer-pretraining",
         notes=["Ten classes: chance is 10 %."]
-        + grid_edge_note(r for runs in done.values() for r in runs)
+        + edge_pick_note((r for runs in done.values() for r in runs),
+                         "These probes describe the pretraining; Table 2's claims judge "
+                         "the fine-tuned accuracy, so they were not probed wider.")
         + (
             ["pending: the run at the picked learning rate is not recorded yet "
              "(scripts/evidence_runs.sh table2)."]

@@ -81,11 +81,10 @@ from aot_lib.evidence import paper, stats
 from aot_lib.book.inline import phrases
 from aot_lib.book.pages import Dropdown
 from aot_lib.book.recorded import read_curve, seed_runs_table
-from aot_lib.book.paper_tables import grid_edge_note
 from aot_lib.training.config import DEFAULTS, load_config
 from aot_lib.training.recording import ENCODER_RECORD_LIMIT
 from aot_lib.book.plotting import plot_training_curves
-from aot_lib.book.tables import Col, Table, verdict_table
+from aot_lib.book.tables import Col, Table, edge_pick_note, verdict_table
 
 ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 CPU = ROOT / "configs" / "cpu"
@@ -190,7 +189,10 @@ display(
         [Col("model"), Col("seeds"), Col("linear", "linear top-1 (%), mean ± std")],
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
         name="tbl-table4-pretraining",
-        notes=probe_note + grid_edge_note(cells["pretrain"]),
+        notes=probe_note + edge_pick_note(
+            cells["pretrain"], "This probe describes the shared start; Table 4's claims "
+            "judge the fine-tuned teacher and students, and seed 0 kept no encoder to "
+            "probe again, so none was probed wider."),
     )
 )
 

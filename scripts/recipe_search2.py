@@ -200,7 +200,7 @@ def cpu30b_probe(root: Path = ROOT) -> dict:
     split read once. Refuses a plan whose grid is not the screening's, or whose extension does not start with the
     search rule's one step (the addendum keeps that step first)."""
     plan = read_yaml(root / "results" / "cpu" / "plan.yaml")["round2"]
-    below, above = list(plan["probe_lr_below"]), list(plan["probe_lr_above"])
+    below, above = list(plan.get("probe_lr_below") or ()), list(plan.get("probe_lr_above") or ())
     if list(plan["probe_lr"]) != PROBE_LR or below[:1] != [WIDER["low"]] or above[:1] != [WIDER["high"]]:
         raise SystemExit(f"recipe_search2: results/cpu/plan.yaml's round-2 probe ({plan['probe_lr']}, below {below}, "
                          f"above {above}) is not the screening grid {PROBE_LR} extended first by {WIDER['low']:g} / "

@@ -543,6 +543,11 @@ def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch
              dict(table="T", family="b", lr=2e-3, val=41.0, knn_val=40.0, folder="sweep/z", read_test=False),
              dict(table="U", family="a", lr=4e-3, val=99.0, knn_val=99.0, folder="w", read_test=True)]
     monkeypatch.setattr(evidence, "sweep_rows", lambda root: rows)
+    # each recorded point's probe: x0.001 and x0.002 pick inside 0.001 .. 0.01, sweep/z its top
+    for folder, picked in (("x0.001", 0.003), ("x0.002", 0.003), ("sweep/z", 0.01)):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "probe.json").write_text(json.dumps({"linear_lr": picked, "linear_val_top1": {
+            f"lr={lr:g},wd=0": 40.0 + (lr == picked) for lr in (0.001, 0.003, 0.01)}}))
     shown, picks = sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")
     assert picks == {("T", "a"): 2e-3, ("T", "b"): None}
     assert [r["picked"] for r in shown.rows] == ["", "◀ picked", "", ""]  # b: incomplete grid, no pick
@@ -550,7 +555,10 @@ def test_sweep_table_marks_each_complete_familys_pick_only(tmp_path, monkeypatch
                            "Every point is scored by its newest probe, on validation data only. 1 of the 4 points "
                            "were also probed with the test split earlier in their history, before the sweep scored "
                            "them on validation: a at 0.002 (x0.002); both probes stay in each record (probe.json, "
-                           "then reprobes/)."]
+                           "then reprobes/).",
+                           "1 of the 3 runs picked an end of their probe's learning-rate grid: z (0.01, the top of "
+                           "0.001 … 0.01). A wider grid could pick another rate and move its score. The sweep's pick "
+                           "between pretraining rates is made on these scores."]
     for r in rows:
         r["read_test"] = False
     assert sweep_table(tmp_path, "T", {"a": "A", "b": "B"}, "cap")[0].notes[1] == (
@@ -813,13 +821,13 @@ def test_split_control_reads_a_reprobe_group_against_its_control(tmp_path):
         "with")
 
 
-def test_grid_edge_note_names_the_seeds_at_an_end_of_their_newest_probe(tmp_path):
-    """Three seeds on 0.001 .. 0.01: seed 0 picks 0.01 (the top); seed 1 picked 0.01 too, but its newest probe
-    (reprobes/1.json, 0.001 .. 0.03) picks 0.01 inside; seed 2 picks 0.001 (the bottom). Worked by hand: 2 of 3, one
-    phrase per distinct end. With only seed 1, no note."""
+def test_edge_pick_note_names_the_runs_at_an_end_of_their_newest_probe(tmp_path):
+    """Five runs on 0.001 .. 0.01: s0 and s3 pick 0.01 (the top); s1 picked 0.01 too, but its newest probe
+    (reprobes/1.json, 0.001 .. 0.03) picks 0.01 inside; s2 picks 0.001 (the bottom); s4 was probed at 0.003 only.
+    Worked by hand: 4 of 5, s0 and s3 in one group, in the order first met. With only s1, no note."""
     from types import SimpleNamespace
 
-    from aot_lib.book.paper_tables import grid_edge_note
+    from aot_lib.book.tables import edge_pick_note
 
     def probe(path, rates, picked):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -830,12 +838,15 @@ def test_grid_edge_note_names_the_seeds_at_an_end_of_their_newest_probe(tmp_path
     probe(tmp_path / "s1" / "probe.json", grid, 0.01)
     probe(tmp_path / "s1" / "reprobes" / "1.json", {**grid, 0.03: 41.5}, 0.01)
     probe(tmp_path / "s2" / "probe.json", {0.001: 43.0, 0.003: 41.0, 0.01: 40.0}, 0.001)
-    runs = [SimpleNamespace(folder=tmp_path / f"s{k}") for k in range(3)]
-    assert grid_edge_note(iter(runs)) == [
-        "2 of 3 seeds picked an end of their probe's learning-rate grid (0.001, the bottom of 0.001 … 0.01; 0.01, "
-        "the top of 0.001 … 0.01): a wider grid could pick another rate and move this number. No claim is judged on "
-        "it, and it was not probed wider."]
-    assert grid_edge_note(runs[1:2]) == []
+    probe(tmp_path / "s3" / "probe.json", grid, 0.01)
+    probe(tmp_path / "s4" / "probe.json", {0.003: 41.0}, 0.003)
+    runs = [SimpleNamespace(name=f"s{k}", folder=tmp_path / f"s{k}", kind="pretrain") for k in range(5)]
+    assert edge_pick_note(iter(runs), "Why.") == [
+        "4 of the 5 runs picked an end of their probe's learning-rate grid: s0, s3 (0.01, the top of 0.001 … 0.01); "
+        "s2 (0.001, the bottom of 0.001 … 0.01); s4 (0.003, the only rate tried). A wider grid could pick another "
+        "rate and move their score. Why."]
+    assert edge_pick_note(runs[1:2], "Why.") == []
+    assert edge_pick_note(runs[:1], "Why.")[0].endswith("move its score. Why.")
 
 
 def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_probe(tmp_path):

@@ -18,7 +18,7 @@ from ..probe_grid import grid_pick, lr_scores
 from .tables import Col, Table
 
 __all__ = ["encoder_size", "encoder_sizes", "table1_cpu", "table3_cpu", "floor_gains_table", "floor_picks",
-           "floor_reprobes", "cell_reprobes", "reprobe_table", "run_label",
+           "floor_reprobes", "cell_reprobes", "reprobe_table", "split_control", "ControlSplit", "run_label",
            "edge_floor_gains_table", "table2_stages", "FLOOR_NOTE"]
 
 FLOOR_NOTE = (
@@ -242,22 +242,6 @@ def split_control(reprobes: list[dict], control: str) -> ControlSplit:
     return ControlSplit(found[0], others, [r["again"]["top1"] - r["first"]["top1"] for r in others],
                         first, again,
                         [lr for lr in scores0 if scores0[lr] != scores1[lr]])
-
-
-def grid_edge_note(runs: Iterable) -> list[str]:
-    """A table note for descriptive probes (runs with a ``folder``: :func:`aot_lib.evidence.cell_runs`) that pick an
-    end of the learning rates they tried, read from each run's newest probe; ``[]`` when none does."""
-    runs, ends = list(runs), []
-    for run in runs:
-        pick = grid_pick(newest_result(run.folder, "pretrain")[1])
-        if pick["at_top"] or pick["at_bottom"]:
-            ends.append((pick, "top" if pick["at_top"] else "bottom"))
-    if not ends:
-        return []
-    which = sorted({f"{p['lr']:g}, the {end} of {p['grid'][0]:g} … {p['grid'][-1]:g}" for p, end in ends})
-    return [f"{len(ends)} of {len(runs)} seeds picked an end of their probe's learning-rate grid "
-            f"({'; '.join(which)}): a wider grid could pick another rate and move this number. No claim is judged "
-            "on it, and it was not probed wider."]
 
 
 def edge_floor_gains_table(results: Path, cells: dict, first: str, again: str, caption: str,

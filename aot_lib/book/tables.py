@@ -32,9 +32,11 @@ import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table", "verdict_table"]
+__all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table", "verdict_table",
+           "edge_pick_note"]
 
 #: A table's name: the label ``{numref}`` cites (lower case, digits and hyphens, after ``tbl-``); the build numbers
 #: a named table (:mod:`aot_book_build.numbered_tables`).
@@ -246,6 +248,29 @@ def key_value_table(
     )
 
 
+def edge_pick_note(runs: Iterable, why: str) -> list[str]:
+    """A table note naming the runs (``name``, ``folder``, ``kind``: :class:`aot_lib.evidence.SeedRun`) whose newest
+    probe picked an end of the learning rates it tried (:func:`aot_lib.evidence.probe_lr_picks`), grouped by pick,
+    then ``why`` (what the number is for, and what was done about it); ``[]`` when none did. A probe of one rate
+    has no end to pick and is named as such."""
+    from ..evidence import probe_lr_picks
+
+    runs = list(runs)
+    groups: dict[str, list[str]] = {}
+    for p in probe_lr_picks(runs):
+        if len(p["grid"]) == 1:
+            groups.setdefault(f"{p['lr']:g}, the only rate tried", []).append(p["run"])
+        elif p["at_top"] or p["at_bottom"]:
+            end = "top" if p["at_top"] else "bottom"
+            groups.setdefault(f"{p['lr']:g}, the {end} of {p['grid'][0]:g} … {p['grid'][-1]:g}", []).append(p["run"])
+    if not groups:
+        return []
+    n = sum(len(names) for names in groups.values())
+    return [f"{n} of the {len(runs)} runs picked an end of their probe's learning-rate grid: "
+            + "; ".join(f"{', '.join(names)} ({pick})" for pick, names in groups.items())
+            + f". A wider grid could pick another rate and move {'its' if n == 1 else 'their'} score. {why}"]
+
+
 def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption: str, name: str | None = None):
     """One table's equal sweep as a book table (every point's validation linear probe and k-NN, each family's pick
     marked; a family with a point not recorded yet has no pick) and the picks: ``(Table, picked_lr(rows))``."""
@@ -262,7 +287,10 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
          Col("knn", "k-NN, val. (%)", ".2f"), Col("picked", "")],
         caption=caption,
         notes=[*(["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else []),
-               read_test_note(rows)],
+               read_test_note(rows),
+               *edge_pick_note([SimpleNamespace(name=Path(r["folder"]).name, folder=Path(root) / r["folder"],
+                                                kind="pretrain") for r in rows if r["val"] is not None],
+                               "The sweep's pick between pretraining rates is made on these scores.")],
         name=name)
     return shown, picks
 
