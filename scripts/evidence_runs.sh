@@ -29,6 +29,9 @@
 #             only; results/cpu/search2/final/
 #   goal2     the round-2 goal: AoT-ADMM CIFAR-10 at the round-2 recipe (configs/cpu/cpu30b/, written by
 #             scripts/recipe_search2.py recipe), seeds 0-4, on an idle machine; results/cpu/
+#   bf16_check  bf16-mixed against fp32 at equal steps (issue 55; the plan's eighth addendum): round 2's base
+#             screening run of AoT-ADMM, seeds 0 and 1, in each precision (configs/cpu/bf16_check/), validation
+#             scores only; results/cpu/bf16_check/. Queued after goal2.
 #   cpu30     Tables 1/3 at the 30-minute recipe (issue 37; configs/cpu/cpu30/, written by scripts/recipe_search.py
 #             recipe once the finalists are recorded): AoT-ADMM, CRATE and AoT, seeds 0-4 on CIFAR-10 and 0-2 on
 #             CIFAR-100, seed by seed, the test split read once per run by its probe; results/cpu/
@@ -161,6 +164,11 @@ for group in "$@"; do
       # the round-2 goal's runs (results/cpu/plan.yaml, round2.goal): AoT-ADMM on CIFAR-10 at the round-2 recipe,
       # seeds 0-4, one at a time on an idle machine (nothing else running: their wall time is the goal's clock)
       run results/cpu configs/cpu/cpu30b/cpu30b_aot_admm_cifar10{,_seed1,_seed2,_seed3,_seed4}.yaml ;;
+    bf16_check)
+      # seed by seed, fp32 then bf16-mixed, so that each recorded seed has its pair
+      for s in 0 1; do
+        run results/cpu/bf16_check configs/cpu/bf16_check/{fp32,bf16}_aot_admm_seed$s.yaml
+      done ;;
     finalists2)
       for c in $(ls configs/cpu/search2/final/*_aot_admm.yaml | sed 's/_aot_admm.yaml$//'); do
         run results/cpu/search2/final "${c}_aot_admm.yaml" "${c}_crate.yaml" "${c}_aot.yaml"
@@ -235,6 +243,6 @@ for group in "$@"; do
         run results/cpu configs/cpu/table4/vit_tiny_lejepa_seed$s.yaml configs/cpu/table4/vit_tiny_teacher_seed$s.yaml \
           configs/cpu/table4/vit_tiny_relu_kd_seed$s.yaml configs/cpu/table4/vit_tiny_relu_nokd_seed$s.yaml
       done ;;
-    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, cells10_edge, cells100_wide, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
+    *) echo "unknown group $group (sweeps, seeds, table2, search, search2, finalists, finalists2, goal2, bf16_check, cpu30, whitebox, baselines, floors30, floors30_edge, cells30_edge, cells10_edge, cells100_wide, floors_wide, floors_wide_edge, controls)" >&2; exit 2 ;;
   esac
 done

@@ -1109,3 +1109,46 @@ def test_aot_verdicts_names_an_unknown_claim_before_reading_any_record(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith(f"aot verdicts: no claim 't1_cifar10_3Omin' in {copy}; the claims: t1_cifar10, t1_cifar100,")
     assert err.rstrip().endswith("t3_cifar100_30min") and err.count("\n") == 1
+
+
+def test_bf16_check_reads_the_paired_differences_against_the_fp32_seed_spread(tmp_path):
+    """The plan's eighth addendum on made-up records. Worked by hand: fp32 40.0 and 41.0 (spread 1.0), bf16 39.5 and
+    40.9: differences -0.5 and -0.1, mean -0.3, within +/-1.0, so it matches; with bf16 seed 1 at 40.1 (-0.9) the
+    mean is -0.7, still within; at 38.9 (-2.1) it is -1.3, outside. One seed alone: its pair, no reading. A run trained in another precision than its name's, and runs from two commits, are refused."""
+    folder = tmp_path / "results" / "cpu" / "bf16_check"
+
+    def record(name, seed, val, precision, commit="a" * 40):
+        run = folder / f"bf16check_{name}_aot_admm_seed{seed}"
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "config.yaml").write_text(yaml.safe_dump({"run": {"seed": seed}, "fabric": {"precision": precision}}))
+        (run / "run.json").write_text(json.dumps({"kind": "pretrain", "seed": seed, "commit": commit}))
+        (run / "probe.json").write_text(json.dumps({"linear_val_best": val, "knn_val_top1": val - 5.0}))
+        return run
+    assert evidence.bf16_check(tmp_path) is None
+    record("fp32", 0, 40.0, "32-true")
+    record("bf16", 0, 39.5, "bf16-mixed")
+    got = evidence.bf16_check(tmp_path)
+    assert (got["pairs"][0]["diff"], got["spread"], got["matches"], got["recorded"]) == (-0.5, None, None, 2)
+    record("fp32", 1, 41.0, "32-true")
+    record("bf16", 1, 40.9, "bf16-mixed")
+    got = evidence.bf16_check(tmp_path)
+    assert got["spread"] == 1.0 and got["mean_diff"] == pytest.approx(-0.3) and got["matches"] is True
+    assert got["pairs"][1]["knn_bf16"] == pytest.approx(35.9)
+    record("bf16", 1, 40.1, "bf16-mixed")
+    got = evidence.bf16_check(tmp_path)
+    assert got["mean_diff"] == pytest.approx(-0.7) and got["matches"] is True
+    record("bf16", 1, 38.9, "bf16-mixed")
+    got = evidence.bf16_check(tmp_path)
+    assert got["mean_diff"] == pytest.approx(-1.3) and got["matches"] is False
+    wrong = record("bf16", 1, 38.9, "32-true")
+    with pytest.raises(ValueError) as refused:
+        evidence.bf16_check(tmp_path)
+    assert str(refused.value) == (
+        f"{wrong / 'config.yaml'}: trained in 32-true, not the bf16-mixed its name says; the record is damaged: "
+        f"restore it from git (git checkout -- {wrong / 'config.yaml'}) or record the run again")
+    record("bf16", 1, 38.9, "bf16-mixed", commit="b" * 40)
+    with pytest.raises(ValueError) as refused:
+        evidence.bf16_check(tmp_path)
+    assert str(refused.value) == (
+        f"{folder}: the bf16 check's runs come from 2 commits ({'a' * 40}, {'b' * 40}); the plan's eighth addendum "
+        "runs all four from one: record them again from one clean commit")

@@ -10,11 +10,11 @@ from typing import Mapping
 
 from ..probe_grid import lr_scores
 from .cells import PRETRAIN_SUFFIX, SUPERSEDED_T2_CHAIN, cell
-from .records import checked_accuracy, damaged, newest_result, read_test_set, read_yaml
+from .records import checked_accuracy, damaged, newest_result, read_json, read_test_set, read_yaml
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
            "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE",
-           "ROUND2_PROBE_LR", "ROUND2_WIDER", "widened_grid"]
+           "ROUND2_PROBE_LR", "ROUND2_WIDER", "widened_grid", "BF16_CHECK", "bf16_check"]
 
 #: Round 2's screening probe grid, and the one step it is widened by on the side of an edge pick (the rule of
 #: scripts/recipe_search2.py, which uses these; here so that the book reads the rule the script applies).
@@ -249,3 +249,43 @@ def recipe_pick(root: str | Path, round: int = 1) -> dict | None:
 
 #: The candidate of the search that is the first recipe itself (configs/cpu/recipe.yaml, 10 epochs).
 FIRST_RECIPE = "c0_base"
+
+
+#: The plan's eighth addendum: round 2's base screening run of AoT-ADMM in fp32 and in bf16-mixed, seeds 0 and 1.
+BF16_CHECK = {"dir": "bf16_check", "seeds": (0, 1), "precisions": {"fp32": "32-true", "bf16": "bf16-mixed"}}
+
+
+def bf16_check(root: str | Path) -> dict | None:
+    """The eighth addendum's reading (``results/cpu/bf16_check/bf16check_<fp32|bf16>_aot_admm_seed<k>``), or None
+    before its first run is recorded: per seed with both precisions recorded (``pairs``) each one's validation linear
+    top-1 and k-NN and ``diff`` (bf16 - fp32, points); with both seeds, ``spread`` (|fp32 seed 0 - fp32 seed 1|),
+    ``mean_diff`` and ``matches`` (``|mean_diff| <= spread``), else None for all three. Refuses a record whose
+    precision is not its name's, and runs from more than one commit (the addendum's four come from one)."""
+    folder = Path(root) / "results" / "cpu" / BF16_CHECK["dir"]
+    runs = {}
+    for seed in BF16_CHECK["seeds"]:
+        for name, precision in BF16_CHECK["precisions"].items():
+            run = folder / f"bf16check_{name}_aot_admm_seed{seed}"
+            scores = validation_scores(run)
+            if scores is None:
+                continue
+            recorded = read_yaml(run / "config.yaml").get("fabric", {}).get("precision")
+            if recorded != precision:
+                raise damaged(run / "config.yaml", f"trained in {recorded}, not the {precision} its name says")
+            runs[seed, name] = dict(scores, commit=read_json(run / "run.json").get("commit"))
+    if not runs:
+        return None
+    commits = sorted({r["commit"] for r in runs.values()})
+    if len(commits) > 1:
+        raise ValueError(f"{folder}: the bf16 check's runs come from {len(commits)} commits ({', '.join(commits)}); the "
+                         "plan's eighth addendum runs all four from one: record them again from one clean commit")
+    pairs = {s: {"fp32": runs[s, "fp32"]["linear"], "bf16": runs[s, "bf16"]["linear"],
+                 "knn_fp32": runs[s, "fp32"]["knn"], "knn_bf16": runs[s, "bf16"]["knn"],
+                 "diff": runs[s, "bf16"]["linear"] - runs[s, "fp32"]["linear"]}
+             for s in BF16_CHECK["seeds"] if (s, "fp32") in runs and (s, "bf16") in runs}
+    whole = len(pairs) == len(BF16_CHECK["seeds"])
+    first, second = BF16_CHECK["seeds"]
+    spread = abs(pairs[first]["fp32"] - pairs[second]["fp32"]) if whole else None
+    mean_diff = sum(p["diff"] for p in pairs.values()) / len(pairs) if whole else None
+    return {"pairs": pairs, "commit": commits[0], "recorded": len(runs), "spread": spread, "mean_diff": mean_diff,
+            "matches": abs(mean_diff) <= spread if whole else None}
