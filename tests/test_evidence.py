@@ -1114,7 +1114,8 @@ def test_aot_verdicts_names_an_unknown_claim_before_reading_any_record(tmp_path,
 def test_bf16_check_reads_the_paired_differences_against_the_fp32_seed_spread(tmp_path):
     """The plan's eighth addendum on made-up records. Worked by hand: fp32 40.0 and 41.0 (spread 1.0), bf16 39.5 and
     40.9: differences -0.5 and -0.1, mean -0.3, within +/-1.0, so it matches; with bf16 seed 1 at 40.1 (-0.9) the
-    mean is -0.7, still within; at 38.9 (-2.1) it is -1.3, outside. One seed alone: its pair, no reading. A run trained in another precision than its name's, and runs from two commits, are refused."""
+    mean is -0.7, still within; at 38.9 (-2.1) it is -1.3, outside. One seed alone: its pair, no reading. A run trained in another precision than its name's, one from a dirty commit, and runs from two
+    commits, are refused."""
     folder = tmp_path / "results" / "cpu" / "bf16_check"
 
     def record(name, seed, val, precision, commit="a" * 40):
@@ -1146,6 +1147,12 @@ def test_bf16_check_reads_the_paired_differences_against_the_fp32_seed_spread(tm
     assert str(refused.value) == (
         f"{wrong / 'config.yaml'}: trained in 32-true, not the bf16-mixed its name says; the record is damaged: "
         f"restore it from git (git checkout -- {wrong / 'config.yaml'}) or record the run again")
+    record("bf16", 1, 38.9, "bf16-mixed", commit="a" * 40 + "+dirty")
+    with pytest.raises(ValueError) as refused:
+        evidence.bf16_check(tmp_path)
+    assert str(refused.value) == (
+        f"{folder}: a bf16 check run comes from {'a' * 40}, {'a' * 40}+dirty, not a clean commit: record it again "
+        "from a clean checkout")
     record("bf16", 1, 38.9, "bf16-mixed", commit="b" * 40)
     with pytest.raises(ValueError) as refused:
         evidence.bf16_check(tmp_path)

@@ -260,7 +260,8 @@ def bf16_check(root: str | Path) -> dict | None:
     before its first run is recorded: per seed with both precisions recorded (``pairs``) each one's validation linear
     top-1 and k-NN and ``diff`` (bf16 - fp32, points); with both seeds, ``spread`` (|fp32 seed 0 - fp32 seed 1|),
     ``mean_diff`` and ``matches`` (``|mean_diff| <= spread``), else None for all three. Refuses a record whose
-    precision is not its name's, and runs from more than one commit (the addendum's four come from one)."""
+    precision is not its name's, a run from an unrecorded or dirty commit, and runs from more than one commit (the
+    addendum's four come from one)."""
     folder = Path(root) / "results" / "cpu" / BF16_CHECK["dir"]
     runs = {}
     for seed in BF16_CHECK["seeds"]:
@@ -276,6 +277,9 @@ def bf16_check(root: str | Path) -> dict | None:
     if not runs:
         return None
     commits = sorted({r["commit"] for r in runs.values()})
+    if any(c is None or c.endswith("+dirty") for c in commits):
+        raise ValueError(f"{folder}: a bf16 check run comes from {', '.join(map(str, commits))}, not a clean commit: "
+                         "record it again from a clean checkout")
     if len(commits) > 1:
         raise ValueError(f"{folder}: the bf16 check's runs come from {len(commits)} commits ({', '.join(commits)}); the "
                          "plan's eighth addendum runs all four from one: record them again from one clean commit")
