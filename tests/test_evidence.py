@@ -846,7 +846,9 @@ def test_edge_pick_note_names_the_runs_at_an_end_of_their_newest_probe(tmp_path)
         "s2 (0.001, the bottom of 0.001 … 0.01); s4 (0.003, the only rate tried). A wider grid could pick another "
         "rate and move their score. Why."]
     assert edge_pick_note(runs[1:2], "Why.") == []
-    assert edge_pick_note(runs[:1], "Why.")[0].endswith("move its score. Why.")
+    assert edge_pick_note(runs[:1], "Why.") == [
+        "The run picked an end of its probe's learning-rate grid: s0 (0.01, the top of 0.001 … 0.01). A wider grid "
+        "could pick another rate and move its score. Why."]
 
 
 def test_cell_reprobes_without_a_first_folder_read_each_runs_newest_recorded_probe(tmp_path):

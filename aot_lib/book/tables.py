@@ -266,7 +266,8 @@ def edge_pick_note(runs: Iterable, why: str) -> list[str]:
     if not groups:
         return []
     n = sum(len(names) for names in groups.values())
-    return [f"{n} of the {len(runs)} runs picked an end of their probe's learning-rate grid: "
+    who = "The run picked an end of its" if len(runs) == 1 else f"{n} of the {len(runs)} runs picked an end of their"
+    return [f"{who} probe's learning-rate grid: "
             + "; ".join(f"{', '.join(names)} ({pick})" for pick, names in groups.items())
             + f". A wider grid could pick another rate and move {'its' if n == 1 else 'their'} score. {why}"]
 
