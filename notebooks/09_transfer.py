@@ -213,8 +213,9 @@ display(
         name="tbl-transfer-pretraining",
         notes=["Ten classes: chance is 10 %."]
         + edge_pick_note((r for runs in done.values() for r in runs),
-                         "These probes describe the pretraining; Table 2's claims judge "
-                         "the fine-tuned accuracy, so they were not probed wider.")
+                         "These probes describe the pretraining; Table 2's claims "
+                         "judge the fine-tuned accuracy, so they were not probed "
+                         "wider.")
         + (
             ["pending: the run at the picked learning rate is not recorded yet "
              "(scripts/evidence_runs.sh table2)."]

@@ -190,9 +190,9 @@ display(
         caption="LeJEPA pretraining of the ViT-T on CIFAR-10: the shared start",
         name="tbl-table4-pretraining",
         notes=probe_note + edge_pick_note(
-            cells["pretrain"], "This probe describes the shared start; Table 4's claims "
-            "judge the fine-tuned teacher and students, and seed 0 kept no encoder to "
-            "probe again, so none was probed wider."),
+            cells["pretrain"], "This probe describes the shared start; Table 4's "
+            "claims judge the fine-tuned teacher and students, and seed 0 kept no "
+            "encoder to probe again, so none was probed wider."),
     )
 )
 
