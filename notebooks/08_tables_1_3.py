@@ -1063,18 +1063,10 @@ edge_gain_rows = phrases(
 runs_all = [x for runs in cells.values() for x in runs] + runs_30
 newest_cells = [w for x in runs_all
                 for w in evidence.wide_probe([x], [EDGE_WIDE, WIDE]).values()]
-
-
-def newest_floors(cellset: dict, first: str, again: str) -> list[dict]:
-    """Each floor's pick, read from its re-probe where it has one."""
-    picks = {p["run"]: p for p in floor_picks(RESULTS, cellset, first)}
-    picks.update({p["run"]: p for p in floor_picks(RESULTS, cellset, again)})
-    return list(picks.values())
-
-
 assert len(picks_f30) == expected_f30, "the text: every 30-minute floor is recorded"
-floors_now = (newest_floors(CELLS, "baselines_wide", WIDE_EDGE_DIR)
-              + newest_floors(CELLS_30, evidence.BASELINES_30MIN, EDGE_DIR))
+# each floor from its newest probe: the edge re-probe where it has one
+floors_now = (floor_picks(RESULTS, CELLS, [WIDE_EDGE_DIR, "baselines_wide"])
+              + floor_picks(RESULTS, CELLS_30, [EDGE_DIR, evidence.BASELINES_30MIN]))
 cell_ends = [w for w in newest_cells if w["lr"] in (min(w["grid"]), max(w["grid"]))]
 floor_ends = [p for p in floors_now if p["at_top"] or p["at_bottom"]]
 grids_now = phrases(cells=len(newest_cells), floors=len(floors_now),

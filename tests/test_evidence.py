@@ -696,6 +696,30 @@ def test_floor_picks_read_each_floor_once_and_how_far_an_edge_pick_still_climbs(
     assert picks["baseline_pixels_cifar10_seed0"]["edge_gain"] is None
 
 
+def test_floor_picks_read_each_floor_from_the_first_folder_that_has_it(tmp_path):
+    """A floor probed again (its grid extended at the top: 0.3 now wins, 36.4 > 36.0) is read from the re-probe's
+    folder, named first; a floor not probed again from the first probe's; each floor once."""
+    from aot_lib.book.paper_tables import floor_picks
+
+    def probe(root, name, kind, grid, val, picked):
+        folder = _record(tmp_path / root, name, 0, 40.0, kind=kind, probed={"lr": grid})
+        result = json.loads((folder / "probe.json").read_text())
+        (folder / "probe.json").write_text(json.dumps({**result, "linear_lr": picked, "linear_val_top1": {
+            f"lr={lr:g},wd=0": v for lr, v in zip(grid, val)}}))
+    first = [0.001, 0.01, 0.1]
+    probe("first", "baseline_init_cpu30_x_cifar10", "baseline-init", first, [30.0, 35.5, 36.0], 0.1)
+    probe("again", "baseline_init_cpu30_x_cifar10", "baseline-init", first + [0.3, 1.0],
+          [30.0, 35.5, 36.0, 36.4, 36.2], 0.3)
+    probe("first", "baseline_pixels_cifar10_seed0", "baseline-pixels", first, [38.0, 39.0, 37.0], 0.01)
+    cells = {("x", "cifar10"): "cpu30_x_cifar10"}
+    picks = floor_picks(tmp_path, cells, ["again", "first"])
+    assert sorted((p["run"], p["lr"], p["at_top"]) for p in picks) == [
+        ("baseline_init_cpu30_x_cifar10", 0.3, False), ("baseline_pixels_cifar10_seed0", 0.01, False)]
+    # the other order reads the first probe, whose pick is the top of its grid
+    (init,) = [p for p in floor_picks(tmp_path, cells, ["first", "again"]) if p["run"].startswith("baseline_init")]
+    assert (init["lr"], init["at_top"]) == (0.1, True)
+
+
 def test_floor_reprobes_pair_each_floor_probed_again_with_its_first_record(tmp_path):
     """The edge floors beside their first probe (aot_lib.book.paper_tables): the untrained encoder picked the top of
     0.001 .. 0.1 and is probed again with 0.3 and 1 above. Worked by hand: its pick moves to 0.3 (36.4, then 36.2 at

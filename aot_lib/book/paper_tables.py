@@ -7,7 +7,7 @@ A cell's runs come from :func:`aot_lib.evidence.cell_runs`; the floor (untrained
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,14 +141,17 @@ def floor_gains_table(results: Path, cells: dict, caption: str, name: str, basel
     return Table(list(rows.values()), cols, caption=caption, name=name), floors
 
 
-def floor_picks(results: Path, cells: dict, baselines: str = BASELINES_DIR) -> list[dict]:
+def floor_picks(results: Path, cells: dict, baselines: str | Sequence[str] = BASELINES_DIR) -> list[dict]:
     """Every floor run under ``cells`` (raw pixels once per data set and seed, however many cells share them), its
     probe's pick as :func:`aot_lib.evidence.probe_lr_picks` reads it, with ``edge_gain`` (how far the validation
-    accuracy still climbed at an end of the grid)."""
+    accuracy still climbed at an end of the grid). With several ``baselines`` folders, each floor is read from the
+    first that has it (a re-probe's folder before the first probe's, as :func:`aot_lib.evidence.wide_probe` reads
+    a cell's), so a floor probed again is read from its newest probe and every floor once."""
     runs = {}
-    for (_, data), name in cells.items():
-        for floor in floor_cells(results, name, data, baselines).values():
-            runs.update({r.name: r for r in floor or ()})
+    for folder in reversed([baselines] if isinstance(baselines, str) else list(baselines)):
+        for (_, data), name in cells.items():
+            for floor in floor_cells(results, name, data, folder).values():
+                runs.update({r.name: r for r in floor or ()})
     return probe_lr_picks(list(runs.values()))
 
 
