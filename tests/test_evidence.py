@@ -848,9 +848,8 @@ def test_split_control_reads_a_reprobe_group_against_its_control(tmp_path):
 def test_edge_pick_note_names_the_runs_at_an_end_of_their_newest_probe(tmp_path):
     """Five runs on 0.001 .. 0.01: s0 and s3 pick 0.01 (the top); s1 picked 0.01 too, but its newest probe
     (reprobes/1.json, 0.001 .. 0.03) picks 0.01 inside; s2 picks 0.001 (the bottom); s4 was probed at 0.003 only.
-    Worked by hand: 4 of 5, s0 and s3 in one group, in the order first met. With only s1, no note."""
-    from types import SimpleNamespace
-
+    Worked by hand: 4 of 5, s0 and s3 in one group, in the order first met. With only s1, no note. Runs are given
+    as pretraining folders, as the sweep tables give them."""
     from aot_lib.book.tables import edge_pick_note
 
     def probe(path, rates, picked):
@@ -864,7 +863,7 @@ def test_edge_pick_note_names_the_runs_at_an_end_of_their_newest_probe(tmp_path)
     probe(tmp_path / "s2" / "probe.json", {0.001: 43.0, 0.003: 41.0, 0.01: 40.0}, 0.001)
     probe(tmp_path / "s3" / "probe.json", grid, 0.01)
     probe(tmp_path / "s4" / "probe.json", {0.003: 41.0}, 0.003)
-    runs = [SimpleNamespace(name=f"s{k}", folder=tmp_path / f"s{k}", kind="pretrain") for k in range(5)]
+    runs = [tmp_path / f"s{k}" for k in range(5)]
     assert edge_pick_note(iter(runs), "Why.") == [
         "4 of the 5 runs picked an end of their probe's learning-rate grid: s0, s3 (0.01, the top of 0.001 … 0.01); "
         "s2 (0.001, the bottom of 0.001 … 0.01); s4 (0.003, the only rate tried). A wider grid could pick another "

@@ -32,7 +32,6 @@ import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = ["Col", "Table", "key_value_table", "format_value", "PAPER_STYLE", "WIDE_CHARS", "sweep_table", "verdict_table",
@@ -249,7 +248,7 @@ def key_value_table(
 
 
 def edge_pick_note(runs: Iterable, why: str) -> list[str]:
-    """A table note naming the runs (``name``, ``folder``, ``kind``: :class:`aot_lib.evidence.SeedRun`) whose newest
+    """A table note naming the runs (:class:`aot_lib.evidence.SeedRun`, or a pretraining run's folder) whose newest
     probe picked an end of the learning rates it tried (:func:`aot_lib.evidence.probe_lr_picks`), grouped by pick,
     then ``why`` (what the number is for, and what was done about it); ``[]`` when none did. A probe of one rate
     has no end to pick and is named as such."""
@@ -289,8 +288,7 @@ def sweep_table(root: str | Path, table: str, names: Mapping[str, str], caption:
         caption=caption,
         notes=[*(["— : the point is not recorded yet (no pick is made on part of the grid)."] if missing else []),
                read_test_note(rows),
-               *edge_pick_note([SimpleNamespace(name=Path(r["folder"]).name, folder=Path(root) / r["folder"],
-                                                kind="pretrain") for r in rows if r["val"] is not None],
+               *edge_pick_note([Path(root) / r["folder"] for r in rows if r["val"] is not None],
                                "The sweep's pick between pretraining rates is made on these scores.")],
         name=name)
     return shown, picks

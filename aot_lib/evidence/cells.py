@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from ..config_format import built_model, flatten
 from ..probe_grid import grid_pick
@@ -182,16 +182,18 @@ def cell_runs(root: str | Path, name: str) -> list[SeedRun]:
     return sorted(runs, key=lambda r: r.seed)
 
 
-def probe_lr_picks(runs: list[SeedRun]) -> list[dict]:
+def probe_lr_picks(runs: Iterable[SeedRun | Path]) -> list[dict]:
     """Each run's linear-probe learning rate as picked on validation, beside the grid it was picked from (its newest
     probe; a pretraining run's or a floor's): ``{"run"}`` and :func:`aot_lib.probe_grid.grid_pick`'s ``"lr", "grid"``
     (the rates it tried), ``"at_top", "at_bottom", "edge_gain"``. A pick at either end of the grid says the grid may
-    stop short of that encoder's best rate."""
+    stop short of that encoder's best rate. A run is a :class:`SeedRun` or a pretraining run's folder (a sweep
+    point, not a cell's seed)."""
     picks = []
     for r in runs:
-        path, probe = newest_result(r.folder, r.kind)
+        name, folder, kind = (r.name, r, "pretrain") if isinstance(r, Path) else (r.name, r.folder, r.kind)
+        path, probe = newest_result(folder, kind)
         try:
-            picks.append({"run": r.name, **grid_pick(probe)})
+            picks.append({"run": name, **grid_pick(probe)})
         except ValueError as e:
             raise damaged(path, str(e)) from None
     return picks
