@@ -82,11 +82,12 @@ ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 # (sec-recipe)=
 # ## Which knobs matter: the tuning runs
 #
-# Each configuration changes one thing from the one before it. The first, r0, is the
-# CPU recipe as it stood before this sweep, with the paper's learning rate (how it
-# differs from the recipe of {ref}`ch-training`'s run is printed below the table); then
-# a larger learning rate for a short schedule; a smaller projector output with fewer
-# SIGReg slices; Appendix A's normalisation; a still larger learning rate.
+# The first configuration, r0, is the CPU recipe as it stood before this sweep, with
+# the paper's learning rate (how it differs from the recipe of {ref}`ch-training`'s run
+# is printed below the table). r1 raises the learning rate for a short schedule; r2
+# keeps r1's and shrinks the projector output and the SIGReg slices together. r3 and r4
+# each change one thing from r2: Appendix A's normalisation, and a still larger
+# learning rate.
 #
 # How the pick was made, as it happened. These runs were first probed with the test
 # split read, and the recipe (r2) was first picked with those test accuracies in view.
@@ -104,6 +105,16 @@ ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
 # comparisons of {ref}`ch-tables-1-3`.
 
 # %% tags=["hide-input"]
+# the text: r1 and r2 each build on the run before; r3 and r4 each change one
+# thing from r2
+SWEEP_CONFIGS = ROOT / "configs" / "cpu" / "sweep"
+built_on = {name: load_yaml((SWEEP_CONFIGS / f"{name}.yaml").read_text())["inherit"]
+            for name in ("r1_lr2e-3", "r2_lr2e-3_proj64", "r3_normalize",
+                         "r4_lr4e-3")}
+assert built_on == {"r1_lr2e-3": "r0_paper_lr.yaml",
+                    "r2_lr2e-3_proj64": "r1_lr2e-3.yaml",
+                    "r3_normalize": "r2_lr2e-3_proj64.yaml",
+                    "r4_lr4e-3": "r2_lr2e-3_proj64.yaml"}, built_on
 runs, notices = load_sweep(ROOT, smoke_steps=pick(30, 150))
 for notice in notices:
     display(notice)
@@ -150,6 +161,11 @@ if "r0_paper_lr" in runs:
 # {eval}`r0_against.changes`. So r0 is the recipe before this sweep, not that run cut
 # short.
 
+# %% tags=["hide-input"]
+# the bar this project first set for a CPU recipe worth reporting (a definition)
+BAR = {"top1": 50, "minutes": 35}
+bar = phrases(**BAR)
+
 # %% [markdown]
 # (sec-recipe-10-epochs)=
 # ## The tuned recipe, 10 epochs
@@ -157,8 +173,10 @@ if "r0_paper_lr" in runs:
 # The sweep's choice, r2 (its settings are its row of {numref}`tbl-recipe-tuning-runs`),
 # became `configs/cpu/recipe.yaml`; the AoT-ADMM, CRATE and AoT CPU configs share it.
 # Its 10-epoch AoT-ADMM run ({numref}`tbl-recipe-ten-epoch-run`), against the bar this
-# project first set for a CPU recipe worth reporting (at least 50 % linear probe in at
-# most 35 minutes on two cores; a higher goal comes with the recipe search below):
+# project first set for a CPU recipe worth reporting (at least {eval}`bar.top1` % linear
+# probe in at most {eval}`bar.minutes` minutes of recorded wall time on two cores, the
+# CPU model not recorded by runs of that time; a higher goal comes with the recipe
+# search below):
 
 # %% tags=["hide-input"]
 SWEPT = ("optim.lr", "projector.out_dim", "loss.num_slices", "loss.sigreg_normalize")
@@ -172,16 +190,18 @@ if (main_dir / "probe.json").exists():
     main = load_recorded_run(ROOT, "cpu_aot_admm_cifar10", "aot_admm_cifar10.yaml",
                              smoke_steps=0)
     wall = main["run"]["wall_time_s"] / 60
+    assert "cpu_model" not in main["run"]["hardware"], \
+        "the text: that run did not record its CPU model"
     lin = main["probe"]["linear_top1"]
     display(Table(
         [dict(run=main_dir.name, steps=main["metrics"]["step"], wall=wall, linear=lin,
               knn=main["probe"]["knn_top1"], probe=main["probe"]["wall_time_s"] / 60,
-              bar="met" if lin >= 50 and wall <= 35 else "missed",
+              bar="met" if lin >= BAR["top1"] and wall <= BAR["minutes"] else "missed",
               commit=str(main["run"].get("commit"))[:8])],
         [Col("run"), Col("steps"), Col("wall", "pretraining (min)", ".1f"),
          Col("probe", "probes (min)", ".1f"),
          Col("linear", "linear top-1 (%)", ".2f"), Col("knn", "k-NN top-1 (%)", ".2f"),
-         Col("bar", "≥ 50 % in ≤ 35 min"), Col("commit")],
+         Col("bar", f"≥ {BAR['top1']} % in ≤ {BAR['minutes']} min"), Col("commit")],
         caption=f"AoT-ADMM, {run_scale(load_config(main_dir / 'config.yaml'))}, the "
                 "tuned "
                 "recipe",
@@ -200,7 +220,8 @@ else:
 #
 # The 10-epoch recipe ({numref}`tbl-recipe-ten-epoch-run`) trains for 10 of the paper's
 # 800 epochs; the online k-NN curves of its runs are in {ref}`ch-tables-1-3`. The search
-# asks what the same half hour buys when it is spent differently: narrower or
+# asks what a half hour of steps, in modelled minutes on the search's clock (below),
+# buys when it is spent differently: narrower or
 # shallower networks that take more epochs, fewer local views, smaller patches (four
 # times the tokens). Its
 # rule was written into `scripts/recipe_search.py` before any screening run, and the
@@ -260,7 +281,7 @@ screening = phrases(
 # the search was planned with (`results/cpu/search/step_times.json`), measured before
 # its screening runs.
 
-# %% tags=["hide-input"] mystnb={"figure": {"caption": "The recipe search's screening runs: validation k-NN accuracy after each epoch against modelled pretraining time (steps times the idle, interleaved step time), one panel per family, one line per candidate. Each run is its candidate's 30-minute schedule compressed to 30 % of the epochs.", "name": "fig-search-curves"}}
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The recipe search's screening runs: validation k-NN accuracy after each epoch against modelled pretraining time (steps times the idle, interleaved step time), one panel per family, one line per candidate. Each run is its candidate's schedule of 30 modelled minutes on the search's clock, compressed to 30 % of the epochs.", "name": "fig-search-curves"}}
 search_knn = evidence.search_curves(ROOT)
 assert search_knn, "the screening runs ship with the records (results/cpu/search/)"
 if search_knn:
@@ -422,7 +443,8 @@ goal = phrases(
 # The first recipe and the finalists: {eval}`goal.recipes`.
 #
 # **The goal.** This project set the 30-minute recipe a CIFAR-10 linear probe of
-# {eval}`goal.top1` % for AoT-ADMM in {eval}`goal.minutes` minutes of pretraining,
+# {eval}`goal.top1` % for AoT-ADMM in {eval}`goal.minutes` modelled minutes of
+# pretraining on the clock above,
 # judged on the test split by the runs of the recipe's cells (the seeds the analysis
 # plan fixes); it counts as reached when one recorded seed reaches it, and the mean over
 # the seeds is given beside. The search's best validation score of a full-length
@@ -573,6 +595,16 @@ elsewhere = phrases(
 # machine trains the same steps; the goal and the curves keep the clock's minutes, and
 # each record names its CPU.
 
+# %% tags=["hide-input"]
+plan_yaml = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())
+goal2 = plan_yaml["round2"]["goal"]
+steps_min = evidence.ROUND2_STEP_BUDGET_S / 60
+rule2 = phrases(steps=f"{steps_min:g}", rest=f"{goal2['wall_s'] / 60 - steps_min:g}",
+                wall=f"{goal2['wall_s'] / 60:g}",
+                proxy=f"{evidence.ROUND2_PROXY_FRACTION:.0%}".replace("%", " %"),
+                seeds=goal2["seeds"], top1=f"{goal2['top1']:g}",
+                moonshot=f"{goal2['moonshot']:g}")
+
 # %% [markdown]
 # (sec-recipe-search2)=
 # ### Round 2: the slower CPU's wall time
@@ -584,16 +616,23 @@ elsewhere = phrases(
 #
 # * **The clock is wall time on the slower CPU**, the 2-core AMD EPYC with AVX-512
 #   (of the two types the project had then). A candidate's
-#   full length is the whole epochs AoT-ADMM's training steps fill in 27 minutes at its
-#   idle step time there; the other 3 minutes are for the monitor and the checkpoints,
-#   and a final run whose recorded wall time passes 30 minutes does not count.
+#   full length is the whole epochs AoT-ADMM's training steps fill in
+#   {eval}`rule2.steps` minutes at its idle step time there; the other
+#   {eval}`rule2.rest` minutes are for the monitor and the checkpoints, and a final run
+#   whose recorded wall time passes {eval}`rule2.wall` minutes does not count.
 # * **One change at a time** from round 1's recipe: the learning rate, the batch,
 #   LeJEPA's λ, the SIGReg slices, the projector, the local views, and the shape (depth
 #   4, and depth 4 at width 256, each a single candidate).
-#   Every family alike, validation only, 30 % of the full length, the top two at full
-#   length, as in round 1.
+#   Every family alike, validation only, {eval}`rule2.proxy` of the full length, the
+#   top two at full length, as in round 1.
 # * **fp32**: bf16-mixed was timed beforehand and was slower on this CPU
 #   ({numref}`tbl-bf16-cpu`).
+# * **The goal is a mean.** AoT-ADMM on CIFAR-10 at the round-2 recipe,
+#   {eval}`rule2.seeds` seeds: reached when the mean linear test top-1 of the seeds that
+#   count is at least {eval}`rule2.top1` % (moonshot {eval}`rule2.moonshot` %), with its
+#   95 % interval beside it; how many seeds reach {eval}`rule2.top1` % is secondary.
+#   Round 1 counted the goal reached when one seed reached it; the plan fixed the
+#   stricter reading for round 2 before any of its runs.
 
 # %% tags=["hide-input"]
 BF16_BENCHES = sorted((ROOT / "results" / "benchmarks").glob("precision_*.json"))
@@ -656,22 +695,25 @@ types = phrases(other=cpu_label(avx2["hardware"]), clock=cpu_label(clock2["hardw
                 low=f"{min(step_ratios):.2f}", high=f"{max(step_ratios):.2f}",
                 median=f"{median(step_ratios):.2f}", n=len(step_ratios),
                 slower=len(slower),
-                which="; ".join(f"{c}'s {fam} step, {x:.2f}" for c, fam, x in slower))
+                which="; ".join(f"{c}'s {fam} step, {x:.2f}" for c, fam, x in slower),
+                same=len(evidence.ROUND2_SAME_STEP_AS_BASE))
 assert len(slower) == 1 and median(step_ratios) < 1, \
     "the text: the other CPU is faster but for one step"
 screen2 = {r["candidate"]: r for r in evidence.search_rows(ROOT, round=2)}
 same_step = ("width", "depth", "patch", "local", "batch", "projector", "slices")
-assert all(screen2[slower[0][0]][k] == screen2["r0_base"][k] for k in same_step), \
+assert slower[0][0] in evidence.ROUND2_SAME_STEP_AS_BASE and all(
+    screen2[slower[0][0]][k] == screen2["r0_base"][k] for k in same_step), \
     "the text: the slower step's candidate computes what the base does"
 
 # %% [markdown]
 # On the {eval}`types.other` a step took {eval}`types.low` to {eval}`types.high` times
 # the {eval}`types.clock`'s (median {eval}`types.median` over the {eval}`types.n`
 # candidate-family pairs); {eval}`types.slower` pair was slower:
-# {eval}`types.which`. That candidate changes only the learning rate, so it computes
-# the base's step, and the excess is noise. The rule gives the five candidates that
-# compute the base's step one length, from the median of their five timings (a clause
-# added after the first timing and before any screening run or config). The
+# {eval}`types.which`. That candidate computes the base's step (its network, views,
+# batch, projector and slices are the base's), so the excess is noise. The rule gives
+# the {eval}`types.same` candidates that compute the base's step one length, from the
+# median of their timings (a clause added after the first timing and before any
+# screening run or config). The
 # {eval}`types.clock`
 # stays the slower CPU type and round 2's lengths stand; every run's `run.json` names
 # the CPU it ran on.
@@ -685,7 +727,6 @@ table2, facts2 = search2_table(ROOT)
 display(table2)
 best2 = {f: max((r for r, g in facts2["done"] if g == f), key=lambda r: r[f])
          for f in FAMILY_NAMES}
-plan_yaml = load_yaml((ROOT / "results" / "cpu" / "plan.yaml").read_text())
 plan_r2 = plan_yaml["round2"]
 round2 = phrases(
     done=len(facts2["done"]), total=len(facts2["rows"]) * len(FAMILY_NAMES),
@@ -739,9 +780,10 @@ idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
 # goal when it took at most {eval}`idle.wall` s on an {eval}`idle.cpu` with at most
 # {eval}`idle.most` cores of other work; with only the system's own processes running,
 # the AVX2 machine measured {eval}`idle.measured`. Either {eval}`idle.cpu` type counts,
-# AVX-512 or AVX2 (a second addendum, also written before any goal run): the steps are
-# the recipe's, so the CPU changes the wall time and not the accuracy, and each run's
-# type is named beside it. A run on another CPU model does not count. Each row of
+# AVX-512 or AVX2 (the plan's note on the goal's CPU, also written before any goal
+# run): the steps are the recipe's, so the CPU changes the wall time and not the
+# accuracy, and each run's type is named beside it. A run on another CPU model does
+# not count. Each row of
 # `metrics.csv` also carries `wall_s`, the run's wall clock, so the goal runs' learning
 # curves can be drawn against wall minutes (`evidence.knn_wall_curve`), which runs
 # recorded before 30c3127 cannot be.

@@ -69,14 +69,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
-from aot_lib.evidence.search import ROUND2_PROBE_LR, ROUND2_WIDER, widened_grid  # noqa: E402
+from aot_lib.evidence.search import (ROUND2_PROBE_LR, ROUND2_PROXY_FRACTION, ROUND2_SAME_STEP_AS_BASE,  # noqa: E402
+                                    ROUND2_STEP_BUDGET_S, ROUND2_WIDER, widened_grid)
 from aot_lib.evidence.records import read_yaml  # noqa: E402
 from aot_lib.files import loads_json  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, record_step_times, write_cells  # noqa: E402
 from recipe_search import time_steps as _time_steps  # noqa: E402
 
-STEP_BUDGET_S = 27 * 60  # AoT-ADMM's training steps at full length; 3 of the 30 minutes for monitors and checkpoints
-PROXY_FRACTION = 0.3
+#: The lengths (aot_lib.evidence.search, so the book reads the values this script applies): AoT-ADMM's training
+#: steps at full length, 3 of the 30 minutes left for monitors and checkpoints; a screening run's fraction of it.
+STEP_BUDGET_S, PROXY_FRACTION = ROUND2_STEP_BUDGET_S, ROUND2_PROXY_FRACTION
 #: The screening grid and the one step it is widened by on the side of an edge pick (the rule above); they and
 #: widened_grid live in aot_lib.evidence.search, so the book reads the rule this script applies.
 PROBE_LR, WIDER = ROUND2_PROBE_LR, ROUND2_WIDER
@@ -125,7 +127,7 @@ def time_steps(repeats: int, warmup: int) -> dict:
 
 
 #: The candidates whose step is the base's (they change no computation): one step time for them all.
-SAME_COST_AS_BASE = ("r0_base", "r1_lr1e-3", "r2_lr4e-3", "r4_lambda0.02", "r5_lambda0.15")
+SAME_COST_AS_BASE = ROUND2_SAME_STEP_AS_BASE
 
 
 def step_time(times: dict, cand: str) -> float:

@@ -14,12 +14,19 @@ from .records import checked_accuracy, damaged, newest_result, read_json, read_t
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
            "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE",
-           "ROUND2_PROBE_LR", "ROUND2_WIDER", "widened_grid", "BF16_CHECK", "bf16_check"]
+           "ROUND2_PROBE_LR", "ROUND2_WIDER", "ROUND2_STEP_BUDGET_S",
+           "ROUND2_PROXY_FRACTION", "ROUND2_SAME_STEP_AS_BASE", "widened_grid", "BF16_CHECK", "bf16_check"]
 
 #: Round 2's screening probe grid, and the one step it is widened by on the side of an edge pick (the rule of
 #: scripts/recipe_search2.py, which uses these; here so that the book reads the rule the script applies).
 ROUND2_PROBE_LR = [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
 ROUND2_WIDER = {"low": 3e-4, "high": 3e-1}
+#: Round 2's lengths: AoT-ADMM's training steps at full length fill this many seconds at the slower CPU's idle step
+#: time (3 of the goal's 30 minutes are left for the monitor and the checkpoints); a screening run is this fraction
+#: of its full length; the candidates that compute the base's step share one length, from the median of their timings.
+ROUND2_STEP_BUDGET_S = 27 * 60
+ROUND2_PROXY_FRACTION = 0.3
+ROUND2_SAME_STEP_AS_BASE = ("r0_base", "r1_lr1e-3", "r2_lr4e-3", "r4_lambda0.02", "r5_lambda0.15")
 
 
 def widened_grid(scores: Mapping) -> list[float] | None:
