@@ -910,7 +910,8 @@ if best and any(x.get("theorem1/rate_gap") for x in logged):
 # AoT-ADMM's layers were derived as iterations of ADMM on the compression + sparsity
 # objective (chapter {ref}`ch-admm`). Training is free to move every coefficient, so
 # whether the trained layers still behave like those iterations is a question for the
-# trained weights. Per layer, at the end of the 10-epoch run, on the fixed batch
+# trained weights. Per layer, at the end of the run named above (the 10-epoch run; the
+# sweep's best where that one is not recorded), on the fixed batch
 # (`aot_lib.training.monitors.audit_layers`): the compression term $R^c(Z\mid U^\ell)$
 # of the layer's input and output state with the layer's own subspaces (tokens at unit
 # RMS; MSSA was derived as a descent step on it), the fraction of exact zeros and the
