@@ -184,18 +184,19 @@ display(Table(
                   f"{o.post_hoc_unsettled} not settled ({o.post_hoc_unsettled_ahead}), "
                   f"{o.post_hoc_contradicted} "
                   "contradicted",
-          basis=f"the first recipe, Tables 2 and 4; {o.post_hoc_seeds} seeds each, as "
-                "recorded"),
+          basis=f"runs recorded before the plan ({o.post_hoc_tables}); "
+                f"{o.post_hoc_seeds} seeds each, as recorded"),
      dict(goal=f"AoT-ADMM on CIFAR-10: {o.goal_top1} % linear top-1 in "
                f"{o.goal_minutes} minutes",
           outcome=f"{o.goal_outcome}: {o.goal_reached} of {o.goal_seeds} seeds; mean "
                   f"{o.goal_mean} % {o.goal_ci}, best seed {o.goal_best} %",
           basis=f"modelled minutes on the {o.clock_cpu} ({o.goal_modelled}; CRATE's "
-                f"side {o.crate_modelled}); recorded wall times {o.goal_wall} minutes, "
-                "shared machines"),
+                f"side {o.crate_modelled}); recorded wall times {o.goal_wall} minutes "
+                f"on the {o.goal_cpus}, some on shared machines"),
      dict(goal="The same goal in wall-clock minutes on the slower CPU (round 2)",
-          outcome=f"under way: {o.round2_done} of {o.round2_total} screening runs",
-          basis="wall time on the AMD EPYC, validation only until the finalists")],
+          outcome=f"{o.round2_done} of {o.round2_total} screening runs recorded",
+          basis="wall time on the AMD EPYC with AVX-512; validation only until the "
+                "goal's runs")],
     [Col("goal"), Col("outcome"), Col("basis")],
     caption="The book's goals and their outcomes", name="tbl-intro-goals"))
 
@@ -303,8 +304,9 @@ margin_panel(rows)
 # %% [markdown]
 # ## Map of the book
 #
-# * {ref}`ch-theorem1`: SIGReg and $R(Z)$ share the isotropic optimum and agree to
-#   second order around it; checked symbolically (SymPy) and by Monte Carlo.
+# * {ref}`ch-theorem1`: SIGReg's covariance part and the rate gap $R(I)-R(\Sigma)$ share
+#   the isotropic optimum and are both proportional to $\|\Sigma-I\|_F^2$ to leading
+#   order around it; checked symbolically (SymPy) and by Monte Carlo.
 # * {ref}`ch-admm`: the iterations on synthetic subspace data, then the same iterates
 #   computed by `aot_lib`'s layer.
 # * {ref}`ch-architecture`: the three layers drawn side by side; parameter and FLOP
@@ -319,6 +321,9 @@ margin_panel(rows)
 #   at CPU scale.
 # * {ref}`ch-transfer`: Table 2, pretraining on ImageNet-style images and fine-tuning
 #   on CIFAR.
+# * {ref}`ch-white-box`: the white box read: whether the trained encoders compress,
+#   sparsify and attend to objects as their derivation says, each reading with a number
+#   and an interval.
 # * {ref}`ch-table4`: Table 4, a ViT without MLPs, distilled.
 # * {ref}`ch-gpu`: the commands for the paper's scale on GPUs and their estimated
 #   cost.
@@ -338,9 +343,11 @@ margin_panel(rows)
 #   folders and checkpoints, schedule and parameter groups, validated configs (`loop`,
 #   `runs`, `optim`, `config`); `aot_lib.train` imports them all, `aot_lib.cli` is the
 #   `aot` command.
+# * `aot_lib.evidence`: the seeds, claims and verdicts of the evidence chapters, read
+#   from the records (`cells`, `claims`, `stats`), and the paper's own numbers
+#   (`paper`).
 # * `aot_lib.book`: what these pages use to show their results (`pages`, `tables`,
-#   `plotting`, `recorded`, `benchmarks`), the seeds, claims and verdicts of the
-#   evidence chapters (`evidence`, `stats`) and the paper's own numbers (`paper`).
+#   `plotting`, `recorded`, `benchmarks`).
 #
 # Every chapter is a jupytext notebook under `notebooks/`: to run and change it, open it
 # in JupyterLab (the README has the one command).

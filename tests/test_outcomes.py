@@ -23,6 +23,9 @@ def test_the_claims_counted_up_front_are_the_plans():
     for ahead, unsettled in ((o.planned_unsettled_ahead, o.planned_unsettled),
                              (o.post_hoc_unsettled_ahead, o.post_hoc_unsettled)):  # every unsettled one has a side
         assert sum(int(n) for n in re.findall(r" in (\d+)", str(ahead))) == int(unsettled), ahead
+    # the post-hoc claims' tables, from the plan's own table keys (table1 .. table4 today)
+    tables = sorted({int(c["table"].removeprefix("table")) for c in plan.values() if c.get("post_hoc")})
+    assert o.post_hoc_tables == "Tables " + ", ".join(map(str, tables[:-1])) + f" and {tables[-1]}"
     asked = sorted({c["seeds"] for k, c in plan.items() if not c.get("post_hoc")})
     assert o.planned_seeds.endswith(f"({' or '.join(map(str, asked))} per claim)")
 
@@ -39,4 +42,8 @@ def test_the_30_minute_goal_is_read_from_the_seeds_probes():
     assert int(o.goal_reached) == sum(t >= float(o.goal_top1) for t in top1) == 0
     assert o.goal_outcome == "not reached"
     assert o.goal_wall == f"{round(min(wall))}–{round(max(wall))}"
+    # the CPU types the seeds ran on, in seed order, as run.json names them ("Intel(R) Xeon(R) Processor")
+    cpus = [json.loads((f / "run.json").read_text())["hardware"]["cpu_model"] for f in folders]
+    named = [" ".join(w for w in c.replace("(R)", "").split() if w != "Processor") for c in cpus]
+    assert o.goal_cpus == " and ".join(dict.fromkeys(named)) == "Intel Xeon and AMD EPYC"
     assert f"{float(o.goal_top1) - max(top1):.2f}" == o.goal_short

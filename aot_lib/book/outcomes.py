@@ -32,13 +32,22 @@ def _unsettled_directions(group: list[dict]) -> str:
     return f"the interval puts {', '.join(parts)}".replace(" in ", " ahead in ", 1) if parts else ""
 
 
+def _tables(keys: list[str]) -> str:
+    """["table2", "table1", "table4"] -> "Tables 1, 2 and 4"."""
+    numbers = sorted({int(k.removeprefix("table")) for k in keys})
+    listed = ", ".join(map(str, numbers[:-1])) + (" and " if len(numbers) > 1 else "") + str(numbers[-1])
+    return f"Table{'s' * (len(numbers) > 1)} {listed}"
+
+
 def outcomes(root: str | Path) -> SimpleNamespace:
     """The book's goals against the records under the checkout ``root``:
 
     * the paper's claims (:func:`aot_lib.evidence.all_claim_rows`): how many, how many the plan judged before their
       runs (``planned``) and after (``post_hoc``), each group's verdict counts and seeds;
+    * the tables the post-hoc claims come from (``post_hoc_tables``);
     * the 30-minute goal (:func:`aot_lib.evidence.goal_30min`): its target, outcome, the seeds' mean and interval,
-      the best seed, the modelled minutes and whose clock they are, the recorded wall times, CRATE's side's minutes;
+      the best seed, the modelled minutes and whose clock they are, the recorded wall times and the CPU types they
+      were taken on (``goal_cpus``), CRATE's side's minutes;
     * where each group's not-settled verdicts point (``planned_unsettled_ahead``, ``post_hoc_unsettled_ahead``);
     * the second search round (issue 55): screening runs recorded of those configured.
     """
@@ -74,6 +83,7 @@ def outcomes(root: str | Path) -> SimpleNamespace:
         + f" ({' or '.join(map(str, plan_seeds))} per claim)",
         post_hoc_reproduced=count(post_hoc, "reproduced", "confirmed"),
         post_hoc_unsettled=count(post_hoc, "not settled"), post_hoc_contradicted=count(post_hoc, "contradicted"),
+        post_hoc_tables=_tables([r["plan"].table for r in claim_rows if r["plan"].post_hoc]),
         post_hoc_seeds=_range([r["diff"].n for r in claim_rows if r["plan"].post_hoc and r["diff"] is not None]),
         planned_unsettled_ahead=_unsettled_directions(planned),
         post_hoc_unsettled_ahead=_unsettled_directions(post_hoc),
@@ -86,6 +96,8 @@ def outcomes(root: str | Path) -> SimpleNamespace:
         goal_modelled=_range(goal["minutes"].values(), ".1f"),
         clock_cpu=_cpu_name(clock["hardware"]["cpu_model"]),
         goal_wall=_range([round(r.wall_time_s / 60) for r in goal["runs"]]),
+        goal_cpus=" and ".join(dict.fromkeys(_cpu_name(dict(r.hardware).get("cpu_model", "an unrecorded CPU"))
+                                             for r in goal["runs"])),
         crate_modelled=f"{crate_minutes:.1f}",
         round2_done=sum((results / "search2" / f"search2_{p.stem}" / "probe.json").exists()
                         for p in search2.glob("*.yaml")),
