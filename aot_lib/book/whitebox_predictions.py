@@ -1,7 +1,8 @@
 """The white-box chapter's four predictions, each judged by a number over the images with its interval (issue 58).
 
-**Written before any of them was computed** (the commit that added this module holds the rules; the chapter says
-which commit): for each family, the trained encoder against the same family's encoder at its initialisation (the
+**Written before any verdict was computed** (the commit that added this module holds the rules; the chapter says
+which commit), though not before every number was seen: an earlier version of the chapter (8d8f190) had shown the
+point readings behind predictions 1-3 on these encoders, as the chapter says. For each family, the trained encoder against the same family's encoder at its initialisation (the
 run's seed, :func:`aot_lib.book.whitebox.initial_encoder`), on the same images at the encoders' training size.
 
 The unit is the image: there is one trained run per family, so an interval says how sure the image sample makes a
@@ -10,7 +11,7 @@ is Student-t over those units at the familywise level :data:`FAMILYWISE` shared 
 (Bonferroni: each at ``1 - FAMILYWISE / m`` for the ``m`` verdicts judged), so a "holds" or "fails" is not one lucky
 reading among eleven.
 
-1. **Compression** (Eq. (6); :func:`aot_lib.training.monitors.layer_rates`, orthonormal bases): per image and layer,
+1. **Compression** (the paper's Eq. (7); :func:`aot_lib.training.monitors.layer_rates`, orthonormal bases): per image and layer,
    the drop ``R^c(Z_in | U) - R^c(Z_out | U)`` (the rate of one image's tokens). *Holds* when every layer's interval
    lies above 0 and the whole stack's drop (first input minus last output) lies above the initial encoder's, paired
    by image; *fails* when some layer's interval lies below 0 or the stack's paired gain lies below 0; else *not
@@ -55,7 +56,7 @@ class Prediction:
 
 PREDICTIONS = (
     Prediction("compression", "Compression",
-               "every layer lowers the coding rate on its own subspaces (Eq. (6)), more than at initialisation",
+               "every layer lowers the coding rate on its own subspaces (Eq. (7)), more than at initialisation",
                "Rᶜ drop per layer per image; the stack's drop, trained − initial, per image",
                ("aot_admm", "crate", "aot")),
     Prediction("sparsity", "Sparsity",
