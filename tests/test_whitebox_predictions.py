@@ -65,6 +65,30 @@ def test_compression_holds_fails_or_is_not_settled_by_its_rule():
     assert unsure["verdict"] == "not settled"
 
 
+def test_counting_every_interval_is_stricter_than_counting_verdicts():
+    """AoT-ADMM and CRATE, each judged on the four predictions: 8 verdicts; compression reads 2 layers and the stack,
+    so 3 + 3 + 6 = 12 intervals. The second layer raises Rc by 1 on 5 images (drops -1, -0.5, -1.5, -0.75, -1.25:
+    t = -5.66 by hand). That is below 0 at 1 - 0.05/8 (|t| > t(0.996875, 4) = 5.26) but not at 1 - 0.05/12
+    (t(0.9979, 4) = 5.89), so compression fails by the rule fixed beforehand and is not settled when every
+    interval counts; the other predictions, clear either way, read alike."""
+    from aot_lib.book.whitebox import judge_predictions
+
+    noise = [0.0, 0.5, -0.5, 0.25, -0.25]
+    base = torch.tensor([0.5, 0.52, 0.48, 0.5, 0.51], dtype=torch.float64)
+    measures = {f: {"trained": {"rates": _rates([[2.0, -1.0 + e] for e in noise]), "zeros": base + 0.1,
+                                "attention": base + 0.2, "foreground": base - 0.3},
+                    "initial": {"rates": _rates([[0.1, 0.1] for _ in noise]), "zeros": base,
+                                "attention": base, "foreground": base}}
+                for f in ("aot_admm", "crate")}
+    labels = {"aot_admm": "a", "crate": "b"}
+    by_verdict = judge_predictions(measures, labels)
+    by_interval = judge_predictions(measures, labels, count_intervals=True)
+    assert {r["tests"] for r in by_verdict} == {8} and {r["tests"] for r in by_interval} == {12}
+    read = [(v["prediction"].key, v["verdict"], w["verdict"]) for v, w in zip(by_verdict, by_interval)]
+    assert read == [("compression", "fails", "not settled")] * 2 + [("sparsity", "holds", "holds")] * 2 + [
+        ("attention", "holds", "holds")] * 2 + [("foreground", "fails", "fails")] * 2
+
+
 def test_a_paired_prediction_reads_its_difference():
     trained = torch.tensor([0.5, 0.6, 0.55, 0.58])
     assert judge_differences(trained, trained - 0.1 + torch.tensor([0.0, 0.01, -0.01, 0.0]), 0.95)["verdict"] == "holds"

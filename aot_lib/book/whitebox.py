@@ -176,20 +176,28 @@ def per_image_measures(encoder: torch.nn.Module, images: torch.Tensor, grid: tup
 MEASURED = {"sparsity": "zeros", "attention": "attention", "foreground": "foreground"}
 
 
-def judge_predictions(measures: Mapping[str, Mapping[str, dict]], labels: Mapping[str, str]) -> list[dict]:
+def judge_predictions(measures: Mapping[str, Mapping[str, dict]], labels: Mapping[str, str],
+                      count_intervals: bool = False) -> list[dict]:
     """Every prediction judged for every family it concerns (``measures[family]["trained" | "initial"]`` of
     :func:`per_image_measures`), each at the Bonferroni level over all of them: rows ``prediction``, ``family``
-    (its label), ``judged`` (the rule's intervals) and ``verdict``."""
+    (its label), ``judged`` (the rule's intervals), ``verdict`` and ``tests`` (the Bonferroni count).
+
+    The rule fixed beforehand counts each verdict as one test. ``count_intervals`` counts every interval a verdict
+    reads instead (compression reads one per layer and one for the stack): a stricter level, a post-hoc check of
+    the rule's, since a compression "fails" can come from any one of its intervals."""
     from .whitebox_predictions import FAMILYWISE, PREDICTIONS, judge_compression, judge_differences
 
     cases = [(p, f) for p in PREDICTIONS for f in p.families if f in measures]
-    confidence = 1 - FAMILYWISE / len(cases)
+    tests = (sum(measures[f]["trained"]["rates"].shape[1] + 1 if p.key == "compression" else 1 for p, f in cases)
+             if count_intervals else len(cases))
+    confidence = 1 - FAMILYWISE / tests
     rows = []
     for p, family in cases:
         t, i = measures[family]["trained"], measures[family]["initial"]
         judged = (judge_compression(t["rates"], i["rates"], confidence) if p.key == "compression"
                   else judge_differences(t[MEASURED[p.key]], i[MEASURED[p.key]], confidence))
-        rows.append({"prediction": p, "family": labels[family], "judged": judged, "verdict": judged["verdict"]})
+        rows.append({"prediction": p, "family": labels[family], "judged": judged, "verdict": judged["verdict"],
+                     "tests": tests})
     return rows
 
 
