@@ -22,13 +22,34 @@ from aot_lib.book.pages import open_chapter
 
 open_chapter(seed=0)
 
+# %% tags=["remove-input"]
+from pathlib import Path
+
+from aot_lib.book.inline import phrases
+from aot_lib.evidence import paper
+from aot_lib.evidence.plan import PLAN_FILE, load_plan
+
+ROOT = Path.cwd().parent if Path.cwd().name == "notebooks" else Path.cwd()
+t2_plan = load_plan(ROOT / PLAN_FILE)
+(t2_margin,) = {t2_plan[k].margin.points for k in ("t2_cifar10", "t2_cifar100")}
+assert "1.39" in t2_plan["t2_cifar10"].why, "the text: the margin before the plan"
+behind = {data: acc["crate_base"] - acc["aot_admm_base"]
+          for data, acc in paper.FINETUNE_ACC.items()}  # the paper's numbers
+claim2 = phrases(c10=f"{behind['cifar10']:.2f}", c100=f"{behind['cifar100']:.2f}",
+                 margin=f"{t2_margin:g}")
+
 # %% [markdown]
 # The paper's Table 2 pretrains the Base models on ImageNet-1K
 # ([](#bib-deng2009imagenet)) with its ImageNet view setting (two global 128-px and two
 # local 64-px crops, patch 16), then fine-tunes every weight on CIFAR-10 and CIFAR-100
-# ([](#bib-krizhevsky2009cifar)). The claim is transfer at about two thirds of CRATE's
-# parameters: AoT-ADMM within a point of CRATE on both data sets (the paper's numbers
-# are shaded in {numref}`tbl-transfer-table2-cpu`).
+# ([](#bib-krizhevsky2009cifar)). The paper's claim: AoT-ADMM "maintains competitive
+# transfer performance while using approximately 32% fewer parameters",
+# {eval}`claim2.c10` and {eval}`claim2.c100` points behind CRATE on CIFAR-10 and
+# CIFAR-100 in its numbers
+# (shaded in {numref}`tbl-transfer-table2-cpu`). This book reads "competitive" as parity
+# within the analysis plan's Table 2 margin, {eval}`claim2.margin` point either way; the
+# plan set it after both seeds were recorded (until then the runs were read against
+# Table 1's 1.39), so the verdicts below are post hoc.
 #
 # **What is scaled down, and what the paper does not say.**
 # {numref}`tbl-transfer-stages` lists every setting of the two stages as `aot_lib` runs
@@ -128,11 +149,11 @@ Table(
 #
 # Each family's pretraining learning rate is its best of $\{10^{-3}, 2\times10^{-3},
 # 4\times10^{-3}\}$ at the recorded budget (20 epochs), each point scored only on the
-# probe's validation split of the Imagenette training images (300 of 3,000;
-# `probe.test=false`; the table's note names the points probed with the test split
-# earlier in their history), as in {ref}`sec-equal-tuning`; every point is in
-# {numref}`tbl-transfer-sweep`. Each family then trains its chain (pretraining, then
-# fine-tuning on each CIFAR set) at its own pick, with two seeds.
+# probe's validation split of the Imagenette training images (`probe.test=false`; the
+# table's note names the points probed with the test split earlier in their history),
+# as in {ref}`sec-equal-tuning`; every point is in {numref}`tbl-transfer-sweep`. Each
+# family then trains its chain (pretraining, then fine-tuning on each CIFAR set) at its
+# own pick, with two seeds.
 
 # %% tags=["hide-input"]
 RESULTS = ROOT / "results" / "cpu"
@@ -147,11 +168,15 @@ configured = {
 }
 for fam, lr in configured.items():
     assert picks["Table 2", fam] == lr, (fam, picks, configured)  # every sweep complete
-t2 = phrases(picks=", ".join(f"{NAMES[f]} at {lr:g}" for f, lr in configured.items()))
+lr_check = evidence.table2_lr_sensitivity(RESULTS)
+t2 = phrases(picks=", ".join(f"{NAMES[f]} at {lr:g}" for f, lr in configured.items()),
+             val_images=lr_check["val_images"],
+             one=f"{100 / lr_check['val_images']:.2f}")
 
 # %% [markdown]
 # Each family pretrains at its pick: {eval}`t2.picks`.
-# The validation split has 300 images: one image is a third of a point, so neighbouring
+# The validation split has {eval}`t2.val_images` images: one image is {eval}`t2.one`
+# points, so neighbouring
 # learning rates within a point or two are close to a tie; the rule picks the best
 # anyway, for every family alike.
 
@@ -161,7 +186,8 @@ t2 = phrases(picks=", ".join(f"{NAMES[f]} at {lr:g}" for f, lr in configured.ite
 #
 # The total loss, its prediction part and the SIGReg statistic of both families (seed
 # 0);
-# under them, a linear probe of the frozen encoder on Imagenette's validation images, to
+# under them, a linear probe of the frozen encoder on Imagenette's `val` folder (its
+# 1,000 images are this chapter's test split: never trained or tuned on), to
 # show what pretraining alone learned. The probe is the *quick* protocol
 # (`probe.protocol`, {ref}`ch-training`): a linear classifier trained with AdamW on
 # cached features of un-augmented images, its learning rate chosen on a validation split
@@ -209,7 +235,7 @@ display(
             Col("linear", "linear top-1 (%), mean ± std"),
         ],
         caption="LeJEPA pretraining on the Imagenette subset (width 192, depth 6), "
-        "probed on its 1,000 validation images",
+        "probed on the 1,000 images of its val folder, the test split here",
         name="tbl-transfer-pretraining",
         notes=["Ten classes: chance is 10 %."]
         + edge_pick_note((r for runs in done.values() for r in runs),
@@ -262,7 +288,6 @@ for fam in NAMES:
             )
         rows.append(row)
 # the superseded lr-2e-3 chain of AoT-ADMM (seed 0 only): a sensitivity row, not a cell
-lr_check = evidence.table2_lr_sensitivity(RESULTS)
 finetune = load_config(CPU_T2 / "aot_admm_imagenette_ft_cifar10.yaml")["finetune"]
 for r in lr_check["rows"]:
     rows.append(dict(model="AoT-ADMM at lr 2e-3 (superseded)", data=DATASETS[r["data"]],
@@ -306,6 +331,8 @@ display(verdict_table(evidence.verdict_rows(claims),
                       caption="Table 2's claims and our controls at CPU scale",
                       name="tbl-transfer-verdicts"))
 (n,) = {r["diff"].n for r in claims}  # every comparison has the same paired seeds
+assert n == 2, "the text: one degree of freedom"
+assert all(r["plan"].post_hoc for r in claims), "the text: all post hoc"
 gaps = {r["data"]: r for r in lr_check["rows"]}
 base = paper.PARAMS_IMAGENET_M
 assert set(gaps) == {"cifar10", "cifar100"}
@@ -334,8 +361,13 @@ verdicts = phrases(
 # {eval}`verdicts.c10_old` at 2e-3 and {eval}`verdicts.c10_new` at 4e-3 on CIFAR-10,
 # {eval}`verdicts.c100_old` and {eval}`verdicts.c100_new` on CIFAR-100 (the superseded
 # rows of {numref}`tbl-transfer-table2-cpu`). The verdicts above use the pick, as the
-# plan says. AoT-ADMM has {eval}`verdicts.fewer` fewer parameters than CRATE at this
-# width (the paper: {eval}`verdicts.paper_fewer` at Base).
+# equal tuning of {ref}`sec-equal-tuning` does for every cell. Post hoc, and said here
+# because it bears on the switch: that sweep and the switch (2026-11-24, commits
+# 1a7fb5d and dc47fde) came after both families' fine-tuning accuracies at 2e-3 had
+# been recorded and seen (2026-11-22, 9ed79b4).
+#
+# AoT-ADMM has {eval}`verdicts.fewer` fewer parameters than CRATE at this width (the
+# paper: {eval}`verdicts.paper_fewer` at Base).
 
 # %% [markdown]
 # ## Exercises
@@ -432,8 +464,8 @@ learned = phrases(n=len(claims), reproduced=counts["reproduced"],
 # :label: tbl-transfer-pretraining
 # :kind: table
 # :enumerator: 9.4
-# LeJEPA pretraining on the Imagenette subset (width 192, depth 6), probed on its 1,000
-# validation images
+# LeJEPA pretraining on the Imagenette subset (width 192, depth 6), probed on the 1,000
+# images of its val folder, the test split here
 # :::
 #
 # :::{figure}
