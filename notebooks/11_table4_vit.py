@@ -22,6 +22,15 @@ from aot_lib.book.pages import open_chapter
 
 open_chapter(seed=0)
 
+# %% tags=["remove-input"]
+from aot_lib.book.inline import phrases
+from aot_lib.evidence import paper
+
+kd = paper.KD_ACC_CIFAR10  # the paper's Table 4
+paper4 = phrases(t=f"{kd['vit_tiny']:.2f}", t_relu=f"{kd['vit_tiny_relu']:.2f}",
+                 s=f"{kd['vit_small']:.2f}", s_relu=f"{kd['vit_small_relu']:.2f}")
+assert kd["vit_small_relu"] > kd["vit_small"], "the text: ViT-S's student gains"
+
 # %% [markdown]
 # This is the paper's black-box check. Each MLP of a standard ViT-T
 # ([](#bib-dosovitskiy2021vit)) is replaced by a ReLU, the proximal step of the sparsity
@@ -30,11 +39,15 @@ open_chapter(seed=0)
 # paper.
 #
 # The paper's Table 4 claims that removing every MLP cuts about two thirds of a ViT's
-# parameters at a small cost in CIFAR-10 accuracy, for ViT-T and ViT-S (its numbers are
-# in the table below, shaded). The paper states that both students start from
+# parameters at little or no cost in CIFAR-10 accuracy: in its numbers the ViT-T
+# student scores {eval}`paper4.t_relu` % against its teacher's {eval}`paper4.t` %, and
+# the ViT-S student {eval}`paper4.s_relu` % against {eval}`paper4.s` %, a gain. This
+# chapter runs ViT-T only; the table below shows the paper's Tiny numbers, shaded. The
+# paper states that both students start from
 # pretrained weights and minimise an equal-weighted sum of two cross-entropies, one
 # against the label and one against the teacher's top class
-# (`aot_lib.training.supervised.hard_label_distillation_loss`).
+# (`aot_lib.training.supervised.hard_label_distillation_loss` takes weights of one half
+# each, DeiT's form: the sum halved, the same minimiser).
 #
 # **What is scaled down** (`configs/cpu/table4/`, one budget for the table):
 #
@@ -60,7 +73,9 @@ open_chapter(seed=0)
 # a machine with internet, `data.download=true` makes torchvision fetch the official
 # CIFAR-10 instead.
 #
-# The commands, in order, each recorded into `results/cpu/`:
+# The commands, in order, each recorded into `results/cpu/`. They made seed 0's chain
+# (at commit 450bbd7); seeds 1 and 2 came from `scripts/evidence_runs.sh controls`
+# (at 2895904), which runs each seed's chain in one go:
 #
 # ```bash
 # export AOT_DATA=../shared/data
@@ -305,22 +320,39 @@ if curves:
 
 # %% tags=["remove-input"]
 tally = evidence.one_sided_tally(claims)
-learned = phrases(
-    verdicts="; ".join(f"{r['claim'].what}: {r['verdict']}" for r in claims),
-    held=tally["held"], judged=tally["judged"])
+read4 = {r["key"]: r for r in evidence.verdict_rows(claims)}
+teacher, control = read4["t4_teacher"], read4["t4_kd"]
+assert (teacher["verdict"], teacher["ahead"], teacher["one_sided"]) == (
+    "not settled (post hoc)", "the teacher", "not settled (post hoc)"), teacher
+assert (control["verdict"], control["ahead"]) == ("not settled (post hoc)", "neither")
+assert (tally["judged"], tally["held"]) == (1, 0), "the text: the one parity claim"
+(t4_row,) = [r for r in claims if r["plan"].key == "t4_teacher"]
+t4_plan = t4_row["plan"]
+assert t4_row["diff"].low < t4_plan.margin.points < t4_row["diff"].high, \
+    "the text: the interval reaches past the margin"
+assert "margin was 0.82" in t4_plan.why, "the text: the margin before the plan"
+learned = phrases(gap=teacher["ours"], gap_ci=teacher["interval"],
+                  margin=f"{teacher['margin']:g}", kd_gap=control["ours"],
+                  kd_ci=control["interval"])
 
 # %% [markdown]
 # ## What we learned
 #
-# * The whole of Table 4 runs on two CPU cores: LeJEPA pretraining of the ViT that
+# * Table 4's ViT-T row runs on two CPU cores: LeJEPA pretraining of the ViT that
 #   stands in for the paper's pretrained weights, a fine-tuned teacher, and DeiT
 #   hard-label distillation into the MLP-free student.
 # * Each block keeps $4d^2$ of attention weights and loses $8d^2$ of MLP, so the MLPs
-#   are about two thirds of a ViT-T at any depth, as the paper's counts say.
-# * The control separates what the teacher gives the student from what the student
-#   learns from the labels alone. Verdicts: {eval}`learned.verdicts`. Read one-sided
-#   (non-inferiority, a secondary reading), {eval}`learned.held` of the
-#   {eval}`learned.judged` parity claims hold.
+#   are two thirds of a block's weights, and a little less of a whole ViT-T (the stem
+#   and head stay), as the paper's counts say.
+# * The teacher is ahead of its student by {eval}`learned.gap` points; the 95 %
+#   interval, {eval}`learned.gap_ci`, reaches past the plan's margin of
+#   {eval}`learned.margin` point on the teacher's side, so parity is not settled, and
+#   read one-sided (non-inferiority, a secondary reading) it does not hold either.
+#   The control, the student distilled against the same student trained on labels
+#   alone, is {eval}`learned.kd_gap` points ({eval}`learned.kd_ci`): not settled, so
+#   three seeds cannot say what the teacher adds. Both verdicts are post hoc: the
+#   margin was set after seed 0 (0.82, then {eval}`learned.margin` once all three seeds
+#   were in) and the one-sided reading added after seed 0.
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
