@@ -211,22 +211,16 @@ def cpu30b_probe(root: Path = ROOT) -> dict:
 
 
 def ranked(rows: list[dict]) -> list[dict]:
-    """The screening rows (:func:`aot_lib.evidence.search_rows` of round 2) by the rule: the mean over the three
-    families rounded to 0.01 points, best first, a tie to the earlier candidate. Refuses a screening that is not
-    complete, or has a pick at an edge ``widen`` would still probe, naming the first such run and the fix."""
-    from aot_lib.evidence import SEARCH_FAMILIES
+    """The screening rows (:func:`aot_lib.evidence.search_rows` of round 2) by the rule
+    (:func:`aot_lib.evidence.round2_ranking`, where the book reads it too): the mean over the three families rounded to
+    0.01 points, best first, a tie to the earlier candidate. Refuses a screening that is not complete, or has a pick
+    at an edge ``widen`` would still probe, naming the first such run and the fix."""
+    from aot_lib.evidence import round2_ranking
 
-    missing = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES if r[f] is None]
-    if missing:
-        raise SystemExit(f"recipe_search2: {len(missing)} screening runs are not recorded (the first: {missing[0]}): "
-                         "run nice -n 10 scripts/evidence_runs.sh search2, record them, then rank")
-    edges = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES
-             if widened_grid({"grid": r[f"{f}_grid"], "lr": r[f"{f}_lr"]})]
-    if edges:
-        raise SystemExit(f"recipe_search2: {len(edges)} screening picks sit at an edge not yet widened (the first: "
-                         f"{edges[0]}): run recipe_search2.py widen from a clean checkout, record it, then rank")
-    order = {r["candidate"]: i for i, r in enumerate(rows)}
-    return sorted(rows, key=lambda r: (-round(r["mean"], 2), order[r["candidate"]]))
+    try:
+        return round2_ranking(rows)
+    except ValueError as e:
+        raise SystemExit(f"recipe_search2: {e}") from None
 
 
 def write_finalists(rows: list[dict], out: Path = FINAL) -> list[Path]:

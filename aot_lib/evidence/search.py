@@ -15,7 +15,7 @@ from .records import checked_accuracy, damaged, newest_result, read_json, read_t
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
            "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE",
            "ROUND2_PROBE_LR", "ROUND2_WIDER", "ROUND2_STEP_BUDGET_S",
-           "ROUND2_PROXY_FRACTION", "ROUND2_SAME_STEP_AS_BASE", "widened_grid", "BF16_CHECK", "bf16_check"]
+           "ROUND2_PROXY_FRACTION", "ROUND2_SAME_STEP_AS_BASE", "widened_grid", "round2_ranking", "BF16_CHECK", "bf16_check"]
 
 #: Round 2's screening probe grid, and the one step it is widened by on the side of an edge pick (the rule of
 #: scripts/recipe_search2.py, which uses these; here so that the book reads the rule the script applies).
@@ -40,6 +40,24 @@ def widened_grid(scores: Mapping) -> list[float] | None:
     if pick == grid[-1] and grid[-1] < ROUND2_WIDER["high"]:
         return [*grid, ROUND2_WIDER["high"]]
     return None
+
+
+def round2_ranking(rows: list[dict]) -> list[dict]:
+    """Round 2's screening rows (:func:`search_rows` with ``round=2``) ranked by the rule of
+    ``scripts/recipe_search2.py``: the mean over the three families rounded to 0.01 points, best first, a tie to the
+    earlier candidate. Refuses a screening that is not complete, or has a pick at an edge the widening step would
+    still probe (:func:`widened_grid`), naming the first such run and the fix."""
+    missing = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES if r[f] is None]
+    if missing:
+        raise ValueError(f"{len(missing)} screening runs are not recorded (the first: {missing[0]}): run nice -n 10 "
+                         "scripts/evidence_runs.sh search2, record them, then rank")
+    edges = [f"{r['candidate']} on {f}" for r in rows for f in SEARCH_FAMILIES
+             if widened_grid({"grid": r[f"{f}_grid"], "lr": r[f"{f}_lr"]})]
+    if edges:
+        raise ValueError(f"{len(edges)} screening picks sit at an edge not yet widened (the first: {edges[0]}): run "
+                         "recipe_search2.py widen from a clean checkout, record it, then rank")
+    order = {r["candidate"]: i for i, r in enumerate(rows)}
+    return sorted(rows, key=lambda r: (-round(r["mean"], 2), order[r["candidate"]]))
 
 
 #: The equal learning-rate sweep (issue 22): per table and family, the recorded folders (under ``results/cpu``) of
