@@ -124,8 +124,10 @@ gpu = phrases(
 # ({numref}`tbl-gpu-measured-paper`). A reading, not a measurement: with
 # {eval}`gpu.global_tokens` tokens per global view and {eval}`gpu.local_tokens` per
 # local one (class token included), each layer's matrices are small, and a GPU's step
-# time follows the number and size of its kernels more than its FLOPs. %% [markdown] **A
-# whole recipe cell on the GPU.** The same config as the CPU chapters'
+# time follows the number and size of its kernels more than its FLOPs.
+
+# %% [markdown]
+# **A whole recipe cell on the GPU.** The same config as the CPU chapters'
 # `cpu30_aot_admm_cifar10` (AoT-ADMM, CIFAR-10, seed 0, 22 epochs), pretrained with the
 # GPU defaults and probed with the same protocol, beside its CPU record:
 
@@ -453,18 +455,19 @@ else:
 # %% [markdown]
 # ## What we learned
 #
-# * Every table of the paper is one or two commands away, on one GPU or many, from
-#   configs that the test suite trains for a step on every change. * The estimates put
-#   AoT-ADMM's pretraining at under half of CRATE's cost at every size — they follow the
-#   FLOP counts by construction. On one GPU at the Base configs, AoT-ADMM's step was not
-#   half of CRATE's in either loan, and every step took longer than its estimate allows
-#   ({numref}`tbl-gpu-measured-paper`, {numref}`tbl-gpu-second-loan`): the model's hours
-#   are a floor. Our reading, not a measurement: at CIFAR's few tokens per image, FLOPs
-#   do not predict a GPU's time. * On the GPU, bf16 with compiled layers kept the
-#   encoders' features within 1 % of float64, and one recipe cell trained there to a
-#   probe comparable to its CPU record ({numref}`tbl-gpu-measured-cell`). * The test
-#   suite had assumed a CPU: on a machine with a GPU, its CPU references met bf16
-#   results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
+# * Every table of the paper is one or two commands away, from configs that the test
+#   suite trains for a step on every change (on the CPU, in float32).
+# * The estimates put AoT-ADMM's pretraining at under half of CRATE's cost at every
+#   size — they follow the FLOP counts by construction. On one GPU at the Base configs,
+#   AoT-ADMM's step was not half of CRATE's in either loan, and every step took longer
+#   than its estimate allows ({numref}`tbl-gpu-measured-paper`,
+#   {numref}`tbl-gpu-second-loan`): the model's hours are a floor. Our reading, not a
+#   measurement: at CIFAR's few tokens per image, FLOPs do not predict a GPU's time.
+# * On the GPU, bf16 with compiled layers kept the encoders' features within 1 % of
+#   float64, and one recipe cell trained there to a probe comparable to its CPU record
+#   ({numref}`tbl-gpu-measured-cell`).
+# * The test suite had assumed a CPU: on a machine with a GPU, its CPU references met
+#   bf16 results ({numref}`tbl-gpu-suite`). Tests now pin the device they compare on.
 
 # %% [markdown] tags=["remove-cell"]
 # % aot-jupyterlab-key
