@@ -289,6 +289,28 @@ def test_ddp_trainer_runs_and_logs_the_same_first_step(setup):
 
 
 @pytest.mark.parametrize("kind", ["finetune", "distill"])
+def test_ddp_supervised_runs_and_logs_the_same_first_step(setup, kind):
+    """Fine-tuning and distillation under ddp_spawn (two CPU processes): Fabric must be launched, and the first
+    logged loss (at the initial weights, before any optimiser step) agrees with one process, since each process
+    takes its rank's share of the same global batch."""
+    data, out = setup
+    vit = "model.overrides={depth: 1, embed_dim: 24, num_heads: 2, patch_size: 4}"
+    extra = ["model.name=vit_tiny"]
+    if kind == "distill":
+        train.finetune(tiny_config(data, out, f"run.name=teacher_{kind}", "model.name=vit_tiny", vit))
+        extra = [f"distill.teacher={out / f'teacher_{kind}' / 'last.ckpt'}", "model.name=vit_tiny_relu"]
+    common = [vit, *extra, "run.ckpt_every=100"]
+    fn = getattr(train, kind)
+    one = fn(tiny_config(data, out, f"run.name={kind}_one", *common))
+    two = fn(tiny_config(data, out, f"run.name={kind}_two", *common, "fabric.strategy=ddp_spawn",
+                         "fabric.devices=2", "fabric.accelerator=cpu"))
+    a, b = _losses(out / f"{kind}_one"), _losses(out / f"{kind}_two")
+    assert sorted(a) == sorted(b) == list(range(1, one["steps"] + 1))
+    assert b[1] == pytest.approx(a[1], rel=1e-5)  # float32 summation order only
+    assert two["steps"] == one["steps"] and two["test_images"] == one["test_images"]
+
+
+@pytest.mark.parametrize("kind", ["finetune", "distill"])
 def test_supervised_runs_resume_to_the_uninterrupted_result(setup, kind):
     """Fine-tuning and distillation share the pretraining loop and checkpoint layout: paused and resumed
     equals uninterrupted (same batches, augmentations and weights)."""

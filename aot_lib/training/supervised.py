@@ -12,6 +12,7 @@ Drop-path is not offered: AoT-ADMM's layer is one ADMM iteration, not a residual
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -113,71 +114,82 @@ def _load_into(model: nn.Module, ckpt: dict, path, what: str) -> dict:
 
 def _supervised(cfg: dict, kind: str, student: nn.Module, teacher: nn.Module | None, mean, std, info: dict,
                 train, test) -> dict:
-    sc = cfg[kind]
     with RunFolder(cfg, kind) as run:
         run.update(data={"train": train.provenance, "test": test.provenance},
                    normalization={"mean": list(mean), "std": list(std)},
                    init={k: v for k, v in info.items() if k != "checkpoint_config"})
         fabric = make_fabric(cfg["fabric"], loggers=make_loggers(run.path))
-        fabric.seed_everything(cfg["run"]["seed"])
-        if compile_enabled(cfg["model"]["compile"], fabric.device):
-            from ..models.compile import compile_blocks
+        # launched as pretraining is: one process as it is, several by Fabric's launcher (or torchrun's)
+        result = fabric.launch(_supervised_worker, cfg, kind, run, student, teacher, mean, std, train, test)
+        if fabric.world_size > 1 and not isinstance(result, dict):  # spawn launcher: read rank 0's result
+            done = run.path / f"{kind}.json"
+            result = json.loads((done if done.exists() else run.path / "run.json").read_text())
+    return result
 
-            compile_blocks(student)
-        size = student.img_size
-        aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
-                                               jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
-        opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
-                                lr=sc["lr"])
-        student, opt = fabric.setup(student, opt)
-        if teacher is not None:
-            teacher = fabric.to_device(teacher).eval()
-        gb = sc["batch_size"]
-        world, rank = fabric.world_size, fabric.global_rank
-        if gb % world:
-            raise ValueError(f"{kind}.batch_size={gb} must be divisible by the number of processes ({world})")
-        spe, total, warmup = schedule_steps(len(train), gb, sc["epochs"], sc["warmup_epochs"], None)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, warmup))
-        gen = torch.Generator().manual_seed(cfg["run"]["seed"] + 1)
-        local = gb // world
-        smoothing = sc.get("label_smoothing", 0.0)
-        mixing = sc.get("mixup", 0.0) > 0 or sc.get("cutmix", 0.0) > 0
-        num_classes = len(train.classes)
 
-        def step_fn(step: int) -> dict:
-            epoch, i = divmod(step, spe)
-            idx = batch_indices(cfg["run"]["seed"], epoch, i, len(train), gb, rank, world)
-            images = train.images[idx]
-            if sc.get("randaugment"):
-                torch.manual_seed(cfg["run"]["seed"] * 1_000_003 + step)  # RandAugment draws from the global RNG
-                images = _randaugment(images)
-            x = aug(images.to(fabric.device), gen, global_batch=gb, offset=rank * local)[0]
-            y = train.labels[idx].to(fabric.device)
-            if mixing:
-                x, target = mix_batch(x, y, num_classes, sc["mixup"], sc["cutmix"], gen, smoothing)
-                logits = student(x)
-                ce = torch.sum(-target * F.log_softmax(logits.float(), dim=1), dim=1).mean()
-            else:
-                logits = student(x)
-                ce = F.cross_entropy(logits, y, label_smoothing=smoothing)
-            if teacher is None:
-                return {"loss": ce, "epoch": epoch}
-            with torch.no_grad():
-                teacher_logits = teacher(x)
-            loss = hard_label_distillation_loss(logits, ce, teacher_logits, sc["alpha"])
-            return {"loss": loss, "ce_label": ce.detach(), "epoch": epoch}
+def _supervised_worker(fabric, cfg: dict, kind: str, run: RunFolder, student: nn.Module, teacher: nn.Module | None,
+                       mean, std, train, test) -> dict:
+    run.main = fabric.is_global_zero
+    sc = cfg[kind]
+    fabric.seed_everything(cfg["run"]["seed"])
+    if compile_enabled(cfg["model"]["compile"], fabric.device):
+        from ..models.compile import compile_blocks
 
-        result = fit(fabric, run, student, opt, sched, step_fn, total_steps=total, rng=gen, images_per_step=gb,
-                     kind=kind)
-        if result.get("paused"):
-            return result
-        acc = evaluate(student, test, size, mean, std, fabric.device)
-        out = {"top1": acc, "steps": result["step"], "test_images": len(test), "train_images": len(train),
-               "data": {"train": dict(train.provenance), "test": dict(test.provenance)},
-               "wall_time_s": run.record.get("wall_time_s")}
-        run.write_result(f"{kind}.json", out)
-        run.finish(result=out)
-        return out
+        compile_blocks(student)
+    size = student.img_size
+    aug = BatchedMultiCrop(MultiCropConfig(n_global=1, n_local=0, global_size=size, global_scale=(0.35, 1.0),
+                                           jitter_p=0.0, grayscale_p=0.0, solarize_p=0.0, mean=mean, std=std))
+    opt = torch.optim.AdamW(param_groups(student, sc["weight_decay"], sc.get("layer_decay", 1.0), sc["lr"]),
+                            lr=sc["lr"])
+    student, opt = fabric.setup(student, opt)
+    if teacher is not None:
+        teacher = fabric.to_device(teacher).eval()
+    gb = sc["batch_size"]
+    world, rank = fabric.world_size, fabric.global_rank
+    if gb % world:
+        raise ValueError(f"{kind}.batch_size={gb} must be divisible by the number of processes ({world})")
+    spe, total, warmup = schedule_steps(len(train), gb, sc["epochs"], sc["warmup_epochs"], None)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, warmup))
+    gen = torch.Generator().manual_seed(cfg["run"]["seed"] + 1)
+    local = gb // world
+    smoothing = sc.get("label_smoothing", 0.0)
+    mixing = sc.get("mixup", 0.0) > 0 or sc.get("cutmix", 0.0) > 0
+    num_classes = len(train.classes)
+
+    def step_fn(step: int) -> dict:
+        epoch, i = divmod(step, spe)
+        idx = batch_indices(cfg["run"]["seed"], epoch, i, len(train), gb, rank, world)
+        images = train.images[idx]
+        if sc.get("randaugment"):
+            torch.manual_seed(cfg["run"]["seed"] * 1_000_003 + step)  # RandAugment draws from the global RNG
+            images = _randaugment(images)
+        x = aug(images.to(fabric.device), gen, global_batch=gb, offset=rank * local)[0]
+        y = train.labels[idx].to(fabric.device)
+        if mixing:
+            x, target = mix_batch(x, y, num_classes, sc["mixup"], sc["cutmix"], gen, smoothing)
+            logits = student(x)
+            ce = torch.sum(-target * F.log_softmax(logits.float(), dim=1), dim=1).mean()
+        else:
+            logits = student(x)
+            ce = F.cross_entropy(logits, y, label_smoothing=smoothing)
+        if teacher is None:
+            return {"loss": ce, "epoch": epoch}
+        with torch.no_grad():
+            teacher_logits = teacher(x)
+        loss = hard_label_distillation_loss(logits, ce, teacher_logits, sc["alpha"])
+        return {"loss": loss, "ce_label": ce.detach(), "epoch": epoch}
+
+    result = fit(fabric, run, student, opt, sched, step_fn, total_steps=total, rng=gen, images_per_step=gb,
+                 kind=kind)
+    if result.get("paused"):
+        return result
+    acc = evaluate(student, test, size, mean, std, fabric.device)
+    out = {"top1": acc, "steps": result["step"], "test_images": len(test), "train_images": len(train),
+           "data": {"train": dict(train.provenance), "test": dict(test.provenance)},
+           "wall_time_s": run.record.get("wall_time_s")}
+    run.write_result(f"{kind}.json", out)
+    run.finish(result=out)
+    return out
 
 
 def finetune(cfg: dict) -> dict:
