@@ -737,34 +737,51 @@ round2 = phrases(
     up=", ".join(f"{x:g}" for x in plan_r2["probe_lr_above"]),
     down=", ".join(f"{x:.0e}".replace("e-0", "e-") for x in plan_r2["probe_lr_below"]))
 assert facts2["edges"], "the text: some widened runs still pick an end"
+# the rule's ranking (recipe_search2.py finalists applies it) of the whole screening
+ranking = evidence.round2_ranking(facts2["rows"])
+first, second, *rest = ranking
+base2 = next(r for r in ranking if r["candidate"] == "r0_base")
+assert len(facts2["done"]) == len(facts2["rows"]) * len(FAMILY_NAMES), "the text: all"
+assert round(second["mean"], 2) > round(rest[0]["mean"], 2), \
+    "the text: no tie at second"
+ranked2 = phrases(
+    first=f"{first['candidate']} ({first['change']}, {first['mean']:.2f} %)",
+    second=f"{second['candidate']} ({second['change']}, {second['mean']:.2f} %)",
+    next="; ".join(f"{r['candidate']} {r['mean']:.2f}" for r in rest[:3]),
+    base=f"{base2['mean']:.2f}",
+    base_place=f"{ranking.index(base2) + 1} of {len(ranking)}",
+    ahead=f"{second['mean'] - base2['mean']:+.2f}", edges=len(facts2["edges"]))
 assert (plan_r2["probe_lr_below"][0], plan_r2["probe_lr_above"][0]) == (
     evidence.ROUND2_WIDER["low"], evidence.ROUND2_WIDER["high"]), \
     "the text: the extension's first step is the search's"
 
 # %% [markdown]
-# {eval}`round2.done` of the {eval}`round2.total` screening runs are recorded;
-# {eval}`round2.screened` of the {eval}`round2.candidates` candidates have all three
-# families. The highest score in each family's column so far: {eval}`round2.best`. That
-# is a reading of part of the screening, not the rule's ranking, which waits for every
-# candidate.
+# All {eval}`round2.done` screening runs are recorded, every pick at an end of the grid
+# probed again one step wider. The highest score in each family's column:
+# {eval}`round2.best`. The rule ranks the candidates by their mean over the three
+# families, rounded to 0.01 points, a tie going to the earlier candidate
+# (`aot_lib.evidence.round2_ranking`, which `recipe_search2.py finalists` applies). The
+# two finalists are **{eval}`ranked2.first`** and **{eval}`ranked2.second`**; next come
+# {eval}`ranked2.next`. Round 1's recipe itself, r0, ranks
+# {eval}`ranked2.base_place` with {eval}`ranked2.base` %, so the second finalist is
+# {eval}`ranked2.ahead` points above it. Each number is one seed of a screening run,
+# 30 % of the full length: the full-length runs are what decide. The
+# {eval}`ranked2.edges` runs still at the widened top count as they stand, as the rule
+# says.
 #
-# What follows the screening is written, and tested, before its end.
-# `recipe_search2.py finalists` refuses to rank until every candidate is screened on
-# every family and no pick still sits at a grid's edge that `widen` could probe past;
-# a tie is read as equal means at 0.01 points, the precision the tables show. The two
-# finalists run at full length with a probe that takes the widening step itself
-# (`probe.lr_below`, `probe.lr_above`, {ref}`sec-quick-probe`), and `recipe_search2.py
-# recipe` writes the better one's cells, `configs/cpu/cpu30b/`.
+# The two finalists run at full length on every family, with a probe that takes the
+# widening step itself (`probe.lr_below`, `probe.lr_above`, {ref}`sec-quick-probe`),
+# and `recipe_search2.py recipe` writes the better one's cells, `configs/cpu/cpu30b/`.
 #
 # One added rate is not always enough. Some screening runs, probed again with one rate
-# added past the end they picked, picked that new rate too; so far:
-# {eval}`round2.which`. The search ranks them as they stand, as its rule says. A
-# round-2 cell's pick, though, must not sit at the edge of its grid. So a seventh
-# addendum to the plan, written when the first of these were seen and before any
-# finalist or round-2 cell ran, lets the probe of every round-2 cell and floor keep
-# adding rates, one at a time, while its pick stays at an end: up through
-# {eval}`round2.up`, and down through {eval}`round2.down`. The first rate it adds is
-# the one the search adds, so where that one rate was enough, the pick is the same.
+# added past the end they picked, picked that new rate too: {eval}`round2.which`. The
+# search ranks them as they stand, as its rule says. A round-2 cell's pick, though, must
+# not sit at the edge of its grid. So a seventh addendum to the plan, written when the
+# first of these were seen and before any finalist or round-2 cell ran, lets the probe
+# of every round-2 cell and floor keep adding rates, one at a time, while its pick stays
+# at an end: up through {eval}`round2.up`, and down through {eval}`round2.down`. The
+# first rate it adds is the one the search adds, so where that one rate was enough, the
+# pick is the same.
 
 # %% tags=["hide-input"]
 idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
