@@ -277,8 +277,9 @@ else:
 # distillation from the teacher's (the path each reads is in the comment). Pretraining
 # on a CIFAR set is followed by the linear probe of the same file; Table 2's pretraining
 # on streamed ImageNet is not probed (the paper fine-tunes it instead). The paper's
-# Table 2 pretrains on ImageNet-1K streamed from litdata chunks: convert the ImageFolder
-# tree once with `aot convert /data/imagenet data/imagenet1k-litdata --split train`
+# Table 2 pretrains on ImageNet-1K streamed from litdata chunks (`pip install -e
+# ".[stream]"` adds litdata): convert the ImageFolder tree once with
+# `aot convert /data/imagenet data/imagenet1k-litdata --split train`
 # (README, "Streaming ImageNet-scale data"), or point `data.root` at where the chunks
 # are.
 
@@ -311,7 +312,10 @@ for f in sorted(PAPER.glob("*/*.yaml"),
 # recipe and the learning rate do not change with $N$. SIGReg's characteristic
 # functions are all-reduced across processes and the projector's BatchNorm uses the
 # global batch's statistics, so $N$ processes compute the loss one process would on
-# that batch (tested with two CPU processes).
+# that batch (tested with two CPU processes). Fine-tuning and distillation take the
+# same flags (`finetune.batch_size`, `distill.batch_size` are global too); their first
+# step under two CPU processes is tested against one process as well. Only `ddp_spawn`
+# on CPUs is tested here: `ddp` on GPUs and `fsdp` are not.
 #
 # ```bash
 # # one node, 8 GPUs (Fabric spawns the processes); fabric.strategy=fsdp is untested
