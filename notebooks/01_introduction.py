@@ -483,6 +483,9 @@ margin_panel(rows)
 # (ch-transfer)=
 # ###### Table 2 at CPU scale: pretrain on ImageNet-style images, fine-tune on CIFAR
 #
+# (ch-white-box)=
+# ###### The white box, opened: attention, patch features and layer-wise rates
+#
 # (ch-table4)=
 # ###### Table 4 at CPU scale: a ViT without MLPs, with and without distillation
 #

@@ -627,7 +627,8 @@ knn = phrases(seed=seed, target=f"{target:.2f}", admm=f"{reach['aot_admm']:.1f}"
 # Only seed {eval}`knn.seed` ran with the monitor in both AoT-ADMM and CRATE, so what
 # follows is one run against one run, with no spread to read it against. Both its curves
 # reach {eval}`knn.target` % validation k-NN accuracy (the lower of their final values,
-# a threshold read post hoc from these curves, as no plan fixed one); AoT-ADMM first at {eval}`knn.admm` modelled minutes, CRATE at {eval}`knn.crate`
+# a threshold read post hoc from these curves, as no plan fixed one); AoT-ADMM first at
+# {eval}`knn.admm` modelled minutes, CRATE at {eval}`knn.crate`
 # ({eval}`knn.ratio`× as long). Benchmarked step times (median of {eval}`knn.n_bench`
 # interleaved recordings at {eval}`knn.commits`): {eval}`knn.steps`.
 

@@ -41,7 +41,6 @@ def _cases():
     knn = _cfg("aot_admm_cifar10_seed2.yaml")["monitor"]
     t2_pre, t2_ft = _cfg("table2/aot_admm_imagenette.yaml"), _cfg("table2/aot_admm_imagenette_ft_cifar10.yaml")
     imagenette = _recorded_probe("cpu_crate_imagenette")
-    val = round(imagenette["train_images"] * imagenette["linear_val_fraction"])
     t2_seeds = len(list((CPU / "table2").glob("aot_admm_imagenette.yaml"))
                    + list((CPU / "table2").glob("aot_admm_imagenette_seed*.yaml")))
     vit, teacher = _cfg("table4/vit_tiny_lejepa.yaml"), _cfg("table4/vit_tiny_teacher.yaml")
@@ -60,10 +59,8 @@ def _cases():
                           + ("width and depth" if 2 * width == paper_width and 2 * depth == paper_depth
                              else "<width and depth are not half the paper's Tiny>")),
         ("09_transfer", f"at the recorded budget ({t2_pre['optim']['epochs']} epochs)"),
-        ("09_transfer", f"Imagenette training images ({val} of {imagenette['train_images']:,};"),
         ("09_transfer", f"pick, with {_words(t2_seeds)} seeds."),
-        ("09_transfer", f"The validation split has {val} images"),
-        ("09_transfer", f"probed on its {imagenette['test_images']:,} validation images"),
+        ("09_transfer", f"probed on the {imagenette['test_images']:,} images of its val folder"),
         ("09_transfer", f"A {imagenette['train_images']:,}-image subset"),
         ("09_transfer", f"{t2_ft['finetune']['epochs']} fine-tuning epochs"),
         ("11_table4_vit", f"for {vit['optim']['epochs']} epochs, not {epochs}, because a ViT-T layer costs\n#   "
