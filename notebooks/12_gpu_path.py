@@ -501,6 +501,9 @@ else:
 # In the book these are links; in JupyterLab this cell gives them their numbers and
 # titles, and the works the chapter cites their full references.
 #
+# (sec-recipe-search)=
+# ###### More accuracy per CPU-minute: the recipe search
+#
 # :::{figure}
 # :label: tbl-gpu-measured-trainer
 # :kind: table
