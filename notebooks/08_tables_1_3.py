@@ -1170,7 +1170,7 @@ learned = phrases(
 #   pretraining adds {eval}`floors30.low` to {eval}`floors30.high` points
 #   ({numref}`tbl-floors-30`), though {eval}`floors30.edges` of those
 #   {eval}`floors30.recorded` floors picked an end of that grid; extended at that end,
-#   none does ({ref}`sec-grid-edges`).
+#   none does ({ref}`where the grids stand <sec-grid-edges>`).
 # * The learning rate was tuned alike, on validation data: each family's own best of
 #   the same three points (AoT-ADMM's point was first picked with test scores in view,
 #   then scored again on validation only). The projector, the SIGReg slices and the
