@@ -1199,8 +1199,8 @@ if encoder is not None:
 # :enumerator: 7.1
 # The recipe search’s screening runs: validation k-NN accuracy after each epoch against
 # modelled pretraining time (steps times the idle, interleaved step time), one panel per
-# family, one line per candidate. Each run is its candidate’s 30-minute schedule
-# compressed to 30 % of the epochs.
+# family, one line per candidate. Each run is its candidate’s schedule of 30 modelled
+# minutes on the search’s clock, compressed to 30 % of the epochs.
 # :::
 #
 # :::{figure}
