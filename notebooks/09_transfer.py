@@ -63,7 +63,9 @@ claim2 = phrases(c10=f"{behind['cifar10']:.2f}", c100=f"{behind['cifar100']:.2f}
 # recipe ([](#bib-caron2021dino)) as LeJEPA's example does, and label smoothing 0.1 with
 # weight decay 0.05 are the usual fine-tuning defaults of DeiT
 # ([](#bib-touvron2021deit)). The projector and SIGReg settings are discussed in
-# {ref}`the objective chapter <sec-objective-provenance>`. The commands:
+# {ref}`the objective chapter <sec-objective-provenance>`. The commands below make seed
+# 0's chain; `scripts/evidence_runs.sh table2` runs both seeds' chains, and the sweep
+# and the from-scratch control are its groups `sweeps` and `controls`:
 #
 # ```bash
 # export AOT_DATA=../shared/data
