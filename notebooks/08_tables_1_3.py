@@ -15,7 +15,8 @@
 # # Tables 1 and 3 and Figure 3, at CPU scale
 #
 # **This chapter:** AoT-ADMM against CRATE (Table 1, Figure 3) and AoT (Table 3), tuned
-# alike on validation data, over seeds, with an interval and a verdict per claim.
+# alike on validation data, over seeds, with an interval and a verdict per claim of the
+# two tables; Figure 3's curves are one seed, read descriptively.
 
 # %% tags=["remove-input"]
 from aot_lib.book.pages import open_chapter
