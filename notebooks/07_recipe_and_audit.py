@@ -718,9 +718,8 @@ assert slower[0][0] in evidence.ROUND2_SAME_STEP_AS_BASE and all(
 # stays the slower CPU type and round 2's lengths stand; every run's `run.json` names
 # the CPU it ran on.
 #
-# {numref}`tbl-recipe-search2-screening` is the screening as far as it has run. The
-# runs go one at a time in the background, from a clean clone, and the table grows as
-# they are recorded.
+# {numref}`tbl-recipe-search2-screening` is the screening. The runs went one at a time
+# in the background, from a clean clone at one commit.
 
 # %% tags=["hide-input"]
 table2, facts2 = search2_table(ROOT)
@@ -765,7 +764,7 @@ assert (plan_r2["probe_lr_below"][0], plan_r2["probe_lr_above"][0]) == (
 # {eval}`ranked2.next`. Round 1's recipe itself, r0, ranks
 # {eval}`ranked2.base_place` with {eval}`ranked2.base` %, so the second finalist is
 # {eval}`ranked2.ahead` points above it. Each number is one seed of a screening run,
-# 30 % of the full length: the full-length runs are what decide. The
+# {eval}`rule2.proxy` of the full length: the full-length runs are what decide. The
 # {eval}`ranked2.edges` runs still at the widened top count as they stand, as the rule
 # says.
 #
@@ -1031,7 +1030,7 @@ if encoder is not None:
 # ### Against the untrained network, with orthonormal bases
 #
 # Two controls for the audit of {numref}`tbl-recipe-layer-audit`, both in
-# {numref}`tbl-recipe-audit-control`. First, $R^c(Z\mid U)$ of the paper's Eq. (6)
+# {numref}`tbl-recipe-audit-control`. First, $R^c(Z\mid U)$ of the paper's Eq. (7)
 # assumes each $U_k$ has orthonormal columns; the learned $U_k$ do not, so here each
 # head's basis is orthonormalised (QR) first, which measures the subspaces alone.
 # Second, the same table for the network at initialisation (the weights the run started

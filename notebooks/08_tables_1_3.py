@@ -283,6 +283,9 @@ new_pick = [abs(m) for r, m in zip(again_w, moved_w)
             if r["again"]["lr"] != r["first"]["lr"] and r in encoders_w]
 assert max(new_pick) > max(r["shared_diff"] for r in encoders_w), \
     "the text: at a new pick an encoder's test moved more than its machine alone"
+assert max(new_pick) == max(abs(m) for m in moved_w), "the text: the largest, new pick"
+assert max(abs(m) for m in moved_w) < min(f["diff"].mean for f in floors_wide), \
+    "the text: every move small beside the floor gains"
 wide_edge = phrases(
     recorded=len(again_w), cpu_first=cpu_first_w,
     cpu_again=cpu_again_w, control_rates=len(differs_w),
@@ -309,10 +312,10 @@ wide_edge = phrases(
 # its grid. At the rates both probes tried, which is what the other CPU type and the
 # code since move by themselves, the validation accuracy moved by up to
 # {eval}`wide_edge.shared_max` points for raw pixels and {eval}`wide_edge.encoders_max`
-# for the untrained encoders. The test moves above, at most
-# {eval}`wide_edge.moved_max` points, are larger than the encoders' own machine moves
-# where a new rate was picked, and small beside the floor gains above
-# ({eval}`wide.low` to {eval}`wide.high` points).
+# for the untrained encoders. The largest test move above, {eval}`wide_edge.moved_max`
+# points, came with a newly picked rate and is larger than the encoders' own machine
+# move; every move is small beside the floor gains above ({eval}`wide.low` to
+# {eval}`wide.high` points).
 
 # %% tags=["hide-input"]
 wide_gains_table, wide_gains = edge_floor_gains_table(

@@ -281,7 +281,8 @@ if drawn is not None:
                   caption="The chapter's predictions, trained against initial, judged "
                           "over the images",
                   name="tbl-whitebox-verdicts",
-                  notes=[f"Judged on {len(images):,} images, one number per image.",
+                  notes=[f"Judged on {len(images):,} images, one number per image "
+                         "(compression: one per layer and one for the stack).",
                          *(f"{p.title}: {p.measure}." for p in
                            {v["prediction"].key: v["prediction"]
                             for v in verdicts}.values())]))

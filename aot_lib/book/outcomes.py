@@ -96,7 +96,7 @@ def outcomes(root: str | Path) -> SimpleNamespace:
         goal_modelled=_range(goal["minutes"].values(), ".1f"),
         clock_cpu=_cpu_name(clock["hardware"]["cpu_model"]),
         goal_wall=_range([round(r.wall_time_s / 60) for r in goal["runs"]]),
-        goal_cpus=" and ".join(dict.fromkeys(_cpu_name(dict(r.hardware).get("cpu_model", "an unrecorded CPU"))
+        goal_cpus=" and ".join(dict.fromkeys(_cpu_name(dict(r.hardware).get("cpu_model", "unrecorded CPU"))
                                              for r in goal["runs"])),
         crate_modelled=f"{crate_minutes:.1f}",
         round2_done=sum((results / "search2" / f"search2_{p.stem}" / "probe.json").exists()

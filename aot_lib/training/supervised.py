@@ -189,6 +189,7 @@ def _supervised_worker(fabric, cfg: dict, kind: str, run: RunFolder, student: nn
            "wall_time_s": run.record.get("wall_time_s")}
     run.write_result(f"{kind}.json", out)
     run.finish(result=out)
+    fabric.barrier()  # every process leaves together, as pretraining's do
     return out
 
 
