@@ -2,8 +2,8 @@
 
 **Written before any verdict was computed** (the commit that added this module holds the rules; the chapter says
 which commit), though not before every number was seen: an earlier version of the chapter (8d8f190) had shown the
-point readings behind predictions 1-3 on these encoders, as the chapter says. For each family, the trained encoder against the same family's encoder at its initialisation (the
-run's seed, :func:`aot_lib.book.whitebox.initial_encoder`), on the same images at the encoders' training size.
+point readings behind predictions 1-3 on these encoders, as the chapter says. For each family, the trained encoder
+against the same family's encoder at its initialisation (the run's seed, :func:`aot_lib.book.whitebox.initial_encoder`), on the same images at the encoders' training size.
 
 The unit is the image: there is one trained run per family, so an interval says how sure the image sample makes a
 reading, not how a second training run would differ. Every interval
