@@ -15,8 +15,7 @@
 # # Tables 1 and 3 and Figure 3, at CPU scale
 #
 # **This chapter:** AoT-ADMM against CRATE (Table 1, Figure 3) and AoT (Table 3), tuned
-# alike on validation data, over seeds, with an interval and a verdict per claim of the
-# two tables; Figure 3's curves are one seed, read descriptively.
+# alike, over seeds: a verdict and interval per table claim; Figure 3 from one seed.
 
 # %% tags=["remove-input"]
 from aot_lib.book.pages import open_chapter
