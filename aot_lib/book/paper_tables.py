@@ -144,14 +144,14 @@ def floor_gains_table(results: Path, cells: dict, caption: str, name: str, basel
 def floor_picks(results: Path, cells: dict, baselines: str | Sequence[str] = BASELINES_DIR) -> list[dict]:
     """Every floor run under ``cells`` (raw pixels once per data set and seed, however many cells share them), its
     probe's pick as :func:`aot_lib.evidence.probe_lr_picks` reads it, with ``edge_gain`` (how far the validation
-    accuracy still climbed at an end of the grid). With several ``baselines`` folders, each floor is read from the
-    first that has it (a re-probe's folder before the first probe's, as :func:`aot_lib.evidence.wide_probe` reads
-    a cell's), so a floor probed again is read from its newest probe and every floor once."""
+    accuracy still climbed at an end of the grid). With several ``baselines`` folders, newest first, the last holding
+    every floor, each floor is read as :func:`aot_lib.evidence.floor_cells` reads it: from the first folder that has
+    it, so a floor probed again is read from its newest probe."""
+    folders = baselines if isinstance(baselines, str) else tuple(baselines)
     runs = {}
-    for folder in reversed([baselines] if isinstance(baselines, str) else list(baselines)):
-        for (_, data), name in cells.items():
-            for floor in floor_cells(results, name, data, folder).values():
-                runs.update({r.name: r for r in floor or ()})
+    for (_, data), name in cells.items():
+        for floor in floor_cells(results, name, data, folders).values():
+            runs.update({r.name: r for r in floor or ()})
     return probe_lr_picks(list(runs.values()))
 
 
