@@ -58,6 +58,7 @@ from aot_lib.book.recorded import load_recorded_run
 from aot_lib.book.sweeps import (FAMILY_NAMES, admm_rows, admm_settings, admm_table,
                                   config_changes, load_sweep, one_seed_side,
                                   recipe_sweep_table, run_scale, search_table,
+                                  finalists_table,
                                   recipe_sweep_rows)
 from aot_lib.config_format import flatten
 from aot_lib.runtime import cpu_label
@@ -310,19 +311,11 @@ if search_knn:
 # docstring, with the numbers).
 
 # %% tags=["hide-input"]
-finals = evidence.finalist_rows(ROOT)
-display(Table(
-    finals,
-    [Col("candidate"), Col("place", "place in screening"), Col("epochs"),
-     Col("mean", "mean, full (%)", ".2f"),
-     Col("mean_screen", "mean, screening (%)", ".2f"),
-     *[c for f, n in FAMILY_NAMES.items()
-       for c in (Col(f, f"{n}, full (%)", ".2f"),
-                 Col(f + "_screen", f"{n}, screening (%)", ".2f"))]],
+table_final, finals = finalists_table(
+    ROOT, 1, name="tbl-recipe-search-finalists",
     caption="The recipe search's finalists: validation linear top-1 at full length "
-            "and in screening",
-    name="tbl-recipe-search-finalists",
-    notes=["One seed (seed 0) per finalist and family, validation split only."]))
+            "and in screening")
+display(table_final)
 assert len(finals) == 2 and all(r["mean"] is not None for r in finals)
 a, b = sorted(finals, key=lambda r: -r["mean"])
 assert [r["candidate"] for r in sorted(finals, key=lambda r: -r["mean_screen"])] \
@@ -771,6 +764,30 @@ assert (plan_r2["probe_lr_below"][0], plan_r2["probe_lr_above"][0]) == (
 # The two finalists run at full length on every family, with a probe that takes the
 # widening step itself (`probe.lr_below`, `probe.lr_above`, {ref}`sec-quick-probe`),
 # and `recipe_search2.py recipe` writes the better one's cells, `configs/cpu/cpu30b/`.
+
+# %% tags=["hide-input"]
+final2_dir = ROOT / "configs" / "cpu" / "search2" / "final"
+batches2 = "; ".join(
+    f"{c.name.removesuffix('_aot_admm.yaml')}: "
+    f"{load_config(c)['optim']['batch_size']}"
+    for c in sorted(final2_dir.glob("*_aot_admm.yaml")))
+table_final2, finals2 = finalists_table(
+    ROOT, 2, name="tbl-recipe-search2-finalists",
+    caption="Round 2's finalists: validation linear top-1 at full length and in "
+            "screening",
+    notes=[f"Each finalist keeps its screening batch ({batches2}) and trains the "
+           "whole epochs in which its AoT-ADMM steps fill "
+           f"{evidence.ROUND2_STEP_BUDGET_S // 60} minutes at its step time on the AMD "
+           "EPYC (the rule in scripts/recipe_search2.py)."])
+display(table_final2)
+final2 = phrases(
+    recorded=sum(r[f] is not None for r in finals2 for f in FAMILY_NAMES),
+    total=len(finals2) * len(FAMILY_NAMES))
+
+# %% [markdown]
+# {numref}`tbl-recipe-search2-finalists` sets them beside their screening runs:
+# {eval}`final2.recorded` of the {eval}`final2.total` full-length runs are recorded so
+# far.
 #
 # One added rate is not always enough. Some screening runs, probed again with one rate
 # added past the end they picked, picked that new rate too: {eval}`round2.which`. The
@@ -1256,9 +1273,16 @@ if encoder is not None:
 # ###### The quick probe protocol
 #
 # :::{figure}
-# :label: tbl-recipe-admm-hyperparameters
+# :label: tbl-recipe-search2-finalists
 # :kind: table
 # :enumerator: 7.10
+# Round 2's finalists: validation linear top-1 at full length and in screening
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-admm-hyperparameters
+# :kind: table
+# :enumerator: 7.11
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -1283,7 +1307,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.11
+# :enumerator: 7.12
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -1307,7 +1331,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.12
+# :enumerator: 7.13
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::

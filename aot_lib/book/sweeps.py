@@ -18,7 +18,7 @@ from .recorded import is_recorded, load_recorded_run
 from .tables import Col, Table
 
 __all__ = ["FAMILY_NAMES", "load_sweep", "recipe_sweep_rows", "recipe_sweep_table", "admm_settings", "admm_rows",
-           "admm_table", "one_seed_side", "config_changes", "search_table", "run_scale", "SCORE_COLS", "UNREAD"]
+           "admm_table", "one_seed_side", "config_changes", "search_table", "finalists_table", "run_scale", "SCORE_COLS", "UNREAD"]
 
 #: The families of the recipe search, as the tables name them (the families of Tables 1 and 3).
 FAMILY_NAMES = TABLE13_NAMES
@@ -252,3 +252,21 @@ def search_table(root: Path, first_recipe_epochs: int) -> tuple[Table, dict]:
                f"{se_diff:.1f} points, so candidates closer than that are not told apart "
                "by one run each."])
     return table, dict(rows=search, done=done, screened=[r for r in search if r["mean"] is not None], se_diff=se_diff)
+
+
+def finalists_table(root: Path, round: int, caption: str, name: str, notes: list[str] = ()) -> tuple[Table, list]:
+    """A recipe search's finalists at full length beside their screening scores (validation linear top-1, per
+    family and the mean; :func:`aot_lib.evidence.finalist_rows`), and the rows, for the chapter to check its
+    sentences against. An empty cell: that run is not recorded yet."""
+    from .. import evidence
+
+    rows = evidence.finalist_rows(root, round=round)
+    table = Table(
+        rows,
+        [Col("candidate"), Col("place", "place in screening"), Col("epochs"),
+         Col("mean", "mean, full (%)", ".2f"), Col("mean_screen", "mean, screening (%)", ".2f"),
+         *[c for f, n in FAMILY_NAMES.items()
+           for c in (Col(f, f"{n}, full (%)", ".2f"), Col(f + "_screen", f"{n}, screening (%)", ".2f"))]],
+        caption=caption, name=name,
+        notes=["One seed (seed 0) per finalist and family, validation split only.", *notes])
+    return table, rows
