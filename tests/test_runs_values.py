@@ -178,7 +178,7 @@ def test_run_json_says_how_busy_the_rest_of_the_machine_was_over_every_measured_
     other_cores: that over the wall seconds measured. Worked by hand below (fake clock and CPU counters)."""
     cpu = {"machine": 500.0, "own": 20.0}
     monkeypatch.setattr(runs, "machine_cpu_s", lambda: cpu["machine"])
-    monkeypatch.setattr(runs, "process_tree_cpu_s", lambda: cpu["own"])
+    monkeypatch.setattr(runs, "process_tree_cpu_s", lambda pid: cpu["own"])
     cfg = _cfg(tmp_path)
     with runs.RunFolder(cfg, "pretrain") as rf:
         env.now, cpu["machine"], cpu["own"] = 1010.0, 530.0, 38.0  # 10 s: 30 busy, 18 of them the run's
@@ -201,6 +201,51 @@ def test_run_json_says_how_busy_the_rest_of_the_machine_was_over_every_measured_
         env.now = 3000.0
         rf.update()
         assert "other_cores" not in _json(rf.path / "run.json")
+
+
+def _spawned_copy(rf, monkeypatch, pid=4242):
+    """What ddp_spawn hands a worker: the launcher's RunFolder, pickled, in a process with another pid."""
+    copy = pickle.loads(pickle.dumps(rf))
+    monkeypatch.setattr(runs.os, "getpid", lambda: pid)
+    return copy
+
+
+def test_a_spawned_workers_cpu_counts_the_launchers_whole_tree_as_the_runs_own(tmp_path, env, monkeypatch):
+    """Under ddp_spawn rank 0 is a child of the launcher and rank 1 its sibling: measured from rank 0's own tree,
+    rank 1's CPU would count as other work. Fake counters: the launcher's tree (both ranks) burns 18 of the 20 busy
+    CPU seconds of 10 s; the worker's own tree alone only 9."""
+    launcher = os.getpid()
+    cpu = {"machine": 500.0, launcher: 20.0, 4242: 0.0}
+    monkeypatch.setattr(runs, "machine_cpu_s", lambda: cpu["machine"])
+    # like the real one: this process's tree unless told which
+    monkeypatch.setattr(runs, "process_tree_cpu_s", lambda pid=None: cpu[pid or runs.os.getpid()])
+    with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+        worker = _spawned_copy(rf, monkeypatch)
+        env.now, cpu["machine"], cpu[launcher], cpu[4242] = 1010.0, 520.0, 38.0, 9.0
+        worker.update(step=1)
+        got = _json(rf.path / "run.json")
+        assert (got["other_cpu_s"], got["other_cpu_wall_s"], got["other_cores"]) == (2.0, 10.0, 0.2)
+
+
+def test_a_spawned_workers_record_survives_the_failure_the_launcher_writes(tmp_path, env, monkeypatch):
+    """The launcher's own copy of the record is stale once a worker has written run.json (no step, no totals):
+    the failure is written on top of the worker's record, not over it. A status the worker set stays."""
+    with pytest.raises(RuntimeError, match="^rank 1 died$"):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+            worker = _spawned_copy(rf, monkeypatch)
+            env.now = 1007.0
+            worker.update(total_steps=10, step=4, last_metrics={"loss": 0.5})
+            raise RuntimeError("rank 1 died")
+    got = _json(tmp_path / "r" / "run.json")
+    assert (got["status"], got["total_steps"], got["step"], got["last_metrics"], got["wall_time_s"]) == (
+        "failed: RuntimeError: rank 1 died", 10, 4, {"loss": 0.5}, 7.0)
+    (tmp_path / "r" / "last.ckpt").write_bytes(b"x")  # resumable: the next launch keeps the folder
+    with pytest.raises(KeyboardInterrupt):
+        with runs.RunFolder(_cfg(tmp_path), "pretrain") as rf:
+            _spawned_copy(rf, monkeypatch).update(status="stopped (SIGTERM)", step=6)
+            raise KeyboardInterrupt
+    got = _json(tmp_path / "r" / "run.json")
+    assert (got["status"], got["step"], got["launches"]) == ("stopped (SIGTERM)", 6, 2)
 
 
 def test_the_machines_cpu_accounting_reads_proc(tmp_path):

@@ -122,6 +122,9 @@ class RunFolder:
         self.created = False
         self.t0 = time.time()
         self.main = _is_rank_zero()
+        # the launching process: a spawned worker (ddp_spawn) gets a pickled copy, and its CPU accounting must
+        # cover the launcher's whole tree, every rank included, or the other ranks would count as other work
+        self.launcher_pid = os.getpid()
 
     def __getstate__(self) -> dict:  # sent to spawned workers: the lock stays with the launcher
         return {**self.__dict__, "_lock": None}
@@ -149,6 +152,8 @@ class RunFolder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        if self.main and exc_type is not None:
+            self._catch_up()
         if self.main and exc_type is not None and self._never_trained():
             # a missing data folder, a bad override found late, Ctrl-C while loading: nothing to resume or read,
             # so the folder this launch made goes (the next launch starts clean, and nothing half-made is recorded)
@@ -163,6 +168,18 @@ class RunFolder:
             except WriteError:  # the disk that failed the run fails this too: the run's own error is the news
                 pass
         self._release()
+
+    def _catch_up(self) -> None:
+        """Take this launch's ``run.json`` from disk: a spawned worker wrote it from its own pickled copy, so the
+        launcher's record is stale (no step, no totals), and a failure written from it would erase what the worker
+        recorded. The file of another launch (or none, or a damaged one) is left alone."""
+        try:
+            disk = json.loads((self.path / "run.json").read_text())
+        except (OSError, ValueError):
+            return
+        if isinstance(disk, dict) and disk.get("launches") == self.record.get("launches") \
+                and disk.get("started") == self.record.get("started"):
+            self.record = disk
 
     def _never_trained(self) -> bool:
         """This launch made the folder and failed before the loop began (run.json has no ``total_steps``, which the
@@ -225,7 +242,7 @@ class RunFolder:
                        "launches": previous.get("launches", 0) + 1,
                        "wall_time_s_before": previous.get("wall_time_s", 0.0), "status": "running"}
         # who else used the CPU while this launch ran (Linux): a wall time is a clock only on an idle machine
-        self._cpu0 = machine_cpu_s(), process_tree_cpu_s()
+        self._cpu0 = machine_cpu_s(), process_tree_cpu_s(self.launcher_pid)
         self._other0 = (previous.get("other_cpu_s", 0.0), previous.get("other_cpu_wall_s", 0.0)
                         ) if previous.get("other_cpu_wall_s") or not previous.get("wall_time_s") else None
         self.update()
@@ -251,7 +268,7 @@ class RunFolder:
         ratio ``other_cores``: about 0 on an idle machine, 1 with another single-core job beside it. Not written
         where it cannot be measured (not Linux), nor for a run with an unmeasured earlier launch."""
         (machine0, own0), before = getattr(self, "_cpu0", (None, None)), getattr(self, "_other0", None)
-        machine, own = machine_cpu_s(), process_tree_cpu_s()
+        machine, own = machine_cpu_s(), process_tree_cpu_s(self.launcher_pid)
         if None in (machine0, own0, machine, own, before):
             return
         wall = before[1] + time.time() - self.t0
