@@ -15,7 +15,8 @@ Not part of CI (a module takes minutes to tens of minutes on two cores). For eve
    ``@property``) into the equivalent ``f = decorator(f)`` after the definition, because mutmut 3 does not
    mutate decorated functions; nothing else is changed;
 3. runs ``mutmut run`` there with the module as the only file to mutate and only the module's test files
-   (``MODULES`` below; DDP tests, which spawn processes, are deselected: ``-k "not ddp"``);
+   (``MODULES`` below; the DDP tests of tests/test_train.py, which spawn whole trainers, are deselected by
+   ``[tool.mutmut] pytest_add_cli_args`` in pyproject.toml);
 4. writes ``results/mutation/<module>.json``: the counts per status, the score and every mutant that was
    not killed with its diff, and the equivalence reason where ``results/mutation/equivalent.json`` gives
    one; then ``summary.md`` and ``summary.json`` over every module recorded.
