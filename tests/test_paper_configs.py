@@ -165,5 +165,6 @@ def test_every_run_name_under_configs_is_unique():
         by_name.setdefault(load_config(p)["run"]["name"], []).append(p.relative_to(ROOT).as_posix())
     assert {n: ps for n, ps in by_name.items() if len(ps) > 1} == {}
     templates = [p.relative_to(ROOT / "configs").as_posix() for p in every if p not in runs]
-    assert templates == ["base/cifar.yaml", "base/imagenet.yaml", "cpu/cpu30/recipe.yaml", "cpu/recipe.yaml",
+    assert templates == ["base/cifar.yaml", "base/imagenet.yaml", "cpu/cpu30/recipe.yaml", "cpu/cpu30b/recipe.yaml",
+                         "cpu/recipe.yaml",
                          "cpu/table2/finetune.yaml", "cpu/table2/recipe.yaml", "cpu/table4/finetune.yaml"]
