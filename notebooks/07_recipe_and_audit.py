@@ -68,12 +68,14 @@ from aot_lib.data.datasets import normalization_stats
 from aot_lib.models import admm_coefficients
 from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.panels import attention_panel
-from aot_lib.book.plotting import FIGURE_WIDTH_IN, plot_cls_attention, plot_monitors
+from aot_lib.book.plotting import (FIGURE_WIDTH_IN, plot_cls_attention, plot_monitors,
+                                   plot_wall_curves)
 from aot_lib.evidence.stats import PAPER_LARGEST_GAP
 from aot_lib.training.probe import load_encoder
 from aot_lib.book.tables import Col, Table
 from aot_lib.book.benchmarks import pretraining_flops
-from aot_lib.book.round2 import cpu_types_table, precision_table, search2_table
+from aot_lib.book.round2 import (cpu_types_table, goal_curves, goal_table,
+                                  precision_table, search2_table)
 from aot_lib.book.whitebox import initial_encoder
 from aot_lib.theory.theorem1 import cw_quadrature, limit_ratio
 
@@ -839,6 +841,69 @@ idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
 # recorded before 30c3127 cannot be.
 
 # %% [markdown]
+# (sec-round2-goal)=
+# ### Round 2's goal runs
+#
+# The goal's seeds run one at a time from a clean clone of the recipe's commit, each
+# alone on the machine, in seed order ({numref}`tbl-round2-goal`, and their learning
+# curves against wall minutes in {numref}`fig-round2-goal`).
+
+# %% tags=["hide-input"]
+goal_r2 = evidence.goal_round2(ROOT)
+display(goal_table(goal_r2, name="tbl-round2-goal"))
+g_rows = goal_r2["rows"]
+g_steps = [json.loads((r["run"].folder / "run.json").read_text())["total_steps"]
+           for r in g_rows]
+clock_step = clock2["steps"][pick2["candidate"]]["aot_admm"]["median_s"]
+per_step = [r["wall_s"] / n for r, n in zip(g_rows, g_steps)]
+seed0_val = json.loads((ROOT / "results" / "cpu" / "cpu30b_aot_admm_cifar10" /
+                        "probe.json").read_text())["linear_val_best"]
+assert seed0_val == pick2["aot_admm"], "the text: seed 0 is the finalist's run again"
+assert all(r["counts"] for r in g_rows), "the text: every recorded seed counts"
+assert max(r["wall_s"] for r in g_rows) < goal2["wall_s"] / 2, \
+    "the text: less than half of the half hour"
+
+
+def and_list(values: list[str]) -> str:
+    return ", ".join(values[:-1]) + " and " + values[-1] if len(values) > 1 else values[0]
+
+
+assert max(r["top1"] for r in g_rows) < goal2["top1"], "the text: short of the goal"
+goal_run = phrases(
+    recorded=len(g_rows), seeds=goal2["seeds"],
+    minutes=and_list([f"{r['wall_s'] / 60:.1f}" for r in g_rows]),
+    others=and_list([f"{r['other_cores']:.3f}" for r in g_rows]),
+    top1=and_list([f"{r['top1']:.2f}" for r in g_rows]),
+    short=f"{goal2['top1'] - max(r['top1'] for r in g_rows):.2f}",
+    per_step=f"{min(per_step):.3f}–{max(per_step):.3f}",
+    clock=f"{clock_step:.3f}", steps=f"{g_steps[0]:,}",
+    budget=f"{evidence.ROUND2_STEP_BUDGET_S // 60}", seed0_val=f"{seed0_val:.2f}")
+
+# %% [markdown]
+# {eval}`goal_run.recorded` of the {eval}`goal_run.seeds` seeds are recorded, and each
+# counts: their pretraining took {eval}`goal_run.minutes` wall minutes with
+# {eval}`goal_run.others` cores of other work beside them. Their linear test top-1 is
+# {eval}`goal_run.top1` %, so the best seed is {eval}`goal_run.short` points short of
+# the goal's {eval}`rule2.top1` %. The goal is read on the mean of all
+# {eval}`goal_run.seeds` seeds, once all are recorded. Seed 0 is the picked finalist's
+# AoT-ADMM run again, the same config and seed at a later commit, and its validation
+# probe gives the finalist's {eval}`goal_run.seed0_val` % to the last digit.
+#
+# The minutes are the surprise. The rule gave the recipe the whole epochs whose steps
+# fill {eval}`goal_run.budget` minutes at the step time the clock measured for it,
+# {eval}`goal_run.clock` s; the goal runs took {eval}`goal_run.per_step` s a step,
+# monitor, checkpoints and all, so the {eval}`goal_run.steps` steps use less than half
+# of the half hour. The rule, fixed before any screening run, sets the length from the
+# clock, so the goal is judged at this length. Why the clock's step was slower is not
+# yet measured.
+
+# %% tags=["hide-input"] mystnb={"figure": {"caption": "The round-2 goal runs, one curve a seed: the online k-NN top-1 on validation images against its wall minutes, and a hollow marker at its final linear test top-1 where its pretraining ended; dotted, the goal of 60 % in 30 minutes.", "name": "fig-round2-goal"}}
+assert (goal2["wall_s"], goal2["top1"]) == (1800, 60.0), "the caption: 30 minutes, 60 %"
+plot_wall_curves(goal_curves(goal_r2), limit_min=goal2["wall_s"] / 60,
+                 target=goal2["top1"])
+plt.show()
+
+# %% [markdown]
 # (sec-admm-sweep)=
 # ## Does the guess of the ADMM hyper-parameters matter?
 #
@@ -1297,15 +1362,31 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-recipe-admm-hyperparameters
+# :label: tbl-round2-goal
 # :kind: table
 # :enumerator: 7.11
+# The round-2 goal: AoT-ADMM on CIFAR-10, 60 % in 30 wall minutes on an idle 2-core AMD
+# EPYC, seed by seed
+# :::
+#
+# :::{figure}
+# :label: fig-round2-goal
+# :enumerator: 7.3
+# The round-2 goal runs, one curve a seed: the online k-NN top-1 on validation images
+# against its wall minutes, and a hollow marker at its final linear test top-1 where its
+# pretraining ended; dotted, the goal of 60 % in 30 minutes.
+# :::
+#
+# :::{figure}
+# :label: tbl-recipe-admm-hyperparameters
+# :kind: table
+# :enumerator: 7.12
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
 # :::{figure}
 # :label: fig-monitors
-# :enumerator: 7.3
+# :enumerator: 7.4
 # The monitors of the run named above, on its fixed batch. Left: SIGReg per sample and
 # its covariance part (log scale) with the rate gap $R(I)-R(\hat\Sigma)$ (dashed, right
 # axis). Middle: covariance part over rate gap, against Theorem 1’s limit at $\Sigma=I$
@@ -1324,13 +1405,13 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.12
+# :enumerator: 7.13
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
 # :::{figure}
 # :label: fig-cls-attention
-# :enumerator: 7.4
+# :enumerator: 7.5
 # The class token’s attention to the patches (heads averaged; brighter: more attention),
 # one row per image, one column per layer, beside the image as the encoder sees it; one
 # logarithmic colour scale for all maps, its bar on the right.
@@ -1338,7 +1419,7 @@ if encoder is not None:
 #
 # :::{figure}
 # :label: fig-attention-panel
-# :enumerator: 7.5
+# :enumerator: 7.6
 # The class token’s attention to the patches of the same four images, per layer and per
 # head (or their mean), for the trained encoder and for its initialisation; one colour
 # scale for both, its bar on the right. Computed for every setting when the page was
@@ -1348,7 +1429,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.13
+# :enumerator: 7.14
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::

@@ -47,3 +47,18 @@ def test_the_30_minute_goal_is_read_from_the_seeds_probes():
     named = [" ".join(w for w in c.replace("(R)", "").split() if w != "Processor") for c in cpus]
     assert o.goal_cpus == " and ".join(dict.fromkeys(named)) == "Intel Xeon and AMD EPYC"
     assert f"{float(o.goal_top1) - max(top1):.2f}" == o.goal_short
+
+
+def test_the_round_2_goal_row_reads_the_recipe_and_the_goal_seeds_recorded():
+    """The recipe named in configs/cpu/cpu30b/recipe.yaml's description, and the goal's seeds from each
+    cpu30b_aot_admm_cifar10[_seed<k>] probe.json (test top-1), against the plan's seed count."""
+    plan = yaml.safe_load((RESULTS / "plan.yaml").read_text())["round2"]["goal"]
+    recipe = yaml.safe_load((ROOT / "configs" / "cpu" / "cpu30b" / "recipe.yaml").read_text())["description"]
+    folders = sorted(p for p in RESULTS.iterdir() if re.fullmatch(r"cpu30b_aot_admm_cifar10(_seed\d)?", p.name))
+    top1 = [json.loads((f / "probe.json").read_text())["linear_top1"] for f in folders]
+    o = outcomes(ROOT)
+    assert re.fullmatch(r"the round-2 CPU recipe: search candidate (\S+) at full length \(\d+ epochs\)",
+                        recipe)[1] == o.round2_recipe == "r3_batch128"
+    assert int(o.round2_goal_planned) == plan["seeds"] == 5
+    assert int(o.round2_goal_seeds) == len(top1) >= 1
+    assert o.round2_goal_mean == f"{statistics.mean(top1):.2f}" and o.round2_goal_best == f"{max(top1):.2f}"

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from .. import evidence
-from ..evidence.records import read_json
+from ..evidence.records import read_json, read_yaml
 from .inline import phrases
 
 __all__ = ["outcomes"]
@@ -49,7 +49,9 @@ def outcomes(root: str | Path) -> SimpleNamespace:
       the best seed, the modelled minutes and whose clock they are, the recorded wall times and the CPU types they
       were taken on (``goal_cpus``), CRATE's side's minutes;
     * where each group's not-settled verdicts point (``planned_unsettled_ahead``, ``post_hoc_unsettled_ahead``);
-    * the second search round (issue 55): screening runs recorded of those configured.
+    * the second search round (issue 55): screening runs recorded of those configured, the recipe it picked
+      (``round2_recipe``), and its goal's seeds recorded of the plan's (``round2_goal_seeds``,
+      ``round2_goal_planned``) with their mean and best test top-1 so far (``—`` before the first).
     """
     root = Path(root)
     results = root / "results" / "cpu"
@@ -75,6 +77,8 @@ def outcomes(root: str | Path) -> SimpleNamespace:
                                               clock["steps"][pick["candidate"]]["crate"]["median_s"])
     s = goal["summary"]
     search2 = root / "configs" / "cpu" / "search2"
+    pick2, goal2 = evidence.recipe_pick(root, round=2), evidence.goal_round2(root)
+    goal2_top1 = [r["top1"] for r in goal2["rows"]] if goal2 else []
     return phrases(
         claims=len(rows), planned=len(planned), post_hoc=len(post_hoc),
         planned_reproduced=count(planned, "reproduced", "confirmed"),
@@ -101,4 +105,9 @@ def outcomes(root: str | Path) -> SimpleNamespace:
         crate_modelled=f"{crate_minutes:.1f}",
         round2_done=sum((results / "search2" / f"search2_{p.stem}" / "probe.json").exists()
                         for p in search2.glob("*.yaml")),
-        round2_total=len(list(search2.glob("*.yaml"))))
+        round2_total=len(list(search2.glob("*.yaml"))),
+        round2_recipe=pick2["candidate"] if pick2 else "not picked yet",
+        round2_goal_seeds=len(goal2_top1),
+        round2_goal_planned=read_yaml(results / "plan.yaml")["round2"]["goal"]["seeds"],
+        round2_goal_mean=f"{sum(goal2_top1) / len(goal2_top1):.2f}" if goal2_top1 else "—",
+        round2_goal_best=f"{max(goal2_top1):.2f}" if goal2_top1 else "—")
