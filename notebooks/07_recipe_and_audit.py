@@ -865,7 +865,9 @@ assert max(r["wall_s"] for r in g_rows) < goal2["wall_s"] / 2, \
 
 
 def and_list(values: list[str]) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1] if len(values) > 1 else values[0]
+    if len(values) == 1:
+        return values[0]
+    return ", ".join(values[:-1]) + " and " + values[-1]
 
 
 assert max(r["top1"] for r in g_rows) < goal2["top1"], "the text: short of the goal"
