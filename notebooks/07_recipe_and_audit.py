@@ -51,7 +51,7 @@ from IPython.display import display
 import aot_lib
 from aot_lib.data.augment import prepare_images
 from aot_lib import evidence
-from aot_lib.book.inline import phrases
+from aot_lib.book.inline import and_list, phrases
 from aot_lib.book.pages import pick
 from aot_lib.book.photos import example_images
 from aot_lib.book.recorded import load_recorded_run
@@ -792,7 +792,7 @@ gaps2 = [f"{n} {pick2[f] - other2[f]:.2f}" for f, n in FAMILY_NAMES.items()]
 final2 = phrases(
     better=pick2["candidate"], better_mean=f"{pick2['mean']:.2f}",
     other=other2["candidate"], other_mean=f"{other2['mean']:.2f}",
-    gaps=", ".join(gaps2[:-1]) + " and " + gaps2[-1],
+    gaps=and_list(gaps2),
     gain=f"{pick2['mean'] - pick2['mean_screen']:.2f}",
     other_gain=f"{other2['mean'] - other2['mean_screen']:.2f}")
 assert min(r["mean"] - r["mean_screen"] for r in finals2) > 0, "the text: added"
@@ -862,13 +862,6 @@ assert seed0_val == pick2["aot_admm"], "the text: seed 0 is the finalist's run a
 assert all(r["counts"] for r in g_rows), "the text: every recorded seed counts"
 assert max(r["wall_s"] for r in g_rows) < goal2["wall_s"] / 2, \
     "the text: less than half of the half hour"
-
-
-def and_list(values: list[str]) -> str:
-    if len(values) == 1:
-        return values[0]
-    return ", ".join(values[:-1]) + " and " + values[-1]
-
 
 assert max(r["top1"] for r in g_rows) < goal2["top1"], "the text: short of the goal"
 goal_run = phrases(

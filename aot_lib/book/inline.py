@@ -8,9 +8,9 @@ is a :class:`Phrase` so that both show it as the text it is, without the quotes 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Sequence
 
-__all__ = ["Phrase", "phrases"]
+__all__ = ["Phrase", "phrases", "and_list"]
 
 
 class Phrase(str):
@@ -24,3 +24,8 @@ def phrases(**values: Any) -> SimpleNamespace:
     """The values a paragraph names (``{eval}`name.key```), each as a :class:`Phrase` of its ``str``: format numbers
     before (``diff=f"{d.mean:+.2f}"``), so the digits shown are the ones chosen here, not a float's repr."""
     return SimpleNamespace(**{k: Phrase(v) for k, v in values.items()})
+
+
+def and_list(words: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` as prose: ``"a, b and c"`` (one word: itself)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

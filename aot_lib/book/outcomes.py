@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from .. import evidence
 from ..evidence.records import read_json, read_yaml
-from .inline import phrases
+from .inline import and_list, phrases
 
 __all__ = ["outcomes"]
 
@@ -35,8 +35,7 @@ def _unsettled_directions(group: list[dict]) -> str:
 def _tables(keys: list[str]) -> str:
     """["table2", "table1", "table4"] -> "Tables 1, 2 and 4"."""
     numbers = sorted({int(k.removeprefix("table")) for k in keys})
-    listed = ", ".join(map(str, numbers[:-1])) + (" and " if len(numbers) > 1 else "") + str(numbers[-1])
-    return f"Table{'s' * (len(numbers) > 1)} {listed}"
+    return f"Table{'s' * (len(numbers) > 1)} {and_list([str(n) for n in numbers])}"
 
 
 def outcomes(root: str | Path) -> SimpleNamespace:

@@ -18,6 +18,8 @@ from typing import Mapping, Sequence
 
 import torch
 
+from .inline import and_list
+
 __all__ = ["WHITEBOX_RUNS", "SHIPPED_IMAGES", "IMAGENETTE_NAMES", "initial_encoder", "Subject", "load_subjects",
            "Drawn", "draw_images", "first_per_class", "distinct_class_picks", "attention_share_on_top", "attention_mass_on_top",
            "per_image_measures", "judge_predictions", "VERDICTS", "verdict_words", "plot_attention_overlay", "plot_pca_overlay",
@@ -215,12 +217,8 @@ def verdict_words(rows: Sequence[Mapping]) -> dict[str, tuple[int, str]]:
             if r["verdict"] == verdict:
                 families.setdefault(r["prediction"].title.lower(), []).append(r["family"])
         n = sum(len(f) for f in families.values())
-        out[verdict] = (n, "; ".join(f"{title} for {_and(f)}" for title, f in families.items()) or "none")
+        out[verdict] = (n, "; ".join(f"{title} for {and_list(f)}" for title, f in families.items()) or "none")
     return out
-
-
-def _and(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _upsample(maps: torch.Tensor, grid: tuple[int, int], size: tuple[int, int]) -> torch.Tensor:
