@@ -58,6 +58,9 @@
 #   floors30_edge  every floors30 floor whose pick sat at an end of the wide grid, probed again with the grid extended
 #             outward on that side a rate at a time (probe.lr_below / lr_above), plus one floor whose pick was inside,
 #             which must come out the same; post hoc (the plan's second addendum); results/cpu/baselines_cpu30_edge/
+#   floors2   round 2's floors at the round-2 probe (issue 55; the plan's round2 section): for every recorded
+#             round-2 cell (results/cpu/cpu30b_*), its family's encoder untrained, and raw pixels at each seed of
+#             each data set (with the AoT-ADMM cells), probed as the cells are; results/cpu/baselines_cpu30b/
 #   controls  Table 2's from-scratch control (both families, CIFAR-10 and CIFAR-100, seeds 0 and 1) and
 #             Table 4's chains with seeds 1 and 2 (LeJEPA ViT-T -> teacher -> distilled and labels-only students)
 set -uo pipefail
@@ -199,6 +202,14 @@ for group in "$@"; do
           for fam in aot_admm crate aot; do baseline init "configs/cpu/cpu30/cpu30_${fam}_${data}$sfx.yaml" baselines_cpu30 "$FLOOR_WIDE_LR"; done
           baseline pixels "configs/cpu/cpu30/cpu30_aot_admm_${data}$sfx.yaml" baselines_cpu30 "$FLOOR_WIDE_LR"
         done
+      done ;;
+    floors2)
+      # the cells that ran (round 2's goal alone, unless its Tables 1/3 cells were run), in seed order
+      for f in $(ls -d results/cpu/cpu30b_*/ | sort -V); do
+        name=$(basename "$f")
+        [ -f "$f/run.json" ] || continue
+        baseline init "configs/cpu/cpu30b/$name.yaml" baselines_cpu30b
+        case $name in cpu30b_aot_admm_*) baseline pixels "configs/cpu/cpu30b/$name.yaml" baselines_cpu30b ;; esac
       done ;;
     floors30_edge)
       for data in cifar10 cifar100; do
