@@ -38,22 +38,21 @@ CANDIDATE = "r3_batch128"
 # clock's candidates and families to the one model (the timer reads both from the modules at call time).
 ARM = r"""
 import json, sys
-root, how, repeats, warmup = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+root, how, repeats, warmup, cand = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 sys.path[:0] = [root + "/scripts", root]
 import aot_lib, recipe_search, recipe_search2
 assert aot_lib.__file__.startswith(root), f"imported {aot_lib.__file__}, not the checkout {root}"
 if how == "alone":
     fam = {"aot_admm": recipe_search.FAMILIES["aot_admm"]}
     recipe_search.FAMILIES = recipe_search2.FAMILIES = fam
-    recipe_search2.CANDIDATES = {CAND: recipe_search2.CANDIDATES[CAND]}
+    recipe_search2.CANDIDATES = {cand: recipe_search2.CANDIDATES[cand]}
 print("RESULT " + json.dumps(recipe_search2.time_steps(repeats, warmup)))
 """
 
 
 def run_arm(root: Path, how: str, repeats: int, warmup: int) -> dict:
     """One arm in a fresh process: the timer's ``{candidate: {family: {median_s, min_s, max_s}}}``."""
-    code = ARM.replace("CAND", repr(CANDIDATE))
-    done = subprocess.run([sys.executable, "-c", code, str(root), how, str(repeats), str(warmup)],
+    done = subprocess.run([sys.executable, "-c", ARM, str(root), how, str(repeats), str(warmup), CANDIDATE],
                           cwd=root, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"bench_step_clock: the {how} arm at {root} failed:\n{done.stderr[-2000:]}")
