@@ -70,7 +70,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 
 from aot_lib.evidence.search import (ROUND2_PROBE_LR, ROUND2_PROXY_FRACTION, ROUND2_SAME_STEP_AS_BASE,  # noqa: E402
-                                    ROUND2_STEP_BUDGET_S, ROUND2_WIDER, widened_grid)
+                                    ROUND2_STEP_BUDGET_S, ROUND2_WIDER, round2_full_epochs, widened_grid)
 from aot_lib.evidence.records import read_yaml  # noqa: E402
 from aot_lib.files import loads_json  # noqa: E402
 from recipe_search import FAMILIES, TRAIN_IMAGES, _merge, _write_config, record_step_times, write_cells  # noqa: E402
@@ -141,7 +141,7 @@ def step_time(times: dict, cand: str) -> float:
 
 def full_epochs(step_s: float, batch: int) -> int:
     """Whole epochs AoT-ADMM's steps fill :data:`STEP_BUDGET_S` with at ``step_s`` seconds a step (at least 1)."""
-    return max(1, int(STEP_BUDGET_S / (step_s * (TRAIN_IMAGES // batch))))
+    return round2_full_epochs(step_s, batch, TRAIN_IMAGES)
 
 
 def write_configs(times: dict) -> list[Path]:

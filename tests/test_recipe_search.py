@@ -704,3 +704,19 @@ def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path
         "machine's other work while it ran was at most 0.05 cores (results/cpu/plan.yaml: round2_idle, and the addendum "
         "on the goal's CPU); — : not measured. Over the 2 that count: 63.00 % ([50.29, 75.71], 95 % t interval), 2 at or above 60 %, 0 at "
         "or above 65 %."]
+
+
+def test_round_2_recipe_has_the_whole_epochs_its_clock_fills_27_minutes_with():
+    """The recipe's length against its recorded clock (results/cpu/search2/step_times_amd.json) by the rule's
+    arithmetic: the most whole epochs of 50,000 // batch steps whose time stays within 27 minutes."""
+    from aot_lib.evidence import round2_full_epochs
+
+    step = json.loads((ROOT / "results" / "cpu" / "search2" / "step_times_amd.json").read_text())[
+        "steps"]["r3_batch128"]["aot_admm"]["median_s"]
+    optim = load_config(ROOT / "configs" / "cpu" / "cpu30b" / "cpu30b_aot_admm_cifar10.yaml")["optim"]
+    per_epoch = 50_000 // optim["batch_size"] * step
+    assert optim["epochs"] * per_epoch <= 27 * 60 < (optim["epochs"] + 1) * per_epoch
+    assert round2_full_epochs(step, optim["batch_size"]) == optim["epochs"] == 11
+    assert RS2.full_epochs(step, optim["batch_size"]) == optim["epochs"]
+    # the floor of one epoch, however slow the step
+    assert round2_full_epochs(1e6, optim["batch_size"]) == 1

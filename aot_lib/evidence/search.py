@@ -14,7 +14,7 @@ from .records import checked_accuracy, damaged, newest_result, read_json, read_t
 
 __all__ = ["SWEEPS", "sweep_rows", "picked_lr", "table2_lr_sensitivity", "read_test_note", "validation_scores", "SEARCH_FAMILIES",
            "SEARCH_ROUNDS", "search_rows", "FINAL_PREFIX", "finalist_rows", "recipe_pick", "FIRST_RECIPE",
-           "ROUND2_PROBE_LR", "ROUND2_WIDER", "ROUND2_STEP_BUDGET_S",
+           "ROUND2_PROBE_LR", "ROUND2_WIDER", "ROUND2_STEP_BUDGET_S", "round2_full_epochs",
            "ROUND2_PROXY_FRACTION", "ROUND2_SAME_STEP_AS_BASE", "widened_grid", "round2_ranking", "BF16_CHECK", "bf16_check"]
 
 #: Round 2's screening probe grid, and the one step it is widened by on the side of an edge pick (the rule of
@@ -27,6 +27,12 @@ ROUND2_WIDER = {"low": 3e-4, "high": 3e-1}
 ROUND2_STEP_BUDGET_S = 27 * 60
 ROUND2_PROXY_FRACTION = 0.3
 ROUND2_SAME_STEP_AS_BASE = ("r0_base", "r1_lr1e-3", "r2_lr4e-3", "r4_lambda0.02", "r5_lambda0.15")
+
+
+def round2_full_epochs(step_s: float, batch: int, train_images: int = 50_000) -> int:
+    """Round 2's full length: the whole epochs (of ``train_images`` at ``batch``) whose AoT-ADMM steps fill
+    :data:`ROUND2_STEP_BUDGET_S` at ``step_s`` seconds a step, at least 1 (scripts/recipe_search2.py's rule)."""
+    return max(1, int(ROUND2_STEP_BUDGET_S / (step_s * (train_images // batch))))
 
 
 def widened_grid(scores: Mapping) -> list[float] | None:
