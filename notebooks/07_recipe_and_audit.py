@@ -860,12 +860,16 @@ seed0_val = json.loads((ROOT / "results" / "cpu" / "cpu30b_aot_admm_cifar10" /
                         "probe.json").read_text())["linear_val_best"]
 assert seed0_val == pick2["aot_admm"], "the text: seed 0 is the finalist's run again"
 assert all(r["counts"] for r in g_rows), "the text: every recorded seed counts"
-assert max(r["wall_s"] for r in g_rows) < goal2["wall_s"] / 2, \
-    "the text: less than half of the half hour"
+assert all(0.4 < r["wall_s"] / goal2["wall_s"] < 0.6 for r in g_rows), \
+    "the text: about half of the half hour"
 
 assert max(r["top1"] for r in g_rows) < goal2["top1"], "the text: short of the goal"
+g_sum = goal_r2["summary"]
+assert len(g_rows) == goal2["seeds"] == g_sum.n, "the text: all recorded, all count"
+assert not goal_r2["reached"] and goal_r2["at_goal"] == 0, "the text: no seed either"
 goal_run = phrases(
-    recorded=len(g_rows), seeds=goal2["seeds"],
+    recorded=len(g_rows), seeds=goal2["seeds"], mean=f"{g_sum.mean:.2f}",
+    ci=f"{g_sum.low:.2f}–{g_sum.high:.2f}", below=f"{goal2['top1'] - g_sum.high:.2f}",
     minutes=and_list([f"{r['wall_s'] / 60:.1f}" for r in g_rows]),
     others=and_list([f"{r['other_cores']:.3f}" for r in g_rows]),
     top1=and_list([f"{r['top1']:.2f}" for r in g_rows]),
@@ -875,28 +879,70 @@ goal_run = phrases(
     budget=f"{evidence.ROUND2_STEP_BUDGET_S // 60}", seed0_val=f"{seed0_val:.2f}")
 
 # %% [markdown]
-# {eval}`goal_run.recorded` of the {eval}`goal_run.seeds` seeds are recorded, and each
-# counts: their pretraining took {eval}`goal_run.minutes` wall minutes with
-# {eval}`goal_run.others` cores of other work beside them. Their linear test top-1 is
-# {eval}`goal_run.top1` %, so the best seed is {eval}`goal_run.short` points short of
-# the goal's {eval}`rule2.top1` %. The goal is read on the mean of all
-# {eval}`goal_run.seeds` seeds, once all are recorded. Seed 0 is the picked finalist's
-# AoT-ADMM run again, the same config and seed at a later commit, and its validation
-# probe gives the finalist's {eval}`goal_run.seed0_val` % to the last digit.
+# All {eval}`goal_run.seeds` seeds are recorded, and each counts: their pretraining took
+# {eval}`goal_run.minutes` wall minutes with {eval}`goal_run.others` cores of other work
+# beside them. Their linear test top-1 is {eval}`goal_run.top1` %. The plan's primary
+# reading is their mean, **{eval}`goal_run.mean` %** (95 % interval
+# {eval}`goal_run.ci`): its interval ends {eval}`goal_run.below` points below the goal's
+# {eval}`rule2.top1` %, so **the goal is not reached**. No seed reaches it either (the
+# secondary reading); the best is {eval}`goal_run.short` points short. By the plan,
+# round 2's Table 1 and Table 3 claims are therefore not run, and the rest of this
+# section shows how far the recipe got and what limited it. Seed 0 is the picked
+# finalist's AoT-ADMM run again, the same config and seed at a later commit, and its
+# validation probe gives the finalist's {eval}`goal_run.seed0_val` % to the last digit.
 #
 # The minutes are the surprise. The rule gave the recipe the whole epochs whose steps
 # fill {eval}`goal_run.budget` minutes at the step time the clock measured for it,
 # {eval}`goal_run.clock` s; the goal runs took {eval}`goal_run.per_step` s a step,
-# monitor, checkpoints and all, so the {eval}`goal_run.steps` steps use less than half
-# of the half hour. The rule, fixed before any screening run, sets the length from the
-# clock, so the goal is judged at this length. Why the clock's step was slower is not
-# yet measured.
+# monitor, checkpoints and all, so the {eval}`goal_run.steps` steps take about half of
+# the half hour. The rule, fixed before any screening run, sets the length from the
+# clock, so the goal is judged at this length.
 
 # %% tags=["hide-input"] mystnb={"figure": {"caption": "The round-2 goal runs, one curve a seed: the online k-NN top-1 on validation images against its wall minutes, and a hollow marker at its final linear test top-1 where its pretraining ended; dotted, the goal of 60 % in 30 minutes.", "name": "fig-round2-goal"}}
 assert (goal2["wall_s"], goal2["top1"]) == (1800, 60.0), "the caption: 30 minutes, 60 %"
 plot_wall_curves(goal_curves(goal_r2), limit_min=goal2["wall_s"] / 60,
                  target=goal2["top1"])
 plt.show()
+
+# %% tags=["hide-input"]
+clock_check = json.loads((ROOT / "results" / "benchmarks" /
+                          "step_clock_amd.json").read_text())
+arm = {k: v["median_of_rounds_s"] for k, v in clock_check["arms"].items()}
+assert clock_check["old_commit"] == clock2["commit"], "the text: the clock's commit"
+assert max(arm.values()) / min(arm.values()) < 1.1, "the text: the arms agree"
+assert max(arm.values()) < 0.6 * clock_step, "the text: none accounts for the gap"
+today = [st[c][f]["median_s"] / clock2["steps"][c][f]["median_s"]
+         for st in clock_check["interleaved_steps"]["this"] for c in st for f in st[c]]
+assert len(today) == 36 and max(today) < 1, "the text: each of the 36 faster today"
+recipe_optim = load_config(ROOT / "configs" / "cpu" / "cpu30b" /
+                           "cpu30b_aot_admm_cifar10.yaml")["optim"]
+rule_now = evidence.round2_full_epochs(arm["this_alone"], recipe_optim["batch_size"])
+assert rule_now > recipe_optim["epochs"], "the text: a longer recipe"
+why = phrases(
+    commit=clock2["commit"][:7], then=clock2["date"][:10], now=clock_check["date"][:10],
+    alone=f"{arm['this_alone']:.3f}", mixed=f"{arm['this_interleaved']:.3f}",
+    old_alone=f"{arm['old_alone']:.3f}", old_mixed=f"{arm['old_interleaved']:.3f}",
+    lo=f"{min(today):.2f}", hi=f"{max(today):.2f}", med=f"{median(today):.2f}",
+    factor=f"{1 / median(today):.1f}", epochs=recipe_optim["epochs"], rule_now=rule_now)
+
+# %% [markdown]
+# Why was the clock's step slower? The clock differs from a training run in two ways: it
+# times 36 models (12 candidates × 3 families) one step each in a rotating order, and it
+# was taken at commit {eval}`why.commit` on {eval}`why.then`.
+# `benchmarks/bench_step_clock.py` takes the two apart with the clock's own timer, each
+# arm in a process of its own, on an idle machine on {eval}`why.now`: r3_batch128's
+# AoT-ADMM step took {eval}`why.alone` s alone and {eval}`why.mixed` s among all 36 at
+# the current code, and {eval}`why.old_alone` s and {eval}`why.old_mixed` s at
+# {eval}`why.commit`. Neither the interleaving nor the code accounts for the gap: each
+# of the 36 steps the clock timed took {eval}`why.lo`–{eval}`why.hi` of its recorded
+# time (median {eval}`why.med`). The machine was the difference. The one that measured
+# the clock on {eval}`why.then` was about {eval}`why.factor` times slower than the one
+# the goal ran on, though both report the same CPU model and instruction set (AMD EPYC,
+# AVX-512): a cloud machine's name does not fix its speed, so a clock taken once sets
+# lengths for another day only up to such a factor. At today's step time the rule would
+# have given {eval}`why.rule_now` epochs instead of {eval}`why.epochs` (post hoc: a
+# reading after the goal runs, not a run). Whether that length reaches the goal is not
+# measured here.
 
 # %% [markdown]
 # (sec-admm-sweep)=

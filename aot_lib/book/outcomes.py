@@ -50,7 +50,10 @@ def outcomes(root: str | Path) -> SimpleNamespace:
     * where each group's not-settled verdicts point (``planned_unsettled_ahead``, ``post_hoc_unsettled_ahead``);
     * the second search round (issue 55): screening runs recorded of those configured, the recipe it picked
       (``round2_recipe``), and its goal's seeds recorded of the plan's (``round2_goal_seeds``,
-      ``round2_goal_planned``) with their mean and best test top-1 so far (``—`` before the first).
+      ``round2_goal_planned``); over the seeds that count (``round2_goal_counted``, the plan's idle, CPU and wall-time
+      conditions) their mean test top-1 with its 95 % interval and the best seed (``—`` before the first), how many
+      reach the goal's top-1 (``round2_goal_at``), and ``round2_goal_outcome``: ``pending`` until all the plan's
+      seeds are recorded, then ``reached`` or ``not reached`` by the plan's primary reading (the mean).
     """
     root = Path(root)
     results = root / "results" / "cpu"
@@ -77,7 +80,9 @@ def outcomes(root: str | Path) -> SimpleNamespace:
     s = goal["summary"]
     search2 = root / "configs" / "cpu" / "search2"
     pick2, goal2 = evidence.recipe_pick(root, round=2), evidence.goal_round2(root)
-    goal2_top1 = [r["top1"] for r in goal2["rows"]] if goal2 else []
+    recorded2 = len(goal2["rows"]) if goal2 else 0
+    s2 = goal2["summary"] if goal2 else None
+    planned2 = read_yaml(results / "plan.yaml")["round2"]["goal"]["seeds"]
     return phrases(
         claims=len(rows), planned=len(planned), post_hoc=len(post_hoc),
         planned_reproduced=count(planned, "reproduced", "confirmed"),
@@ -106,7 +111,10 @@ def outcomes(root: str | Path) -> SimpleNamespace:
                         for p in search2.glob("*.yaml")),
         round2_total=len(list(search2.glob("*.yaml"))),
         round2_recipe=pick2["candidate"] if pick2 else "not picked yet",
-        round2_goal_seeds=len(goal2_top1),
-        round2_goal_planned=read_yaml(results / "plan.yaml")["round2"]["goal"]["seeds"],
-        round2_goal_mean=f"{sum(goal2_top1) / len(goal2_top1):.2f}" if goal2_top1 else "—",
-        round2_goal_best=f"{max(goal2_top1):.2f}" if goal2_top1 else "—")
+        round2_goal_seeds=recorded2, round2_goal_planned=planned2,
+        round2_goal_counted=s2.n if s2 else 0, round2_goal_at=goal2["at_goal"] if goal2 else 0,
+        round2_goal_outcome=("pending" if recorded2 < planned2 else
+                             "reached" if goal2["reached"] else "not reached"),
+        round2_goal_mean=f"{s2.mean:.2f}" if s2 else "—",
+        round2_goal_ci=f"[{s2.low:.2f}, {s2.high:.2f}]" if s2 and s2.n > 1 else "—",
+        round2_goal_best=f"{max(r['top1'] for r in goal2['rows'] if r['counts']):.2f}" if s2 else "—")
