@@ -14,7 +14,8 @@ from ..runtime import cpu_label
 from .sweeps import _slashed
 from .tables import Col, Table
 
-__all__ = ["search2_table", "precision_table", "cpu_types_table", "goal_table", "goal_curves"]
+__all__ = ["search2_table", "precision_table", "cpu_types_table", "goal_table", "goal_curves",
+           "bf16_check_table"]
 
 
 #: What a round-2 candidate may change from round 1's recipe (its first row), as the screening table names it.
@@ -192,3 +193,22 @@ def goal_curves(goal: Mapping) -> dict[str, dict]:
             minutes=[m for _, m, _ in rows], acc=[a for _, _, a in rows], counts=r["counts"],
             final=(r["wall_s"] / 60, r["top1"]))
     return curves
+
+
+def bf16_check_table(check: Mapping, name: str | None = None) -> Table:
+    """:func:`aot_lib.evidence.bf16_check`'s reading as a table: per seed the validation linear top-1 and k-NN in
+    fp32 and in bf16-mixed and the linear difference; the note gives the plan's reading (the eighth addendum)."""
+    rows = [dict(seed=seed, fp32=p["fp32"], bf16=p["bf16"], diff=p["diff"], knn_fp32=p["knn_fp32"],
+                 knn_bf16=p["knn_bf16"]) for seed, p in check["pairs"].items()]
+    reading = ("not all seeds have both precisions yet" if check["matches"] is None else
+               f"the mean difference {check['mean_diff']:+.2f} points against the fp32 seed spread "
+               f"{check['spread']:.2f}: bf16 {'matches' if check['matches'] else 'does not match'} fp32 within the "
+               "seed spread")
+    return Table(rows, [Col("seed"), Col("fp32", "fp32 linear (%)", ".2f"), Col("bf16", "bf16 linear (%)", ".2f"),
+                        Col("diff", "bf16 − fp32 (points)", "+.2f"), Col("knn_fp32", "fp32 k-NN (%)", ".2f"),
+                        Col("knn_bf16", "bf16 k-NN (%)", ".2f")],
+                 caption="bf16-mixed against fp32 at equal steps: round 2's base screening run of AoT-ADMM, "
+                         "validation top-1 seed by seed",
+                 name=name,
+                 notes=[f"All runs from commit {check['commit'][:7]}, on the CPU; the plan's reading (its eighth "
+                        f"addendum, written before the runs): {reading}."])
