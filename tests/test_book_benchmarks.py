@@ -353,6 +353,26 @@ def test_precision_table_reads_each_cpus_and_familys_ratio_and_loss_gap():
         precision_table([bench, {**avx2, "config": "a.yaml"}])
 
 
+def test_bf16_check_table_shows_each_seeds_pair_and_the_plans_reading():
+    """Hand-made evidence.bf16_check readings: one row per seed with both precisions; the note gives the commit and
+    the eighth addendum's reading in words, or says that a seed still lacks a precision."""
+    from aot_lib.book.round2 import bf16_check_table
+
+    pairs = {0: dict(fp32=40.0, bf16=39.5, diff=-0.5, knn_fp32=35.0, knn_bf16=34.5),
+             1: dict(fp32=41.0, bf16=40.9, diff=-0.1, knn_fp32=36.0, knn_bf16=36.2)}
+    check = dict(pairs=pairs, commit="8c6dce7" + "0" * 33, recorded=4, spread=1.0, mean_diff=-0.3, matches=True)
+    table = bf16_check_table(check, name="tbl-bf16-check")
+    assert table.rows == [dict(seed=0, **pairs[0]), dict(seed=1, **pairs[1])]
+    assert table.notes == ["All runs from commit 8c6dce7, on the CPU; the plan's reading (its eighth addendum, "
+                           "written before the runs): the mean difference -0.30 points against the fp32 seed spread "
+                           "1.00: bf16 matches fp32 within the seed spread."]
+    outside = bf16_check_table({**check, "mean_diff": -1.3, "matches": False})
+    assert outside.notes[0].endswith("the mean difference -1.30 points against the fp32 seed spread 1.00: bf16 does "
+                                     "not match fp32 within the seed spread.")
+    half = bf16_check_table({**check, "pairs": {0: pairs[0]}, "spread": None, "mean_diff": None, "matches": None})
+    assert len(half.rows) == 1 and half.notes[0].endswith("not all seeds have both precisions yet.")
+
+
 def test_cpu_types_table_divides_each_step_by_the_clocks_and_refuses_two_commits():
     """Per candidate and family: the other CPU's median step over the clock CPU's (0.45 / 0.60 = 0.75, ...); one
     measurement means one commit and the same candidates."""
