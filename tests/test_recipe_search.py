@@ -677,8 +677,9 @@ def test_the_round_two_goal_counts_only_idle_runs_within_the_wall_limit(tmp_path
     for seed, (top1, wall, other, cpu) in enumerate(runs):
         measured = {} if other is None else {"other_cores": other}
         _seed_of(tmp_path / "results" / "cpu", "cpu30b_aot_admm_cifar10", seed, top1, wall_time_s=wall,
-                 hardware={"torch": "2.14.1+cu130", **cpu}, **measured)
+                 hardware={"torch": "2.14.1+cu130", **cpu}, total_steps=4290 + seed, **measured)
     goal = goal_round2(tmp_path)
+    assert [r["steps"] for r in goal["rows"]] == [4290 + s for s in range(len(runs))]
     assert (goal["goal"]["top1"], goal["goal"]["wall_s"], goal["goal"]["cpu"], goal["idle_max"]) == (
         60.0, 1800, "AMD EPYC", 0.05)
     assert [(r["seed"], r["counts"], r["reason"]) for r in goal["rows"]] == [

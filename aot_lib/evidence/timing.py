@@ -261,7 +261,7 @@ def goal_30min(root: str | Path) -> dict | None:
 def goal_round2(root: str | Path) -> dict | None:
     """How the round-2 recipe's AoT-ADMM CIFAR-10 seeds (``cpu30b_aot_admm_cifar10[_seed<k>]``) stand against the
     plan's round-2 goal (``results/cpu/plan.yaml``: ``round2.goal`` and ``round2_idle``), or None before the first is
-    recorded. Per run (``rows``): its seed, test linear top-1, pretraining wall time (``wall_s``), the other work on
+    recorded. Per run (``rows``): its seed, test linear top-1, pretraining wall time (``wall_s``) and steps, the other work on
     the machine meanwhile (``other_cores``; None: not measured), its ``cpu`` (model and instruction set, as recorded)
     and ``counts``, with the ``reason`` it does not (over the wall limit, another CPU model than the plan's
     ``goal.cpu`` or none recorded, not idle, not measured). Over the runs that count: ``summary`` (mean and 95 % interval of their
@@ -284,6 +284,7 @@ def goal_round2(root: str | Path) -> dict | None:
                   "the machine's other work was not measured" if other is None else
                   f"the machine was shared ({other:.2f} cores of other work)" if other > idle_max else None)
         rows.append({"seed": run.seed, "top1": run.top1, "wall_s": run.wall_time_s, "other_cores": other,
+                     "steps": record.get("total_steps"),
                      "cpu": cpu_of(run),
                      "counts": reason is None, "reason": reason, "run": run})
     counted = [r["top1"] for r in rows if r["counts"]]
