@@ -70,7 +70,7 @@ from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.panels import attention_panel
 from aot_lib.book.plotting import (FIGURE_WIDTH_IN, plot_cls_attention, plot_monitors,
                                    plot_wall_curves)
-from aot_lib.evidence.stats import PAPER_LARGEST_GAP
+from aot_lib.evidence.stats import PAPER_LARGEST_GAP, paired_difference, summarize
 from aot_lib.training.probe import load_encoder
 from aot_lib.probe_grid import grid_pick
 from aot_lib.book.tables import Col, Table
@@ -854,8 +854,7 @@ idle = phrases(most=plan_yaml["round2_idle"]["other_cores_max"],
 goal_r2 = evidence.goal_round2(ROOT)
 display(goal_table(goal_r2, name="tbl-round2-goal"))
 g_rows = goal_r2["rows"]
-g_steps = [json.loads((r["run"].folder / "run.json").read_text())["total_steps"]
-           for r in g_rows]
+g_steps = [r["steps"] for r in g_rows]
 clock_step = clock2["steps"][pick2["candidate"]]["aot_admm"]["median_s"]
 per_step = [r["wall_s"] / n for r, n in zip(g_rows, g_steps)]
 seed0_val = json.loads((ROOT / "results" / "cpu" / "cpu30b_aot_admm_cifar10" /
@@ -873,12 +872,32 @@ assert not any(p["at_top"] or p["at_bottom"] for p in g_picks), "the text: all i
 g_added = {r["seed"]: sorted(set(p["grid"]) - set(plan_yaml["round2"]["probe_lr"]))
            for r, p in zip(g_rows, g_picks)}
 g_ext = {s: a for s, a in g_added.items() if a}
+# the floors at the same probe (the plan: the untrained encoder and raw pixels at every
+# seed of every round-2 cell; scripts/evidence_runs.sh floors2)
+floors_r2 = evidence.floor_cells(ROOT / "results" / "cpu", "cpu30b_aot_admm_cifar10",
+                                 "cifar10", "baselines_cpu30b")
+fl = {k: {r.seed: r.top1 for r in runs} for k, runs in floors_r2.items()}
+goal_by_seed = {r["seed"]: r["top1"] for r in g_rows}
+assert all(set(v) == set(goal_by_seed) for v in fl.values()), "the text: every seed"
+fl_picks = [grid_pick(json.loads((r.folder / "probe.json").read_text()))
+            for runs in floors_r2.values() for r in runs]
+fl_edge = sum(p["at_top"] or p["at_bottom"] for p in fl_picks)
+assert fl_edge == 0, "the text: every floor's pick inside"
+over = {k: paired_difference(goal_by_seed, v) for k, v in fl.items()}
+assert all(d.low > 0 for d in over.values()), "the text: above both floors"
 top2 = max(plan_yaml["round2"]["probe_lr"])
 assert all(p["lr"] == top2 for r, p in zip(g_rows, g_picks) if r["seed"] in g_ext), \
     "the text: the top kept"
 assert len(g_rows) == goal2["seeds"] == g_sum.n, "the text: all recorded, all count"
 assert not goal_r2["reached"] and goal_r2["at_goal"] == 0, "the text: no seed either"
 goal_run = phrases(
+    untrained=f"{summarize(fl['untrained'].values()).mean:.2f}",
+    pixels=f"{summarize(fl['pixels'].values()).mean:.2f}",
+    over_untrained=f"{over['untrained'].mean:.2f}",
+    over_untrained_ci=f"{over['untrained'].low:.2f}–{over['untrained'].high:.2f}",
+    over_pixels=f"{over['pixels'].mean:.2f}",
+    over_pixels_ci=f"{over['pixels'].low:.2f}–{over['pixels'].high:.2f}",
+    floors=len(fl_picks),
     recorded=len(g_rows), seeds=goal2["seeds"], mean=f"{g_sum.mean:.2f}",
     picks=and_list([f"{p['lr']:g}" for p in g_picks]),
     ext=and_list([str(s) for s in g_ext]),
@@ -907,6 +926,14 @@ goal_run = phrases(
 # section shows how far the recipe got and what limited it. Seed 0 is the picked
 # finalist's AoT-ADMM run again, the same config and seed at a later commit, and its
 # validation probe gives the finalist's {eval}`goal_run.seed0_val` % to the last digit.
+#
+# How far did the recipe get? Its floors at the same probe, at every seed (the plan's
+# round-2 section; `scripts/evidence_runs.sh floors2`), are the encoder untrained,
+# {eval}`goal_run.untrained` %, and raw pixels, {eval}`goal_run.pixels` % (means over
+# the seeds). Pretraining adds {eval}`goal_run.over_untrained` points to the untrained
+# encoder (95 % interval {eval}`goal_run.over_untrained_ci`, paired by seed) and
+# {eval}`goal_run.over_pixels` to raw pixels ({eval}`goal_run.over_pixels_ci`). Each of
+# the {eval}`goal_run.floors` floors picked its rate inside the rates it tried.
 #
 # The minutes are the surprise. The rule gave the recipe the whole epochs whose steps
 # fill {eval}`goal_run.budget` minutes at the step time the clock measured for it,
@@ -1298,6 +1325,12 @@ if encoder is not None:
 # * At that recipe AoT-ADMM scores {eval}`goal.mean` % CIFAR-10 linear on the test split
 #   over {eval}`goal.n` seeds (the best {eval}`goal.best` %): the {eval}`goal.top1` %
 #   goal is not reached.
+# * Round 2 took wall time on the slower CPU as its clock and picked
+#   {eval}`final2.better`. Its {eval}`goal_run.seeds` goal runs, each alone on the
+#   machine, score {eval}`goal_run.mean` % ({eval}`goal_run.ci`): not the
+#   {eval}`rule2.top1` % either. They took about half the half hour, because the clock
+#   that set their length ran on a machine {eval}`why.factor` times slower under the
+#   same CPU name.
 # * With orthonormal bases, {eval}`control_read.trained` of {eval}`control_read.layers`
 #   trained layers lower the compression term against {eval}`control_read.initial` at
 #   initialisation, and summed over the layers it changes by
