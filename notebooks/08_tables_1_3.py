@@ -1369,6 +1369,9 @@ learned = phrases(
 # (sec-recipe-search2)=
 # ###### Round 2: the slower CPU’s wall time
 #
+# (sec-round2-goal)=
+# ###### Round 2’s goal runs
+#
 # :::{figure}
 # :label: tbl-two-recipes-holm
 # :kind: table
