@@ -1441,9 +1441,17 @@ if encoder is not None:
 # :::
 #
 # :::{figure}
-# :label: tbl-search2-cpu-types
+# :label: tbl-bf16-check
 # :kind: table
 # :enumerator: 7.8
+# bf16-mixed against fp32 at equal steps: round 2's base screening run of AoT-ADMM,
+# validation top-1 seed by seed
+# :::
+#
+# :::{figure}
+# :label: tbl-search2-cpu-types
+# :kind: table
+# :enumerator: 7.9
 # One step of every round-2 candidate on two CPU types: the AMD EPYC AVX2 against the
 # clock's AMD EPYC AVX512
 # :::
@@ -1451,7 +1459,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-search2-screening
 # :kind: table
-# :enumerator: 7.9
+# :enumerator: 7.10
 # Round 2 of the recipe search, screening: validation linear top-1 per family, the runs
 # recorded so far
 # :::
@@ -1462,14 +1470,14 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-search2-finalists
 # :kind: table
-# :enumerator: 7.10
+# :enumerator: 7.11
 # Round 2's finalists: validation linear top-1 at full length and in screening
 # :::
 #
 # :::{figure}
 # :label: tbl-round2-goal
 # :kind: table
-# :enumerator: 7.11
+# :enumerator: 7.12
 # The round-2 goal: AoT-ADMM on CIFAR-10, 60 % in 30 wall minutes on an idle 2-core AMD
 # EPYC, seed by seed
 # :::
@@ -1485,7 +1493,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-admm-hyperparameters
 # :kind: table
-# :enumerator: 7.12
+# :enumerator: 7.13
 # ADMM hyper-parameters: AoT-ADMM, width 192, depth 6, CIFAR-10, 3 epochs
 # :::
 #
@@ -1510,7 +1518,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-layer-audit
 # :kind: table
-# :enumerator: 7.13
+# :enumerator: 7.14
 # White-box audit of cpu_aot_admm_cifar10 after 1950 steps
 # :::
 #
@@ -1534,7 +1542,7 @@ if encoder is not None:
 # :::{figure}
 # :label: tbl-recipe-audit-control
 # :kind: table
-# :enumerator: 7.14
+# :enumerator: 7.15
 # The audit with orthonormalised bases, trained against untrained (10 images: CIFAR-10
 # (official splits, JPEG q75 re-encoding), test images)
 # :::
