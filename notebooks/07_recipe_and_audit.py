@@ -649,7 +649,6 @@ bf16 = phrases(low=f"{min(ratios[cpu_label(has['hardware'])]):.2f}",
 bf16_acc = evidence.bf16_check(ROOT)
 assert bf16_acc is not None and bf16_acc["matches"] is not None, \
     "the text: all four runs are recorded"
-display(bf16_check_table(bf16_acc, name="tbl-bf16-check"))
 bf16_pairs = list(bf16_acc["pairs"].values())
 bf16_runs = phrases(
     seeds=and_list([str(s) for s in evidence.BF16_CHECK["seeds"]]),
@@ -685,7 +684,11 @@ bf16_runs = phrases(
 # a coarse spread, so this reads large changes only. fp32 stays all the same, since bf16
 # is the slower arithmetic here. It is the CPU's bf16 arithmetic:
 # what bf16-mixed does on a GPU is not measured by this check.
-#
+
+# %% tags=["hide-input"]
+display(bf16_check_table(bf16_acc, name="tbl-bf16-check"))
+
+# %% [markdown]
 # The clock's CPU is "the slower of the two types" only as long as no slower one
 # turns up. A third type did turn up: an AMD EPYC with AVX2 and no AVX-512. The same
 # interleaved measurement, at the same commit as the AVX-512 one, was run on it while

@@ -75,7 +75,8 @@ def search2_table(root: Path) -> tuple[Table, dict]:
         [Col("candidate"), Col("change", "change from round 1's recipe"), Col("mean", "mean (%)", ".2f"),
          *[Col(f, f"{n}, val. linear (%)", ".2f") for f, n in TABLE13_NAMES.items()],
          Col("full_epochs", "epochs in 27 min"), Col("epochs", "screening epochs")],
-        caption="Round 2 of the recipe search, screening: validation linear top-1 per family, the runs recorded so far",
+        caption="Round 2 of the recipe search, screening: validation linear top-1 per family"
+                + (", the runs recorded so far" if len(done) < len(search) * len(TABLE13_NAMES) else ""),
         name="tbl-recipe-search2-screening",
         notes=["One seed per candidate and family (seed 0), validation only. Epochs in 27 min: AoT-ADMM's steps on "
                "the AMD EPYC's idle step time (results/cpu/search2/step_times_amd.json); the screening run is 30 % of "
