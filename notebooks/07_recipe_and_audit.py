@@ -1463,8 +1463,7 @@ if encoder is not None:
 # :label: tbl-recipe-search2-screening
 # :kind: table
 # :enumerator: 7.10
-# Round 2 of the recipe search, screening: validation linear top-1 per family, the runs
-# recorded so far
+# Round 2 of the recipe search, screening: validation linear top-1 per family
 # :::
 #
 # (sec-quick-probe)=
