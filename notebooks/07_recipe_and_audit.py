@@ -70,9 +70,8 @@ from aot_lib.training.monitors import audit_layers, cls_attention
 from aot_lib.book.panels import attention_panel
 from aot_lib.book.plotting import (FIGURE_WIDTH_IN, plot_cls_attention, plot_monitors,
                                    plot_wall_curves)
-from aot_lib.evidence.stats import PAPER_LARGEST_GAP, paired_difference, summarize
+from aot_lib.evidence.stats import PAPER_LARGEST_GAP, paired_difference
 from aot_lib.training.probe import load_encoder
-from aot_lib.probe_grid import grid_pick
 from aot_lib.book.tables import Col, Table
 from aot_lib.book.benchmarks import pretraining_flops
 from aot_lib.book.round2 import (bf16_check_table, cpu_types_table, goal_curves,
@@ -881,8 +880,7 @@ assert all(0.4 < r["wall_s"] / goal2["wall_s"] < 0.6 for r in g_rows), \
 
 assert max(r["top1"] for r in g_rows) < goal2["top1"], "the text: short of the goal"
 g_sum = goal_r2["summary"]
-g_picks = [grid_pick(json.loads((r["run"].folder / "probe.json").read_text()))
-           for r in g_rows]
+g_picks = evidence.probe_lr_picks([r["run"] for r in g_rows])
 assert not any(p["at_top"] or p["at_bottom"] for p in g_picks), "the text: all inside"
 g_added = {r["seed"]: sorted(set(p["grid"]) - set(plan_yaml["round2"]["probe_lr"]))
            for r, p in zip(g_rows, g_picks)}
@@ -894,10 +892,8 @@ floors_r2 = evidence.floor_cells(ROOT / "results" / "cpu", "cpu30b_aot_admm_cifa
 fl = {k: {r.seed: r.top1 for r in runs} for k, runs in floors_r2.items()}
 goal_by_seed = {r["seed"]: r["top1"] for r in g_rows}
 assert all(set(v) == set(goal_by_seed) for v in fl.values()), "the text: every seed"
-fl_picks = [grid_pick(json.loads((r.folder / "probe.json").read_text()))
-            for runs in floors_r2.values() for r in runs]
-fl_edge = sum(p["at_top"] or p["at_bottom"] for p in fl_picks)
-assert fl_edge == 0, "the text: every floor's pick inside"
+fl_picks = evidence.probe_lr_picks([r for runs in floors_r2.values() for r in runs])
+assert not any(p["at_top"] or p["at_bottom"] for p in fl_picks), "the text: all inside"
 over = {k: paired_difference(goal_by_seed, v) for k, v in fl.items()}
 assert all(d.low > 0 for d in over.values()), "the text: above both floors"
 top2 = max(plan_yaml["round2"]["probe_lr"])
@@ -906,8 +902,8 @@ assert all(p["lr"] == top2 for r, p in zip(g_rows, g_picks) if r["seed"] in g_ex
 assert len(g_rows) == goal2["seeds"] == g_sum.n, "the text: all recorded, all count"
 assert not goal_r2["reached"] and goal_r2["at_goal"] == 0, "the text: no seed either"
 goal_run = phrases(
-    untrained=f"{summarize(fl['untrained'].values()).mean:.2f}",
-    pixels=f"{summarize(fl['pixels'].values()).mean:.2f}",
+    untrained=f"{mean(fl['untrained'].values()):.2f}",
+    pixels=f"{mean(fl['pixels'].values()):.2f}",
     over_untrained=f"{over['untrained'].mean:.2f}",
     over_untrained_ci=f"{over['untrained'].low:.2f}–{over['untrained'].high:.2f}",
     over_pixels=f"{over['pixels'].mean:.2f}",
